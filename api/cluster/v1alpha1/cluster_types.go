@@ -1,0 +1,228 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterSyncMode says who applies a cluster's Works.
+// +kubebuilder:validation:Enum=Push;Pull
+type ClusterSyncMode string
+
+const (
+	// Push: the hub applies Works to the member with credentials from spec.secretRef.
+	Push ClusterSyncMode = "Push"
+	// Pull: an agent beside the member watches its Works on the hub and applies them.
+	Pull ClusterSyncMode = "Pull"
+)
+
+// Well-known taints the hub puts on unhealthy clusters.
+const (
+	// TaintClusterNotReady is set while the member's readyz fails.
+	TaintClusterNotReady = "cluster.flotilla.io/not-ready"
+	// TaintClusterUnreachable is set while the cluster's heartbeat Lease is older than the grace period.
+	TaintClusterUnreachable = "cluster.flotilla.io/unreachable"
+)
+
+// ClusterConditionReady is the condition type that says whether the member can take workloads.
+const ClusterConditionReady = "Ready"
+
+// Cluster is a member cluster registered with the hub. Its name is the cluster's name everywhere in Flotilla;
+// its Works live in the namespace flotilla-cluster-<name>.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=fc;fcluster,categories=flotilla
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.syncMode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
+// +kubebuilder:printcolumn:name="Provider",type=string,JSONPath=`.spec.provider`,priority=1
+// +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.spec.region`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired description of the member cluster.
+	Spec ClusterSpec `json:"spec"`
+
+	// Status is what the hub last observed of the member cluster.
+	// +optional
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterSpec describes a member cluster: how it is reached and where it runs.
+// +kubebuilder:validation:XValidation:rule="self.syncMode != 'Push' || has(self.apiEndpoint)",message="spec.apiEndpoint is required when syncMode is Push"
+// +kubebuilder:validation:XValidation:rule="self.syncMode != 'Push' || has(self.secretRef)",message="spec.secretRef is required when syncMode is Push"
+type ClusterSpec struct {
+	// ID is a unique identifier of the member cluster, such as the UID of its kube-system namespace.
+	// It lets the hub notice when a different cluster claims a registered name. Empty means unknown.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	ID string `json:"id,omitempty"`
+
+	// SyncMode says who applies this cluster's Works: the hub (Push) or the cluster's agent (Pull).
+	// +required
+	SyncMode ClusterSyncMode `json:"syncMode"`
+
+	// APIEndpoint is the URL of the member's kube-apiserver. Required for Push; informational for Pull.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://`
+	APIEndpoint string `json:"apiEndpoint,omitempty"`
+
+	// SecretRef names the Secret (in flotilla-system) with the credentials the hub uses to reach a Push member:
+	// keys "token" or "kubeconfig", and "caBundle". Unused for Pull clusters.
+	// +optional
+	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
+
+	// InsecureSkipTLSVerification skips verifying the member's serving certificate. Default false.
+	// +optional
+	InsecureSkipTLSVerification bool `json:"insecureSkipTLSVerification,omitempty"`
+
+	// ProxyURL is an HTTP(S) or SOCKS5 proxy the hub uses to reach the member. Empty means direct.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^(https?|socks5)://`
+	ProxyURL string `json:"proxyURL,omitempty"`
+
+	// Provider is the cloud or infrastructure provider the cluster runs on, used by placement fieldSelectors
+	// and spread constraints.
+	// +optional
+	Provider string `json:"provider,omitempty"`
+
+	// Region is the region the cluster runs in, used by placement fieldSelectors and spread constraints.
+	// +optional
+	Region string `json:"region,omitempty"`
+
+	// Zones are the zones the cluster spans, used by placement fieldSelectors and spread constraints.
+	// +optional
+	// +listType=set
+	Zones []string `json:"zones,omitempty"`
+
+	// Taints keep workloads away from the cluster unless their policy tolerates them. Effects are
+	// NoSchedule, PreferNoSchedule or NoExecute. The hub itself sets cluster.flotilla.io/not-ready and
+	// cluster.flotilla.io/unreachable.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
+	Taints []corev1.Taint `json:"taints,omitempty"`
+}
+
+// LocalSecretReference names a Secret in a known namespace.
+type LocalSecretReference struct {
+	// Namespace of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+
+	// Name of the Secret.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// ClusterStatus is what the hub observed of a member: its version, capabilities, capacity and health.
+type ClusterStatus struct {
+	// Conditions: Ready (True: healthy; False: readyz failing; Unknown: heartbeat lost), each with a reason.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// KubernetesVersion is the member's kube-apiserver version, for example v1.37.2.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// Platform is the member's os/arch, for example linux/amd64.
+	// +optional
+	Platform string `json:"platform,omitempty"`
+
+	// AgentVersion is the version of the Flotilla agent (Pull) or hub (Push) that reports this status.
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
+
+	// APIEnablements lists every group/version the member serves, with its resources.
+	// +optional
+	APIEnablements []APIEnablement `json:"apiEnablements,omitempty"`
+
+	// NodeSummary counts the member's nodes.
+	// +optional
+	NodeSummary *NodeSummary `json:"nodeSummary,omitempty"`
+
+	// ResourceSummary sums the member's node capacity and what its pods use of it.
+	// +optional
+	ResourceSummary *ResourceSummary `json:"resourceSummary,omitempty"`
+
+	// Health holds the results of the member's /livez and /readyz endpoints.
+	// +optional
+	Health *HealthEndpoints `json:"health,omitempty"`
+
+	// LastHeartbeatTime is when the cluster's agent (or the hub, for Push) last reported.
+	// +optional
+	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+}
+
+// APIEnablement is one group/version the member serves and its resources.
+type APIEnablement struct {
+	// GroupVersion, for example apps/v1, or v1 for the core group.
+	// +required
+	GroupVersion string `json:"groupVersion"`
+
+	// Resources served in this group/version.
+	// +optional
+	Resources []APIResource `json:"resources,omitempty"`
+}
+
+// APIResource is one resource of a group/version.
+type APIResource struct {
+	// Name is the plural resource name, for example deployments.
+	// +required
+	Name string `json:"name"`
+
+	// Kind is the kind of the resource, for example Deployment.
+	// +required
+	Kind string `json:"kind"`
+}
+
+// NodeSummary counts a member's nodes.
+type NodeSummary struct {
+	// TotalNum is the number of nodes.
+	// +optional
+	TotalNum int32 `json:"totalNum,omitempty"`
+
+	// ReadyNum is the number of nodes whose Ready condition is True.
+	// +optional
+	ReadyNum int32 `json:"readyNum,omitempty"`
+}
+
+// ResourceSummary sums a member's resources over its ready nodes.
+type ResourceSummary struct {
+	// Allocatable is the sum of the ready nodes' allocatable resources.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+
+	// Allocating is the sum of the requests of pods not yet bound to a node.
+	// +optional
+	Allocating corev1.ResourceList `json:"allocating,omitempty"`
+
+	// Allocated is the sum of the requests of non-terminated pods on ready nodes.
+	// +optional
+	Allocated corev1.ResourceList `json:"allocated,omitempty"`
+}
+
+// HealthEndpoints holds the results of a member's health endpoints: "ok", or the failure text.
+type HealthEndpoints struct {
+	// Livez is the result of GET /livez.
+	// +optional
+	Livez string `json:"livez,omitempty"`
+
+	// Readyz is the result of GET /readyz.
+	// +optional
+	Readyz string `json:"readyz,omitempty"`
+}
+
+// ClusterList is a list of Clusters.
+// +kubebuilder:object:root=true
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cluster `json:"items"`
+}

@@ -1,0 +1,294 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+)
+
+// Condition types of bindings.
+const (
+	// ConditionScheduled is True once spec.clusters holds a valid placement.
+	ConditionScheduled = "Scheduled"
+	// ConditionFullyApplied is True once every target cluster applied its Work.
+	ConditionFullyApplied = "FullyApplied"
+	// ConditionHealthy is True once the template is healthy in every target cluster.
+	ConditionHealthy = "Healthy"
+)
+
+// ResourceBinding is the scheduling unit for one namespaced template: what it is, what it needs, and which
+// clusters run it. The hub's detector creates it; the scheduler fills spec.clusters.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=rb,categories=flotilla
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resource.kind`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ResourceBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the template's requirements and its placement.
+	Spec ResourceBindingSpec `json:"spec"`
+
+	// Status is the scheduling result and the template's state in each cluster.
+	// +optional
+	Status ResourceBindingStatus `json:"status,omitempty"`
+}
+
+// ClusterResourceBinding is the scheduling unit for one cluster-scoped template.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=crb,categories=flotilla
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Scheduled",type=string,JSONPath=`.status.conditions[?(@.type=="Scheduled")].status`
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="FullyApplied")].status`
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.resource.kind`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterResourceBinding struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the template's requirements and its placement.
+	Spec ResourceBindingSpec `json:"spec"`
+
+	// Status is the scheduling result and the template's state in each cluster.
+	// +optional
+	Status ResourceBindingStatus `json:"status,omitempty"`
+}
+
+// ResourceBindingSpec describes a template, what it needs, and where it goes.
+type ResourceBindingSpec struct {
+	// Resource is the template this binding places.
+	// +required
+	Resource ObjectReference `json:"resource"`
+
+	// PropagateDeps makes the template's dependencies follow it (copied from the policy).
+	// +optional
+	PropagateDeps bool `json:"propagateDeps,omitempty"`
+
+	// ReplicaRequirements are the resources one replica requests, for dynamic weights and capacity checks.
+	// +optional
+	ReplicaRequirements *ReplicaRequirements `json:"replicaRequirements,omitempty"`
+
+	// Replicas is the template's replica count; 0 for kinds without replicas.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Clusters is the scheduling result: each target cluster and, for Divided templates, its replicas.
+	// +optional
+	Clusters []TargetCluster `json:"clusters,omitempty"`
+
+	// Placement is the policy's placement at the time the binding was written.
+	// +optional
+	Placement *policyv1alpha1.Placement `json:"placement,omitempty"`
+
+	// GracefulEvictionTasks are clusters being left: their copy stays until the replacement is healthy or the
+	// grace period passes.
+	// +optional
+	GracefulEvictionTasks []GracefulEvictionTask `json:"gracefulEvictionTasks,omitempty"`
+
+	// SchedulerName is the scheduler responsible for this binding.
+	// +optional
+	SchedulerName string `json:"schedulerName,omitempty"`
+
+	// Failover is the policy's failover behaviour.
+	// +optional
+	Failover *policyv1alpha1.FailoverBehavior `json:"failover,omitempty"`
+
+	// ConflictResolution is the policy's conflict resolution. Default Abort.
+	// +optional
+	// +kubebuilder:default=Abort
+	ConflictResolution policyv1alpha1.ConflictResolution `json:"conflictResolution,omitempty"`
+
+	// RescheduleTriggeredAt asks the scheduler to place the binding afresh when it is newer than the last
+	// schedule.
+	// +optional
+	RescheduleTriggeredAt *metav1.Time `json:"rescheduleTriggeredAt,omitempty"`
+
+	// Suspension is the policy's suspension.
+	// +optional
+	Suspension *policyv1alpha1.Suspension `json:"suspension,omitempty"`
+
+	// PreserveResourcesOnDeletion keeps member objects when the template is deleted.
+	// +optional
+	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
+}
+
+// ObjectReference identifies a template on the hub.
+type ObjectReference struct {
+	// APIVersion of the template.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	APIVersion string `json:"apiVersion"`
+
+	// Kind of the template.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+
+	// Namespace of the template; empty for cluster-scoped templates.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Name of the template.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// UID of the template.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
+
+	// ResourceVersion of the template that this binding reflects.
+	// +optional
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// ReplicaRequirements are what one replica needs.
+type ReplicaRequirements struct {
+	// ResourceRequest is one replica's resource requests.
+	// +optional
+	ResourceRequest corev1.ResourceList `json:"resourceRequest,omitempty"`
+
+	// Namespace of the workload.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// PriorityClassName of the workload's pods.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// TargetCluster is one cluster of the scheduling result.
+type TargetCluster struct {
+	// Name of the cluster.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+
+	// Replicas the cluster runs (Divided); for Duplicated, the template's full count.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas int32 `json:"replicas,omitempty"`
+}
+
+// GracefulEvictionTask is a cluster being left: its copy stays until the replacement is healthy.
+type GracefulEvictionTask struct {
+	// FromCluster is the cluster being left.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	FromCluster string `json:"fromCluster"`
+
+	// PurgeMode says when the old copy is removed.
+	// +optional
+	PurgeMode policyv1alpha1.PurgeMode `json:"purgeMode,omitempty"`
+
+	// Replicas the old copy ran.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Reason is a CamelCase word for why the cluster is left, for example TaintUntolerated.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Reason string `json:"reason"`
+
+	// Message says why, for a person.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Producer is the controller that asked for the eviction.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Producer string `json:"producer"`
+
+	// GracePeriodSeconds is how long the old copy may stay when the replacement is not healthy.
+	// +optional
+	GracePeriodSeconds *int32 `json:"gracePeriodSeconds,omitempty"`
+
+	// CreationTimestamp is when the eviction started.
+	// +optional
+	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
+}
+
+// ResourceBindingStatus is the scheduling result and the template's state in each cluster.
+type ResourceBindingStatus struct {
+	// SchedulerObservedGeneration is the binding generation the scheduler last placed.
+	// +optional
+	SchedulerObservedGeneration int64 `json:"schedulerObservedGeneration,omitempty"`
+
+	// SchedulerObservedAffinityName is the clusterAffinities group the current placement uses.
+	// +optional
+	SchedulerObservedAffinityName string `json:"schedulerObservedAffinityName,omitempty"`
+
+	// LastScheduledTime is when the scheduler last placed the binding.
+	// +optional
+	LastScheduledTime *metav1.Time `json:"lastScheduledTime,omitempty"`
+
+	// Conditions: Scheduled, FullyApplied, Healthy.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// AggregatedStatus is the template's state in each target cluster.
+	// +optional
+	AggregatedStatus []AggregatedStatusItem `json:"aggregatedStatus,omitempty"`
+}
+
+// ResourceHealth is the health of an object in a member.
+// +kubebuilder:validation:Enum=Healthy;Unhealthy;Unknown
+type ResourceHealth string
+
+const (
+	ResourceHealthy   ResourceHealth = "Healthy"
+	ResourceUnhealthy ResourceHealth = "Unhealthy"
+	ResourceUnknown   ResourceHealth = "Unknown"
+)
+
+// AggregatedStatusItem is the template's state in one cluster.
+type AggregatedStatusItem struct {
+	// ClusterName is the member cluster.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	ClusterName string `json:"clusterName"`
+
+	// Status is the object's status as reflected from the member.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Status *runtime.RawExtension `json:"status,omitempty"`
+
+	// Applied is true once the object was applied in the member.
+	// +optional
+	Applied bool `json:"applied,omitempty"`
+
+	// AppliedMessage says why applying failed.
+	// +optional
+	AppliedMessage string `json:"appliedMessage,omitempty"`
+
+	// Health is the object's health in the member.
+	// +optional
+	Health ResourceHealth `json:"health,omitempty"`
+}
+
+// ResourceBindingList is a list of ResourceBindings.
+// +kubebuilder:object:root=true
+type ResourceBindingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ResourceBinding `json:"items"`
+}
+
+// ClusterResourceBindingList is a list of ClusterResourceBindings.
+// +kubebuilder:object:root=true
+type ClusterResourceBindingList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterResourceBinding `json:"items"`
+}

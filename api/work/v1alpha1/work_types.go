@@ -1,0 +1,153 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+)
+
+// Condition types of Works.
+const (
+	// WorkConditionApplied is True once every manifest was applied in the member.
+	WorkConditionApplied = "Applied"
+	// WorkConditionAvailable is True once every manifest is healthy in the member.
+	WorkConditionAvailable = "Available"
+)
+
+// Work holds the rendered manifests for one member cluster. It lives in the cluster's namespace,
+// flotilla-cluster-<cluster>; the cluster's agent (Pull) or the hub (Push) applies it.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,categories=flotilla
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Applied",type=string,JSONPath=`.status.conditions[?(@.type=="Applied")].status`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Work struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec holds the manifests to apply.
+	Spec WorkSpec `json:"spec"`
+
+	// Status is what the member did with them.
+	// +optional
+	Status WorkStatus `json:"status,omitempty"`
+}
+
+// WorkSpec holds the manifests for one cluster.
+type WorkSpec struct {
+	// Workload holds the manifests.
+	// +optional
+	Workload WorkloadTemplate `json:"workload,omitempty"`
+
+	// SuspendDispatching true stops the manifests from being applied until it is unset.
+	// +optional
+	SuspendDispatching *bool `json:"suspendDispatching,omitempty"`
+
+	// PreserveResourcesOnDeletion keeps the member objects when the Work is deleted.
+	// +optional
+	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
+
+	// ConflictResolution says what happens when the member already has an object Flotilla did not create.
+	// Default Abort.
+	// +optional
+	// +kubebuilder:default=Abort
+	ConflictResolution policyv1alpha1.ConflictResolution `json:"conflictResolution,omitempty"`
+}
+
+// WorkloadTemplate holds the manifests.
+type WorkloadTemplate struct {
+	// Manifests are complete Kubernetes objects, applied in dependency order (CRDs, then namespaces, then the
+	// rest).
+	// +optional
+	Manifests []Manifest `json:"manifests,omitempty"`
+}
+
+// Manifest is one complete Kubernetes object.
+// +kubebuilder:pruning:PreserveUnknownFields
+// +kubebuilder:validation:EmbeddedResource
+type Manifest struct {
+	runtime.RawExtension `json:",inline"`
+}
+
+// WorkStatus is what the member did with the manifests.
+type WorkStatus struct {
+	// Conditions: Applied, Available.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ManifestStatuses report each manifest's state in the member.
+	// +optional
+	ManifestStatuses []ManifestStatus `json:"manifestStatuses,omitempty"`
+}
+
+// ManifestStatus is one manifest's state in the member.
+type ManifestStatus struct {
+	// Identifier says which manifest this is.
+	// +required
+	Identifier ResourceIdentifier `json:"identifier"`
+
+	// Applied is true once the manifest was applied.
+	// +optional
+	Applied bool `json:"applied,omitempty"`
+
+	// Conditions of applying this manifest, for example a conflict with an object Flotilla did not create.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Status is the object's status as reflected from the member.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Status *runtime.RawExtension `json:"status,omitempty"`
+
+	// Health is the object's health in the member.
+	// +optional
+	Health ResourceHealth `json:"health,omitempty"`
+}
+
+// ResourceIdentifier identifies one manifest of a Work and the object it became.
+type ResourceIdentifier struct {
+	// Ordinal is the manifest's index in spec.workload.manifests.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Ordinal int `json:"ordinal"`
+
+	// Group of the object; empty for the core group.
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// Version of the object.
+	// +required
+	Version string `json:"version"`
+
+	// Kind of the object.
+	// +required
+	Kind string `json:"kind"`
+
+	// Resource is the plural resource name.
+	// +optional
+	Resource string `json:"resource,omitempty"`
+
+	// Namespace of the object; empty for cluster-scoped objects.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Name of the object.
+	// +required
+	Name string `json:"name"`
+}
+
+// WorkList is a list of Works.
+// +kubebuilder:object:root=true
+type WorkList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Work `json:"items"`
+}

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flotilla-io/flotilla/internal/hub"
+)
+
+func newHubCommand(verbosity *int) *cobra.Command {
+	o := hub.NewOptions()
+	cmd := &cobra.Command{
+		Use:   "hub",
+		Short: "Run the Flotilla hub: an embedded Kubernetes API with Flotilla's APIs and controllers",
+		Long: `Run the Flotilla hub.
+
+By default the hub is a whole control plane in this process: etcd, kube-apiserver and the few core
+controllers a store of templates needs, with its PKI and data in --data-dir. It writes
+DATA_DIR/admin.kubeconfig once the API serves every Flotilla kind.
+
+With --kubeconfig the hub uses an existing cluster instead: it installs the CRDs there and runs only
+Flotilla's controllers. With --etcd-servers several hubs share one etcd; all serve the API and one
+leads the controllers.`,
+		Example: `  flotilla hub --data-dir /tmp/hub
+  kubectl --kubeconfig /tmp/hub/admin.kubeconfig get crd`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			logFile := ""
+			if o.Embedded() {
+				if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+					return err
+				}
+				logFile = filepath.Join(o.DataDir, "hub.log")
+			}
+			if err := setupLogging(*verbosity, logFile); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			p := newProgress(cmd.OutOrStdout())
+			if logFile != "" {
+				p.step("starting the hub in " + o.DataDir + " (component logs: " + logFile + ")")
+			}
+			h, err := hub.Start(ctx, o, p.step)
+			if err != nil {
+				return err
+			}
+			if h.AdminKubeconfig != "" {
+				p.step(fmt.Sprintf("hub ready: export KUBECONFIG=%s", h.AdminKubeconfig))
+			} else {
+				p.step("hub ready on the cluster of " + o.Kubeconfig)
+			}
+			err = h.Run(ctx)
+			p.step("hub stopped")
+			return err
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}

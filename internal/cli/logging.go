@@ -1,0 +1,32 @@
+package cli
+
+import (
+	"flag"
+	"strconv"
+
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// setupLogging configures klog once for the whole process: the embedded Kubernetes components and Flotilla's
+// controllers all log through it. With a file, component logs go there and the terminal keeps only the
+// command's own progress lines.
+func setupLogging(verbosity int, file string) error {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	settings := map[string]string{"v": strconv.Itoa(verbosity)}
+	if file != "" {
+		settings["logtostderr"] = "false"
+		settings["alsologtostderr"] = "false"
+		settings["stderrthreshold"] = "FATAL"
+		settings["log_file"] = file
+		settings["one_output"] = "true"
+	}
+	for k, v := range settings {
+		if err := fs.Set(k, v); err != nil {
+			return err
+		}
+	}
+	ctrl.SetLogger(klog.NewKlogr())
+	return nil
+}

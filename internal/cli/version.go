@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+	"k8s.io/component-base/version"
+)
+
+// Version is Flotilla's version, set at build time with -ldflags "-X .../internal/cli.Version=v0.1.0".
+var Version = "v0.0.0-dev"
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print Flotilla's version and the Kubernetes version it embeds",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			goVersion := "unknown"
+			if info, ok := debug.ReadBuildInfo(); ok {
+				goVersion = info.GoVersion
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "flotilla %s (kubernetes %s, %s)\n", Version, version.Get().GitVersion, goVersion)
+		},
+	}
+}

@@ -1,0 +1,83 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/client-go/rest"
+	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+	"k8s.io/kubernetes/pkg/controlplane/reconcilers"
+)
+
+// serviceAccountIssuer is the issuer of the service-account tokens this control plane signs.
+const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
+
+// apiserverOptions configures kube-apiserver as a hub or member needs it: client-certificate and
+// bootstrap-token authentication, RBAC, aggregation through the front-proxy CA, storage in etcd.
+func apiserverOptions(c *Config, pki PKI, etcdServers []string) *apiserveroptions.ServerRunOptions {
+	s := apiserveroptions.NewServerRunOptions()
+
+	s.Etcd.StorageConfig.Transport.ServerList = etcdServers
+	s.Etcd.StorageConfig.Prefix = c.EtcdPrefix
+
+	s.SecureServing.BindAddress = c.BindAddress
+	s.SecureServing.BindPort = c.SecurePort
+	s.SecureServing.ServerCert.CertDirectory = ""
+	s.SecureServing.ServerCert.CertKey = genericoptions.CertKey{CertFile: pki.ServingCert(), KeyFile: pki.ServingKey()}
+	s.GenericServerRunOptions.AdvertiseAddress = c.AdvertiseAddress
+
+	s.Authentication.ClientCert.ClientCA = pki.CACert()
+	s.Authentication.BootstrapToken.Enable = true
+	s.Authentication.ServiceAccounts.KeyFiles = []string{pki.ServiceAccountPub()}
+	s.Authentication.ServiceAccounts.Issuers = []string{serviceAccountIssuer}
+	s.Authentication.APIAudiences = []string{serviceAccountIssuer}
+	s.ServiceAccountSigningKeyFile = pki.ServiceAccountKey()
+	s.Authentication.RequestHeader.ClientCAFile = pki.FrontProxyCACert()
+	s.Authentication.RequestHeader.UsernameHeaders = []string{"X-Remote-User"}
+	s.Authentication.RequestHeader.UIDHeaders = []string{"X-Remote-Uid"}
+	s.Authentication.RequestHeader.GroupHeaders = []string{"X-Remote-Group"}
+	s.Authentication.RequestHeader.ExtraHeaderPrefixes = []string{"X-Remote-Extra-"}
+	s.Authentication.RequestHeader.AllowedNames = []string{frontProxyClientUser}
+	s.ProxyClientCertFile = pki.FrontProxyClientCert()
+	s.ProxyClientKeyFile = pki.FrontProxyClientKey()
+
+	s.Authorization.Modes = []string{"Node", "RBAC"}
+
+	s.ServiceClusterIPRanges = "10.96.0.0/12"
+	// Nothing runs pods against this API server's Service, and a loopback advertise address cannot be an
+	// Endpoint, so the kubernetes Service keeps no endpoints.
+	s.EndpointReconcilerType = string(reconcilers.NoneEndpointReconcilerType)
+	return s
+}
+
+// runAPIServer completes and validates the options, then serves until ctx ends.
+func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions) error {
+	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+		return fmt.Errorf("kube-apiserver feature gates: %w", err)
+	}
+	rest.SetDefaultWarningHandler(rest.NoWarnings{})
+	completed, err := s.Complete(ctx)
+	if err != nil {
+		return fmt.Errorf("kube-apiserver options: %w", err)
+	}
+	if errs := completed.Validate(); len(errs) != 0 {
+		return fmt.Errorf("kube-apiserver options: %w", utilerrors.NewAggregate(errs))
+	}
+	return apiserverapp.Run(ctx, completed)
+}
+
+// hostsFor lists the names the serving certificate must cover.
+func hostsFor(c *Config) []string {
+	hosts := []string{"localhost", "127.0.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "10.96.0.1"}
+	if c.AdvertiseAddress != nil && !c.AdvertiseAddress.Equal(net.IPv4(127, 0, 0, 1)) {
+		hosts = append(hosts, c.AdvertiseAddress.String())
+	}
+	if c.BindAddress != nil && !c.BindAddress.IsUnspecified() && !c.BindAddress.IsLoopback() {
+		hosts = append(hosts, c.BindAddress.String())
+	}
+	return append(hosts, c.TLSSANs...)
+}

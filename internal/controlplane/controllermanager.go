@@ -1,0 +1,48 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+
+	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
+)
+
+// HubControllers are the kube-controller-manager controllers a store of templates needs: no Deployment,
+// ReplicaSet or Pod controller runs, so templates on the hub stay inert.
+var HubControllers = []string{
+	names.NamespaceController,
+	names.GarbageCollectorController,
+	names.ServiceAccountTokenController,
+	names.CertificateSigningRequestSigningController,
+	names.CertificateSigningRequestCleanerController,
+	names.BootstrapSignerController,
+	names.TokenCleanerController,
+	names.ClusterRoleAggregationController,
+}
+
+// runControllerManager runs kube-controller-manager with the given controllers until ctx ends. It talks to
+// the API server with its own client certificate (and a service account per controller), signs CSRs with
+// the cluster CA and service-account tokens with the control plane's key.
+func runControllerManager(ctx context.Context, c *Config, pki PKI, kubeconfig string) error {
+	s, err := kcmoptions.NewKubeControllerManagerOptions()
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager options: %w", err)
+	}
+	s.Generic.ClientConnection.Kubeconfig = kubeconfig
+	s.Generic.Controllers = c.Controllers
+	s.Generic.LeaderElection.LeaderElect = c.LeaderElect
+	s.KubeCloudShared.UseServiceAccountCredentials = true
+	s.SecureServing.BindPort = 0 // no serving port: health is the API server's business here
+	s.SAController.ServiceAccountKeyFile = pki.ServiceAccountKey()
+	s.SAController.RootCAFile = pki.CACert()
+	s.CSRSigningController.ClusterSigningCertFile = pki.CACert()
+	s.CSRSigningController.ClusterSigningKeyFile = pki.CAKey()
+
+	cfg, err := s.Config(ctx, kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases())
+	if err != nil {
+		return fmt.Errorf("kube-controller-manager options: %w", err)
+	}
+	return kcmapp.Run(ctx, cfg.Complete())
+}

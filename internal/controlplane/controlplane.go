@@ -1,0 +1,243 @@
+// Package controlplane runs a real Kubernetes control plane inside the current process: etcd (embedded, or an
+// external cluster), kube-apiserver and kube-controller-manager, with a PKI generated on first start and kept
+// in a data directory. The hub uses it for its API; local member clusters use it too.
+//
+// Start order and readiness are explicit: etcd serves → kube-apiserver's /readyz passes → controllers start.
+// Stop runs in reverse.
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/klog/v2"
+)
+
+// Config describes one control plane.
+type Config struct {
+	// Name names the cluster in generated kubeconfigs.
+	Name string
+	// DataDir holds the PKI, etcd's data (when embedded) and logs. One process at a time may use it.
+	DataDir string
+	// BindAddress and SecurePort are where kube-apiserver listens.
+	BindAddress net.IP
+	SecurePort  int
+	// AdvertiseAddress is the address clients are told to use; it is added to the serving certificate.
+	AdvertiseAddress net.IP
+	// TLSSANs are extra names or IPs for the serving certificate.
+	TLSSANs []string
+	// EtcdServers, when set, replaces the embedded etcd with an external cluster.
+	EtcdServers []string
+	// EtcdPrefix is the key prefix of this control plane's objects in etcd.
+	EtcdPrefix string
+	// Controllers are the kube-controller-manager controllers to run ("*" for its defaults).
+	Controllers []string
+	// LeaderElect makes kube-controller-manager elect a leader, for several control planes on one etcd.
+	LeaderElect bool
+	// Progress, if set, is told about each step as it completes.
+	Progress func(step string)
+}
+
+// ControlPlane is a running control plane.
+type ControlPlane struct {
+	cfg  Config
+	pki  PKI
+	lock *os.File
+	etcd *Etcd
+
+	// URL is the https address of kube-apiserver.
+	URL string
+	// Admin is a kubeconfig for the cluster-admin identity (group system:masters).
+	Admin *clientcmdapi.Config
+
+	stopControllers, stopAPIServer context.CancelFunc
+	controllersDone, apiServerDone chan struct{}
+	failed                         chan error
+}
+
+// Start brings the control plane up and returns once kube-apiserver is ready and the controllers run.
+func Start(ctx context.Context, c Config) (cp *ControlPlane, err error) {
+	if c.EtcdPrefix == "" {
+		c.EtcdPrefix = "/registry"
+	}
+	if c.AdvertiseAddress == nil {
+		c.AdvertiseAddress = net.IPv4(127, 0, 0, 1)
+	}
+	if c.Progress == nil {
+		c.Progress = func(string) {}
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	cp = &ControlPlane{cfg: c, pki: PKI{Dir: filepath.Join(c.DataDir, "pki")}, failed: make(chan error, 2)}
+	if cp.lock, err = lockDataDir(c.DataDir); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			cp.Stop()
+		}
+	}()
+
+	if err := cp.pki.Ensure(hostsFor(&c)); err != nil {
+		return nil, fmt.Errorf("PKI in %s: %w", cp.pki.Dir, err)
+	}
+	c.Progress("PKI ready in " + cp.pki.Dir)
+
+	etcdServers := c.EtcdServers
+	if len(etcdServers) == 0 {
+		ports, err := FreePorts(2)
+		if err != nil {
+			return nil, err
+		}
+		cp.etcd, err = StartEtcd(EtcdConfig{
+			Name:      "default",
+			Dir:       filepath.Join(c.DataDir, "etcd"),
+			ClientURL: "http://127.0.0.1:" + strconv.Itoa(ports[0]),
+			PeerURL:   "http://127.0.0.1:" + strconv.Itoa(ports[1]),
+			LogFile:   filepath.Join(c.DataDir, "etcd.log"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		etcdServers = []string{cp.etcd.ClientURL}
+		c.Progress("etcd serving at " + cp.etcd.ClientURL)
+	}
+
+	host := c.AdvertiseAddress.String()
+	if c.AdvertiseAddress.IsLoopback() || c.BindAddress.IsLoopback() {
+		host = "127.0.0.1"
+	}
+	cp.URL = "https://" + net.JoinHostPort(host, strconv.Itoa(c.SecurePort))
+	if cp.Admin, err = kubeconfigFor(c.Name, cp.URL, cp.pki, AdminUser); err != nil {
+		return nil, err
+	}
+
+	apiCtx, stopAPIServer := context.WithCancel(context.WithoutCancel(ctx))
+	cp.stopAPIServer, cp.apiServerDone = stopAPIServer, make(chan struct{})
+	opts := apiserverOptions(&c, cp.pki, etcdServers)
+	go func() {
+		defer close(cp.apiServerDone)
+		if err := runAPIServer(apiCtx, opts); err != nil && apiCtx.Err() == nil {
+			cp.failed <- fmt.Errorf("kube-apiserver: %w", err)
+		}
+	}()
+	if err := cp.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	c.Progress("kube-apiserver ready at " + cp.URL)
+
+	kcmKubeconfig := filepath.Join(cp.pki.Dir, "controller-manager.kubeconfig")
+	kcmConfig, err := kubeconfigFor(c.Name, cp.URL, cp.pki, controllerManagerUser)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfig(kcmKubeconfig, kcmConfig); err != nil {
+		return nil, err
+	}
+	kcmCtx, stopControllers := context.WithCancel(context.WithoutCancel(ctx))
+	cp.stopControllers, cp.controllersDone = stopControllers, make(chan struct{})
+	go func() {
+		defer close(cp.controllersDone)
+		if err := runControllerManager(kcmCtx, &c, cp.pki, kcmKubeconfig); err != nil && kcmCtx.Err() == nil {
+			cp.failed <- fmt.Errorf("kube-controller-manager: %w", err)
+		}
+	}()
+	c.Progress(fmt.Sprintf("kube-controller-manager started (%d controllers)", len(c.Controllers)))
+	return cp, nil
+}
+
+// RESTConfig returns a client configuration for the cluster-admin identity.
+func (cp *ControlPlane) RESTConfig() (*rest.Config, error) {
+	return clientcmd.NewDefaultClientConfig(*cp.Admin, nil).ClientConfig()
+}
+
+// WriteAdminKubeconfig writes the cluster-admin kubeconfig to path, atomically.
+func (cp *ControlPlane) WriteAdminKubeconfig(path string) error { return writeKubeconfig(path, cp.Admin) }
+
+// PKI returns the control plane's PKI.
+func (cp *ControlPlane) PKI() PKI { return cp.pki }
+
+// Failed delivers an error when a component stops on its own.
+func (cp *ControlPlane) Failed() <-chan error { return cp.failed }
+
+// Stop shuts the control plane down in order: controllers, kube-apiserver, etcd. It is safe to call on a
+// control plane that only partly started.
+func (cp *ControlPlane) Stop() {
+	wait := func(done chan struct{}, what string) {
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			klog.Warningf("%s did not stop within 20s; going on", what)
+		}
+	}
+	if cp.stopControllers != nil {
+		cp.stopControllers()
+		wait(cp.controllersDone, "kube-controller-manager")
+	}
+	if cp.stopAPIServer != nil {
+		cp.stopAPIServer()
+		wait(cp.apiServerDone, "kube-apiserver")
+	}
+	if cp.etcd != nil {
+		cp.etcd.Close()
+	}
+	if cp.lock != nil {
+		cp.lock.Close()
+	}
+}
+
+// waitReady polls kube-apiserver's /readyz until it passes, the server fails, or ctx ends.
+func (cp *ControlPlane) waitReady(ctx context.Context) error {
+	cfg, err := cp.RESTConfig()
+	if err != nil {
+		return err
+	}
+	cfg.Timeout = 5 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kube-apiserver /readyz (last: %v): %w", last, ctx.Err())
+		case err := <-cp.failed:
+			return err
+		case <-tick.C:
+		}
+		if _, last = client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); last == nil {
+			return nil
+		}
+	}
+}
+
+// FreePorts asks the kernel for n distinct free TCP ports on the loopback interface.
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// ErrDataDirInUse is returned when another process holds a data directory.
+var ErrDataDirInUse = errors.New("data directory is in use")

@@ -1,0 +1,90 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/api/crds"
+)
+
+// FieldManager is the server-side-apply field manager of everything Flotilla writes.
+const FieldManager = "flotilla"
+
+// CRDs returns the CustomResourceDefinitions embedded in the binary.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := fs.Glob(crds.FS, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(files))
+	for _, f := range files {
+		data, err := crds.FS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.UnmarshalStrict(data, crd); err != nil {
+			return nil, fmt.Errorf("embedded CRD %s: %w", f, err)
+		}
+		crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// InstallCRDs installs or upgrades Flotilla's CRDs with server-side apply and waits until every one is
+// Established, so objects of every kind can be created as soon as it returns.
+func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
+	want, err := CRDs()
+	if err != nil {
+		return err
+	}
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	crdClient := client.ApiextensionsV1().CustomResourceDefinitions()
+	for _, crd := range want {
+		data, err := yaml.Marshal(crd)
+		if err != nil {
+			return err
+		}
+		force := true
+		if _, err := crdClient.Patch(ctx, crd.Name, types.ApplyYAMLPatchType, data,
+			metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
+			return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+		}
+	}
+	for _, crd := range want {
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := crdClient.Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			return established(got), nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s did not become Established: %w", crd.Name, err)
+		}
+	}
+	return nil
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return c.ObservedGeneration == 0 || c.ObservedGeneration >= crd.Generation
+		}
+	}
+	return false
+}

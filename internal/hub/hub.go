@@ -1,0 +1,219 @@
+// Package hub wires the Flotilla hub: its API (an embedded control plane, or an existing cluster), the
+// Flotilla CRDs, and Flotilla's controllers, which run under leader election so several hubs can share one
+// etcd.
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+const (
+	// SystemNamespace holds the hub's own objects: the controllers' leader Lease, push credentials.
+	SystemNamespace = "flotilla-system"
+	// LeaderLease is the Lease that elects the hub that runs the controllers.
+	LeaderLease = "flotilla-controllers"
+)
+
+// Hub is a running hub.
+type Hub struct {
+	// Config reaches the hub API as cluster admin.
+	Config *rest.Config
+	// AdminKubeconfig is where the embedded hub wrote its admin kubeconfig; empty with --kubeconfig.
+	AdminKubeconfig string
+	// Identity names this hub in the leader Lease.
+	Identity string
+
+	controlPlane *controlplane.ControlPlane
+	manager      ctrl.Manager
+}
+
+// Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
+// admin.kubeconfig is written. The controllers start with Run.
+func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err error) {
+	h := &Hub{}
+	defer func() {
+		if err != nil {
+			h.stop()
+		}
+	}()
+	if o.Embedded() {
+		if err := h.startControlPlane(ctx, o, progress); err != nil {
+			return nil, err
+		}
+	} else {
+		loader := &clientcmd.ClientConfigLoadingRules{ExplicitPath: o.Kubeconfig}
+		h.Config, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loader,
+			&clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		host, _ := os.Hostname()
+		h.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	h.Config.QPS, h.Config.Burst = 200, 400
+
+	if err := InstallCRDs(ctx, h.Config); err != nil {
+		return nil, err
+	}
+	if err := ensureNamespace(ctx, h.Config, SystemNamespace); err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("Flotilla CRDs established, namespace %s ready", SystemNamespace))
+
+	if o.Embedded() {
+		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
+		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	selected, err := Controllers.Select(o.Controllers)
+	if err != nil {
+		return nil, err
+	}
+	if h.manager, err = newManager(h.Config, h.Identity, selected); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(string)) error {
+	cfg := controlplane.Config{
+		Name:        "flotilla-hub",
+		DataDir:     o.DataDir,
+		BindAddress: net.ParseIP(o.BindAddress),
+		SecurePort:  o.SecurePort,
+		TLSSANs:     o.TLSSANs,
+		EtcdServers: o.EtcdServers,
+		EtcdPrefix:  o.EtcdPrefix,
+		Controllers: controlplane.HubControllers,
+		// Several hubs on one external etcd elect one kube-controller-manager; alone, there is nobody to
+		// elect against and a restart should not wait for its own old lease to expire.
+		LeaderElect: len(o.EtcdServers) > 0,
+		Progress:    progress,
+	}
+	if o.AdvertiseAddress != "" {
+		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)
+	}
+	cp, err := controlplane.Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	h.controlPlane = cp
+	if h.Config, err = cp.RESTConfig(); err != nil {
+		return err
+	}
+	h.Identity, err = stableIdentity(o.DataDir)
+	return err
+}
+
+// Run runs the controllers (when this hub leads) until ctx ends or a component fails, then shuts down in
+// order: controllers, kube-apiserver, etcd.
+func (h *Hub) Run(ctx context.Context) error {
+	defer h.stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	managerDone := make(chan error, 1)
+	go func() { managerDone <- h.manager.Start(ctx) }()
+
+	var failed <-chan error
+	if h.controlPlane != nil {
+		failed = h.controlPlane.Failed()
+	}
+	select {
+	case <-ctx.Done():
+		cancel()
+		return <-managerDone
+	case err := <-failed:
+		cancel()
+		<-managerDone
+		return err
+	case err := <-managerDone:
+		if err == nil {
+			err = errors.New("controllers stopped")
+		}
+		return fmt.Errorf("controllers: %w", err)
+	}
+}
+
+func (h *Hub) stop() {
+	if h.controlPlane != nil {
+		h.controlPlane.Stop()
+	}
+}
+
+// newManager builds the controller manager: every selected controller, leader election on a Lease in
+// flotilla-system held under this hub's identity, no metrics listener of its own.
+func newManager(cfg *rest.Config, identity string, controllers Registry) (ctrl.Manager, error) {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, SystemNamespace, LeaderLease,
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                              scheme.New(),
+		Metrics:                             metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:              "0",
+		LeaderElection:                      true,
+		LeaderElectionID:                    LeaderLease,
+		LeaderElectionNamespace:             SystemNamespace,
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionReleaseOnCancel:       true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range controllers {
+		if err := c.Setup(mgr); err != nil {
+			return nil, fmt.Errorf("controller %s: %w", c.Name, err)
+		}
+	}
+	return mgr, nil
+}
+
+// stableIdentity returns the hub's identity for leader election, kept in the data directory so a restarted
+// hub takes its own Lease back at once instead of waiting for it to expire.
+func stableIdentity(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "hub-id")
+	if data, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(data))) > 0 {
+		return strings.TrimSpace(string(data)), nil
+	}
+	host, _ := os.Hostname()
+	id := host + "_" + string(uuid.NewUUID())
+	return id, os.WriteFile(path, []byte(id+"\n"), 0o600)
+}
+
+func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package hub
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Options configure `flotilla hub`.
+type Options struct {
+	// DataDir holds the embedded hub's PKI, etcd data, logs and admin.kubeconfig.
+	DataDir string
+	// Kubeconfig, when set, uses an existing cluster as the hub instead of the embedded control plane.
+	Kubeconfig string
+	// Context is the kubeconfig context to use with Kubeconfig.
+	Context string
+	// BindAddress and SecurePort are where the embedded kube-apiserver listens.
+	BindAddress string
+	SecurePort  int
+	// AdvertiseAddress is the address members and clients use to reach the hub.
+	AdvertiseAddress string
+	// TLSSANs are extra names for the serving certificate.
+	TLSSANs []string
+	// EtcdServers points the embedded kube-apiserver at an external etcd cluster.
+	EtcdServers []string
+	// EtcdPrefix is the hub's key prefix in etcd.
+	EtcdPrefix string
+	// Controllers selects Flotilla's controllers: "*", "name", "-name".
+	Controllers []string
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		BindAddress: "0.0.0.0",
+		SecurePort:  6443,
+		EtcdPrefix:  "/registry",
+		Controllers: []string{"*"},
+	}
+}
+
+// AddFlags binds the options to flags.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "directory for the embedded hub's PKI, etcd data, logs and admin.kubeconfig (default $HOME/.flotilla/hub)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "use the cluster of this kubeconfig as the hub: install the CRDs there and run only Flotilla's controllers")
+	fs.StringVar(&o.Context, "context", o.Context, "kubeconfig context to use with --kubeconfig")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "IP address the hub API listens on")
+	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port the hub API listens on")
+	fs.StringVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "IP address members and clients use to reach the hub (default 127.0.0.1)")
+	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "extra DNS name or IP for the hub's serving certificate (repeatable)")
+	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "external etcd cluster (comma-separated URLs) instead of the embedded etcd; hubs sharing one etcd must share the PKI in DIR/pki")
+	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "key prefix of the hub's objects in etcd")
+	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
+}
+
+// Embedded reports whether the hub runs its own control plane.
+func (o *Options) Embedded() bool { return o.Kubeconfig == "" }
+
+// Validate checks every option and fills in derived defaults. It runs before anything starts.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Embedded() {
+		if o.DataDir == "" {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return fmt.Errorf("--data-dir is required: %w", err)
+			}
+			o.DataDir = filepath.Join(home, ".flotilla", "hub")
+		}
+		if o.SecurePort < 1 || o.SecurePort > 65535 {
+			errs = append(errs, fmt.Errorf("--secure-port %d: must be between 1 and 65535", o.SecurePort))
+		}
+		if net.ParseIP(o.BindAddress) == nil {
+			errs = append(errs, fmt.Errorf("--bind-address %q: not an IP address", o.BindAddress))
+		}
+		if o.AdvertiseAddress != "" && net.ParseIP(o.AdvertiseAddress) == nil {
+			errs = append(errs, fmt.Errorf("--advertise-address %q: not an IP address", o.AdvertiseAddress))
+		}
+		for _, san := range o.TLSSANs {
+			if strings.TrimSpace(san) == "" || strings.ContainsAny(san, " /:") && net.ParseIP(san) == nil {
+				errs = append(errs, fmt.Errorf("--tls-san %q: not a DNS name or IP address", san))
+			}
+		}
+		for _, s := range o.EtcdServers {
+			if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, fmt.Errorf("--etcd-servers %q: not an http(s) URL", s))
+			}
+		}
+		if !strings.HasPrefix(o.EtcdPrefix, "/") {
+			errs = append(errs, fmt.Errorf("--etcd-prefix %q: must start with /", o.EtcdPrefix))
+		}
+	} else {
+		if o.DataDir != "" || len(o.EtcdServers) > 0 || len(o.TLSSANs) > 0 || o.AdvertiseAddress != "" {
+			errs = append(errs, errors.New("--data-dir, --etcd-servers, --tls-san and --advertise-address configure the embedded hub and cannot be used with --kubeconfig"))
+		}
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+		}
+	}
+	if _, err := Controllers.Select(o.Controllers); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,61 @@
+package hub
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Controller is one of Flotilla's hub controllers. Setup registers it with the manager; it runs only while
+// this hub leads.
+type Controller struct {
+	// Name is what --controllers calls it.
+	Name string
+	// Setup adds the controller to the manager.
+	Setup func(mgr ctrl.Manager) error
+}
+
+// Registry is the ordered set of controllers a hub can run.
+type Registry []Controller
+
+// Controllers is every controller the hub knows, in start order. Each issue that adds a controller adds it
+// here, and nowhere else.
+var Controllers = Registry{}
+
+// Names lists the registered controller names.
+func (r Registry) Names() []string {
+	names := make([]string, len(r))
+	for i, c := range r {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// Select resolves a --controllers list, kube-controller-manager style: "*" is every controller, "name"
+// enables one, "-name" disables one. An unknown name is an error.
+func (r Registry) Select(spec []string) (Registry, error) {
+	enabled := map[string]bool{}
+	all := false
+	for _, s := range spec {
+		s = strings.TrimSpace(s)
+		name, off := strings.CutPrefix(s, "-")
+		switch {
+		case s == "*":
+			all = true
+			continue
+		case !slices.Contains(r.Names(), name):
+			return nil, fmt.Errorf("--controllers: unknown controller %q (known: %s)", name, strings.Join(r.Names(), ", "))
+		}
+		enabled[name] = !off
+	}
+	var out Registry
+	for _, c := range r {
+		on, named := enabled[c.Name]
+		if on || (all && !named) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,23 @@
+// Package scheme builds the runtime.Scheme every Flotilla client uses: the Kubernetes built-in kinds plus
+// Flotilla's own.
+package scheme
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// New returns a scheme with the built-in kinds and every Flotilla kind.
+func New() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(clusterv1alpha1.AddToScheme(s))
+	utilruntime.Must(policyv1alpha1.AddToScheme(s))
+	utilruntime.Must(workv1alpha1.AddToScheme(s))
+	return s
+}
