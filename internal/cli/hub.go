@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
 )
 
@@ -38,7 +39,7 @@ leads the controllers.`,
 				}
 				logFile = filepath.Join(o.DataDir, "hub.log")
 			}
-			if err := setupLogging(*verbosity, logFile); err != nil {
+			if err := controlplane.SetupLogging(*verbosity, logFile); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()

@@ -163,7 +163,9 @@ func (cp *ControlPlane) RESTConfig() (*rest.Config, error) {
 }
 
 // WriteAdminKubeconfig writes the cluster-admin kubeconfig to path, atomically.
-func (cp *ControlPlane) WriteAdminKubeconfig(path string) error { return writeKubeconfig(path, cp.Admin) }
+func (cp *ControlPlane) WriteAdminKubeconfig(path string) error {
+	return writeKubeconfig(path, cp.Admin)
+}
 
 // PKI returns the control plane's PKI.
 func (cp *ControlPlane) PKI() PKI { return cp.pki }

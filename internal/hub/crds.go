@@ -8,10 +8,13 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-io/flotilla/api/crds"
@@ -42,7 +45,7 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return out, nil
 }
 
-// InstallCRDs installs or upgrades Flotilla's CRDs with server-side apply and waits until every one is
+// InstallCRDs installs or upgrades Flotilla's CRDs and waits until every one is
 // Established, so objects of every kind can be created as soon as it returns.
 func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	want, err := CRDs()
@@ -55,14 +58,8 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 	}
 	crdClient := client.ApiextensionsV1().CustomResourceDefinitions()
 	for _, crd := range want {
-		data, err := yaml.Marshal(crd)
-		if err != nil {
-			return err
-		}
-		force := true
-		if _, err := crdClient.Patch(ctx, crd.Name, types.ApplyYAMLPatchType, data,
-			metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
-			return fmt.Errorf("applying CRD %s: %w", crd.Name, err)
+		if err := putCRD(ctx, crdClient, crd); err != nil {
+			return fmt.Errorf("installing CRD %s: %w", crd.Name, err)
 		}
 	}
 	for _, crd := range want {
@@ -78,6 +75,27 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	return nil
+}
+
+// putCRD creates the CRD or replaces the spec of the one in the cluster. Replacing (not applying) makes the
+// embedded definition win over any edit, whoever made it: the binary's API is the API.
+func putCRD(ctx context.Context, crdClient apiextensionsv1client.CustomResourceDefinitionInterface, want *apiextensionsv1.CustomResourceDefinition) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got, err := crdClient.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = crdClient.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		if equality.Semantic.DeepEqual(got.Spec, want.Spec) {
+			return nil
+		}
+		got.Spec = want.Spec
+		_, err = crdClient.Update(ctx, got, metav1.UpdateOptions{FieldManager: FieldManager})
+		return err
+	})
 }
 
 func established(crd *apiextensionsv1.CustomResourceDefinition) bool {

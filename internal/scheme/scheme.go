@@ -1,8 +1,9 @@
-// Package scheme builds the runtime.Scheme every Flotilla client uses: the Kubernetes built-in kinds plus
-// Flotilla's own.
+// Package scheme builds the runtime.Scheme every Flotilla client uses: the Kubernetes built-in kinds, CRDs,
+// and Flotilla's own kinds.
 package scheme
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -12,10 +13,11 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// New returns a scheme with the built-in kinds and every Flotilla kind.
+// New returns a scheme with the built-in kinds, CustomResourceDefinitions and every Flotilla kind.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(clusterv1alpha1.AddToScheme(s))
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	utilruntime.Must(workv1alpha1.AddToScheme(s))

@@ -1,4 +1,4 @@
-package cli
+package controlplane
 
 import (
 	"flag"
@@ -8,10 +8,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// setupLogging configures klog once for the whole process: the embedded Kubernetes components and Flotilla's
+// SetupLogging configures klog once for the whole process: the embedded Kubernetes components and Flotilla's
 // controllers all log through it. With a file, component logs go there and the terminal keeps only the
 // command's own progress lines.
-func setupLogging(verbosity int, file string) error {
+func SetupLogging(verbosity int, file string) error {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	settings := map[string]string{"v": strconv.Itoa(verbosity)}

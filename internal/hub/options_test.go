@@ -1,0 +1,66 @@
+package hub
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestOptionsValidate(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		change  func(o *Options)
+		wantErr string
+	}{
+		{"defaults with a data dir", func(o *Options) { o.DataDir = "/tmp/x" }, ""},
+		{"existing cluster", func(o *Options) { o.Kubeconfig, o.DataDir = kubeconfig, "" }, ""},
+		{"port 0", func(o *Options) { o.SecurePort = 0 }, "--secure-port 0: must be between 1 and 65535"},
+		{"port too large", func(o *Options) { o.SecurePort = 70000 }, "--secure-port 70000"},
+		{"bind address not an IP", func(o *Options) { o.BindAddress = "localhost" }, `--bind-address "localhost": not an IP address`},
+		{"advertise address not an IP", func(o *Options) { o.AdvertiseAddress = "hub.example.com" }, `--advertise-address "hub.example.com"`},
+		{"empty tls-san", func(o *Options) { o.TLSSANs = []string{" "} }, "--tls-san"},
+		{"tls-san with a scheme", func(o *Options) { o.TLSSANs = []string{"https://hub"} }, `--tls-san "https://hub"`},
+		{"tls-san IPv6 is fine", func(o *Options) { o.TLSSANs = []string{"::1", "hub.example.com"} }, ""},
+		{"etcd server without scheme", func(o *Options) { o.EtcdServers = []string{"127.0.0.1:2379"} }, `--etcd-servers "127.0.0.1:2379": not an http(s) URL`},
+		{"etcd prefix without slash", func(o *Options) { o.EtcdPrefix = "registry" }, `--etcd-prefix "registry": must start with /`},
+		{"unknown controller", func(o *Options) { o.Controllers = []string{"nope"} }, `unknown controller "nope"`},
+		{"kubeconfig with data dir", func(o *Options) { o.Kubeconfig = kubeconfig; o.DataDir = "/tmp/x" }, "cannot be used with --kubeconfig"},
+		{"kubeconfig with etcd", func(o *Options) {
+			o.Kubeconfig, o.DataDir, o.EtcdServers = kubeconfig, "", []string{"http://e:2379"}
+		}, "cannot be used with --kubeconfig"},
+		{"missing kubeconfig", func(o *Options) { o.Kubeconfig, o.DataDir = "/does/not/exist", "" }, "--kubeconfig: stat /does/not/exist"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := NewOptions()
+			o.DataDir = "/tmp/flotilla-options-test"
+			tt.change(o)
+			err := o.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestOptionsDefaultDataDir(t *testing.T) {
+	t.Setenv("HOME", "/home/ops")
+	o := NewOptions()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o.DataDir != "/home/ops/.flotilla/hub" {
+		t.Fatalf("default data dir = %s", o.DataDir)
+	}
+}

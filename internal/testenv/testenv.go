@@ -1,0 +1,176 @@
+// Package testenv is the integration-test harness: a real Flotilla hub (etcd, kube-apiserver, core
+// controllers, CRDs, Flotilla's controllers) started once per test package in TestMain and torn down after
+// the package's tests, plus child processes of the flotilla command for tests that restart or kill a hub.
+//
+//	var env *testenv.Env
+//
+//	func TestMain(m *testing.M) { testenv.Main(m, &env) }
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/hub"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// Env is a running hub for the tests of one package.
+type Env struct {
+	// Config reaches the hub as cluster admin.
+	Config *rest.Config
+	// Client is a controller-runtime client that knows every Flotilla kind.
+	Client client.Client
+	// Kube is a typed client for the built-in kinds.
+	Kube kubernetes.Interface
+	// Kubeconfig is the path of the hub's admin kubeconfig.
+	Kubeconfig string
+	// DataDir is the hub's data directory.
+	DataDir string
+}
+
+// reexecVar makes a test binary act as the flotilla command, so tests can start hubs as child processes
+// without a separately built binary.
+const reexecVar = "FLOTILLA_TESTENV_REEXEC"
+
+// Main runs a package's tests against a fresh in-process hub and exits with their result. When the test
+// binary was started as a flotilla child process (see StartProcess), it runs the command line instead.
+func Main(m *testing.M, env **Env) { os.Exit(run(m, env, StartHub)) }
+
+// MainCluster is Main with a plain Kubernetes control plane, without any Flotilla part: an existing cluster
+// for `flotilla hub --kubeconfig` to adopt.
+func MainCluster(m *testing.M, env **Env) { os.Exit(run(m, env, StartCluster)) }
+
+func run(m *testing.M, env **Env, start func(dataDir string) (*Env, func(), error)) int {
+	if os.Getenv(reexecVar) == "1" {
+		return cli.Execute(os.Args[1:])
+	}
+	dir, err := os.MkdirTemp("", "flotilla-testenv-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	dataDir := filepath.Join(dir, "hub")
+	e, stop, err := start(dataDir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv: starting the control plane:", err, "(logs in", filepath.Join(dataDir, "hub.log")+")")
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	stop()
+	return code
+}
+
+// StartCluster starts a plain control plane (etcd, kube-apiserver, the hub's core controllers) in this
+// process and writes its admin kubeconfig into dataDir.
+func StartCluster(dataDir string) (*Env, func(), error) {
+	if err := startLogging(dataDir); err != nil {
+		return nil, nil, err
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp, err := controlplane.Start(context.Background(), controlplane.Config{
+		Name: "existing", DataDir: dataDir, BindAddress: net.IPv4(127, 0, 0, 1), SecurePort: ports[0],
+		Controllers: controlplane.HubControllers,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
+	cfg, err := cp.RESTConfig()
+	if err == nil {
+		err = cp.WriteAdminKubeconfig(kubeconfig)
+	}
+	if err != nil {
+		cp.Stop()
+		return nil, nil, err
+	}
+	env, err := newEnv(cfg, kubeconfig, dataDir)
+	if err != nil {
+		cp.Stop()
+		return nil, nil, err
+	}
+	return env, cp.Stop, nil
+}
+
+func startLogging(dataDir string) error {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return err
+	}
+	return controlplane.SetupLogging(2, filepath.Join(dataDir, "hub.log"))
+}
+
+// StartHub starts a hub in this process with its data in dataDir and returns it with a function that stops
+// it. A process can run only one: the embedded Kubernetes components keep process-wide state.
+func StartHub(dataDir string) (*Env, func(), error) {
+	if err := startLogging(dataDir); err != nil {
+		return nil, nil, err
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	o := hub.NewOptions()
+	o.DataDir, o.BindAddress, o.SecurePort = dataDir, "127.0.0.1", ports[0]
+	if err := o.Validate(); err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := hub.Start(ctx, o, func(string) {})
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	stop := func() {
+		cancel()
+		<-done
+	}
+	env, err := newEnv(h.Config, h.AdminKubeconfig, dataDir)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return env, stop, nil
+}
+
+func newEnv(cfg *rest.Config, kubeconfig, dataDir string) (env *Env, err error) {
+	env = &Env{Config: cfg, Kubeconfig: kubeconfig, DataDir: dataDir}
+	if env.Client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
+		return nil, err
+	}
+	if env.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// Connect returns an Env for the cluster of a kubeconfig file, such as a child hub's admin.kubeconfig.
+func Connect(t testing.TB, kubeconfig string) *Env {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("loading %s: %v", kubeconfig, err)
+	}
+	env, err := newEnv(cfg, kubeconfig, filepath.Dir(kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}

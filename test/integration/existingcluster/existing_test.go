@@ -1,0 +1,89 @@
+// Package existingcluster tests `flotilla hub --kubeconfig`: a hub that adopts a plain Kubernetes cluster,
+// started here in-process without any Flotilla part.
+package existingcluster
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/internal/hub"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.MainCluster(m, &env) }
+
+// TestHubAdoptsExistingCluster runs the hub against a cluster that has never seen Flotilla: the CRDs appear
+// and become Established, the hub leads its controllers there, and a restarted hub repairs a changed CRD.
+func TestHubAdoptsExistingCluster(t *testing.T) {
+	ctx := context.Background()
+	crdNames := []string{}
+	crds, err := hub.CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		crdNames = append(crdNames, crd.Name)
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, &apiextensionsv1.CustomResourceDefinition{}); err == nil {
+			t.Fatalf("the existing cluster already has %s before the hub ran", crd.Name)
+		}
+	}
+
+	p := startAdoptingHub(t)
+	for _, name := range crdNames {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			t.Fatalf("CRD %s not installed: %v", name, err)
+		}
+	}
+	testenv.Eventually(t, time.Minute, "the hub leads its controllers", func() error {
+		lease, err := env.Kube.CoordinationV1().Leases(hub.SystemNamespace).Get(ctx, hub.LeaderLease, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+			return errors.New("lease has no holder")
+		}
+		return nil
+	})
+	p.Kill()
+
+	// Somebody edits a Flotilla CRD; the next hub start puts the embedded definition back.
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "works.work.flotilla.io"}, crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec.Names.ShortNames = []string{"changed"}
+	if err := env.Client.Update(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	startAdoptingHub(t)
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, crd); err != nil {
+		t.Fatal(err)
+	}
+	if len(crd.Spec.Names.ShortNames) != 0 {
+		t.Fatalf("hub did not upgrade the edited CRD: short names %v", crd.Spec.Names.ShortNames)
+	}
+}
+
+func startAdoptingHub(t *testing.T) *testenv.Process {
+	p := testenv.StartProcess(t, "hub", "hub", "--kubeconfig", env.Kubeconfig)
+	testenv.Eventually(t, 2*time.Minute, "hub on the existing cluster is ready", func() error {
+		if p.Exited() {
+			t.Fatalf("hub exited:\n%s", p.Output())
+		}
+		if !strings.Contains(p.Output(), "hub ready on the cluster of") {
+			return errors.New("not ready yet")
+		}
+		return nil
+	})
+	return p
+}

@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+)
+
+const selector = "  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n"
+
+// TestInvalidObjectsRejected submits bad objects of every kind and checks that admission rejects each with a
+// message that names the field and the rule.
+func TestInvalidObjectsRejected(t *testing.T) {
+	pp := func(spec string) string { return policy("PropagationPolicy", selector+spec) }
+	op := func(overriders string) string {
+		return policy("OverridePolicy", "  overrideRules:\n    - overriders:\n"+overriders)
+	}
+	cluster := func(spec string) string {
+		return "apiVersion: cluster.flotilla.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: x\nspec:\n" + spec
+	}
+	tests := []struct {
+		name string
+		obj  string
+		want []string // every substring must appear in the error
+	}{
+		{"policy without resourceSelectors", policy("PropagationPolicy", "  priority: 1\n"),
+			[]string{"spec.resourceSelectors: Required value"}},
+		{"policy with empty resourceSelectors", policy("PropagationPolicy", "  resourceSelectors: []\n"),
+			[]string{"spec.resourceSelectors", "should have at least 1 items"}},
+		{"selector without apiVersion", policy("PropagationPolicy", "  resourceSelectors:\n    - kind: Deployment\n"),
+			[]string{"spec.resourceSelectors[0].apiVersion: Required value"}},
+		{"selector without kind", policy("PropagationPolicy", "  resourceSelectors:\n    - apiVersion: v1\n"),
+			[]string{"spec.resourceSelectors[0].kind: Required value"}},
+		{"clusterAffinity with clusterAffinities",
+			pp("  placement:\n    clusterAffinity:\n      clusterNames: [a]\n    clusterAffinities:\n      - affinityName: g\n        clusterNames: [b]\n"),
+			[]string{"spec.placement", "clusterAffinity and placement.clusterAffinities are mutually exclusive"}},
+		{"clusterAffinities with a repeated name",
+			pp("  placement:\n    clusterAffinities:\n      - affinityName: g\n      - affinityName: g\n"),
+			[]string{"spec.placement.clusterAffinities", "affinityName must be unique"}},
+		{"clusterAffinities without a name",
+			pp("  placement:\n    clusterAffinities:\n      - clusterNames: [a]\n"),
+			[]string{"spec.placement.clusterAffinities[0].affinityName: Required value"}},
+		{"static weight 0",
+			pp("  placement:\n    replicaScheduling:\n      weightPreference:\n        staticWeightList:\n          - targetCluster: {clusterNames: [a]}\n            weight: 0\n"),
+			[]string{"spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight", "greater than or equal to 1"}},
+		{"dynamicWeight with staticWeightList",
+			pp("  placement:\n    replicaScheduling:\n      weightPreference:\n        dynamicWeight: AvailableReplicas\n        staticWeightList:\n          - targetCluster: {clusterNames: [a]}\n            weight: 1\n"),
+			[]string{"spec.placement.replicaScheduling.weightPreference", "staticWeightList and weightPreference.dynamicWeight are mutually exclusive"}},
+		{"unknown dynamicWeight",
+			pp("  placement:\n    replicaScheduling:\n      weightPreference:\n        dynamicWeight: FreeMemory\n"),
+			[]string{"spec.placement.replicaScheduling.weightPreference.dynamicWeight", `Unsupported value: "FreeMemory"`, `"AvailableReplicas"`}},
+		{"weightPreference with Duplicated",
+			pp("  placement:\n    replicaScheduling:\n      replicaSchedulingType: Duplicated\n      weightPreference:\n        dynamicWeight: AvailableReplicas\n"),
+			[]string{"spec.placement.replicaScheduling", "weightPreference is allowed only when replicaSchedulingType is Divided"}},
+		{"unknown replicaSchedulingType",
+			pp("  placement:\n    replicaScheduling:\n      replicaSchedulingType: Split\n"),
+			[]string{"spec.placement.replicaScheduling.replicaSchedulingType", `Unsupported value: "Split"`}},
+		{"unknown replicaDivisionPreference",
+			pp("  placement:\n    replicaScheduling:\n      replicaDivisionPreference: Even\n"),
+			[]string{"spec.placement.replicaScheduling.replicaDivisionPreference", `Unsupported value: "Even"`}},
+		{"spread by region without a spread by cluster",
+			pp("  placement:\n    spreadConstraints:\n      - spreadByField: region\n        minGroups: 2\n"),
+			[]string{"spec.placement.spreadConstraints", "a spread by region, zone or provider requires a spread by cluster too"}},
+		{"spread field twice",
+			pp("  placement:\n    spreadConstraints:\n      - spreadByField: cluster\n      - spreadByField: cluster\n"),
+			[]string{"spec.placement.spreadConstraints", "each spreadByField may appear only once"}},
+		{"maxGroups below minGroups",
+			pp("  placement:\n    spreadConstraints:\n      - spreadByField: cluster\n        minGroups: 3\n        maxGroups: 2\n"),
+			[]string{"spec.placement.spreadConstraints[0]", "maxGroups must be greater than or equal to minGroups"}},
+		{"spreadByField with spreadByLabel",
+			pp("  placement:\n    spreadConstraints:\n      - spreadByField: cluster\n        spreadByLabel: team\n"),
+			[]string{"spec.placement.spreadConstraints[0]", "spreadByField and spreadByLabel are mutually exclusive"}},
+		{"unknown spreadByField",
+			pp("  placement:\n    spreadConstraints:\n      - spreadByField: country\n"),
+			[]string{"spec.placement.spreadConstraints[0].spreadByField", `Unsupported value: "country"`}},
+		{"fieldSelector on an unknown key",
+			pp("  placement:\n    clusterAffinity:\n      fieldSelector:\n        matchExpressions:\n          - {key: country, operator: In, values: [fr]}\n"),
+			[]string{"spec.placement.clusterAffinity.fieldSelector.matchExpressions", "fieldSelector keys must be provider, region or zone"}},
+		{"fieldSelector with Exists",
+			pp("  placement:\n    clusterAffinity:\n      fieldSelector:\n        matchExpressions:\n          - {key: region, operator: Exists}\n"),
+			[]string{"spec.placement.clusterAffinity.fieldSelector.matchExpressions", "fieldSelector operators must be In or NotIn"}},
+		{"suspension dispatching with dispatchingOnClusters",
+			pp("  suspension:\n    dispatching: true\n    dispatchingOnClusters:\n      clusterNames: [a]\n"),
+			[]string{"spec.suspension", "suspension.dispatching and suspension.dispatchingOnClusters are mutually exclusive"}},
+		{"unknown preemption", pp("  preemption: Sometimes\n"),
+			[]string{"spec.preemption", `Unsupported value: "Sometimes"`, `"Always", "Never"`}},
+		{"unknown conflictResolution", pp("  conflictResolution: Merge\n"),
+			[]string{"spec.conflictResolution", `Unsupported value: "Merge"`, `"Abort", "Overwrite"`}},
+		{"gracePeriodSeconds with purgeMode Directly",
+			pp("  failover:\n    application:\n      decisionConditions: {tolerationSeconds: 60}\n      purgeMode: Directly\n      gracePeriodSeconds: 30\n"),
+			[]string{"spec.failover.application", "gracePeriodSeconds is allowed only when purgeMode is Gracefully"}},
+		{"negative tolerationSeconds",
+			pp("  failover:\n    application:\n      decisionConditions: {tolerationSeconds: -1}\n"),
+			[]string{"spec.failover.application.decisionConditions.tolerationSeconds", "greater than or equal to 0"}},
+		{"unknown priorityClassSource",
+			pp("  schedulePriority:\n    priorityClassSource: Annotation\n    priorityClassName: high\n"),
+			[]string{"spec.schedulePriority.priorityClassSource", `Unsupported value: "Annotation"`}},
+		{"cluster policy with clusterAffinity and clusterAffinities",
+			policy("ClusterPropagationPolicy", selector+"  placement:\n    clusterAffinity: {}\n    clusterAffinities:\n      - affinityName: g\n"),
+			[]string{"spec.placement", "mutually exclusive"}},
+		{"unknown image overrider operator",
+			op("        imageOverrider:\n          - {component: Tag, operator: upsert, value: v2}\n"),
+			[]string{"spec.overrideRules[0].overriders.imageOverrider[0].operator", `Unsupported value: "upsert"`, `"add", "remove", "replace"`}},
+		{"unknown image component",
+			op("        imageOverrider:\n          - {component: Digest, operator: replace, value: sha256}\n"),
+			[]string{"spec.overrideRules[0].overriders.imageOverrider[0].component", `Unsupported value: "Digest"`}},
+		{"plaintext path that is not a JSON pointer",
+			op("        plaintext:\n          - {path: spec/replicas, operator: replace, value: 2}\n"),
+			[]string{"spec.overrideRules[0].overriders.plaintext[0].path", "should match"}},
+		{"plaintext path with a bad escape",
+			op("        plaintext:\n          - {path: /metadata/labels/a~2b, operator: remove}\n"),
+			[]string{"spec.overrideRules[0].overriders.plaintext[0].path", "should match"}},
+		{"command overrider with replace",
+			op("        commandOverrider:\n          - {containerName: web, operator: replace, value: [a]}\n"),
+			[]string{"spec.overrideRules[0].overriders.commandOverrider[0].operator", `Unsupported value: "replace"`, `"add", "remove"`}},
+		{"args overrider without containerName",
+			op("        argsOverrider:\n          - {operator: add, value: [a]}\n"),
+			[]string{"spec.overrideRules[0].overriders.argsOverrider[0].containerName: Required value"}},
+		{"field overrider with json and yaml",
+			op("        fieldOverrider:\n          - fieldPath: /data/x\n            json: [{subPath: /a, operator: remove}]\n            yaml: [{subPath: /a, operator: remove}]\n"),
+			[]string{"spec.overrideRules[0].overriders.fieldOverrider[0]", "fieldOverrider json and yaml are mutually exclusive"}},
+		{"field overrider without operations",
+			op("        fieldOverrider:\n          - fieldPath: /data/x\n"),
+			[]string{"spec.overrideRules[0].overriders.fieldOverrider[0]", "fieldOverrider needs json or yaml operations"}},
+		{"cluster override policy with an unknown labels operator",
+			policy("ClusterOverridePolicy", "  overrideRules:\n    - overriders:\n        labelsOverrider:\n          - {operator: merge, value: {a: b}}\n"),
+			[]string{"spec.overrideRules[0].overriders.labelsOverrider[0].operator", `Unsupported value: "merge"`}},
+		{"cluster with an unknown syncMode", cluster("  syncMode: Both\n"),
+			[]string{"spec.syncMode", `Unsupported value: "Both"`, `"Push", "Pull"`}},
+		{"push cluster without apiEndpoint", cluster("  syncMode: Push\n  secretRef: {namespace: flotilla-system, name: x}\n"),
+			[]string{"spec", "spec.apiEndpoint is required when syncMode is Push"}},
+		{"cluster with a bad taint effect",
+			cluster("  syncMode: Pull\n  taints:\n    - {key: a, effect: NoWay}\n"),
+			[]string{"spec.taints", "taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"}},
+		{"cluster with a non-http apiEndpoint", cluster("  syncMode: Pull\n  apiEndpoint: ftp://member1\n"),
+			[]string{"spec.apiEndpoint", "should match"}},
+		{"binding with negative replicas",
+			"apiVersion: work.flotilla.io/v1alpha1\nkind: ResourceBinding\nmetadata: {name: x, namespace: default}\nspec:\n  resource: {apiVersion: apps/v1, kind: Deployment, name: web}\n  replicas: -1\n",
+			[]string{"spec.replicas", "greater than or equal to 0"}},
+		{"work without spec",
+			"apiVersion: work.flotilla.io/v1alpha1\nkind: Work\nmetadata: {name: x, namespace: default}\n",
+			[]string{"spec: Required value"}},
+	}
+	if len(tests) < 25 {
+		t.Fatalf("only %d invalid objects; the API promises at least 25", len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := createDryRun(parseObject(t, tt.obj))
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tt.obj)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not mention %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
