@@ -9,7 +9,7 @@ LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli.Version=$(VERSI
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
-.PHONY: all build run generate verify test test-unit test-integration clean
+.PHONY: all build run generate verify test test-unit test-integration test-e2e no-leftovers clean
 
 all: build
 
@@ -36,8 +36,8 @@ verify: generate
 	$(GO) vet ./...
 	cd api && $(GO) vet ./...
 
-## test: every tier — verify, unit, integration
-test: verify test-unit test-integration
+## test: every tier — verify, unit, integration, e2e — and no process left behind
+test: verify test-unit test-integration test-e2e no-leftovers
 
 ## test-unit: fast tests of pure logic
 test-unit:
@@ -47,6 +47,15 @@ test-unit:
 ## test-integration: real control planes in-process and hub processes started by the tests
 test-integration:
 	$(GO) test -timeout 20m ./test/integration/...
+
+## test-e2e: hub and member clusters as processes of bin/flotilla (test/e2e)
+test-e2e: build
+	FLOTILLA_BIN=$(BIN)/flotilla $(GO) test -timeout 30m ./test/e2e/...
+
+# Every process a test starts must end with it. (The brackets keep the pattern from matching this shell.)
+LEFTOVERS := $(BIN)/flotill[a] |/(integration|existingcluster|e2e)\.tes[t]
+no-leftovers:
+	@sleep 1; if pgrep -f '$(LEFTOVERS)' >/dev/null; then echo "processes left behind:"; pgrep -af '$(LEFTOVERS)'; exit 1; fi
 
 clean:
 	rm -rf $(BIN)

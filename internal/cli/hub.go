@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -34,12 +33,11 @@ leads the controllers.`,
 			}
 			logFile := ""
 			if o.Embedded() {
-				if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+				logFile = filepath.Join(o.DataDir, "hub.log")
+				if err := prepareLogs(o.DataDir, logFile, *verbosity); err != nil {
 					return err
 				}
-				logFile = filepath.Join(o.DataDir, "hub.log")
-			}
-			if err := controlplane.SetupLogging(*verbosity, logFile); err != nil {
+			} else if err := controlplane.SetupLogging(*verbosity, ""); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()

@@ -24,7 +24,7 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity of the embedded Kubernetes components")
-	root.AddCommand(newHubCommand(&verbosity), newVersionCommand())
+	root.AddCommand(newHubCommand(&verbosity), newDevCommand(&verbosity), newVersionCommand())
 	return root
 }
 

@@ -23,8 +23,9 @@ var HubControllers = []string{
 }
 
 // runControllerManager runs kube-controller-manager with the given controllers until ctx ends. It talks to
-// the API server with its own client certificate (and a service account per controller), signs CSRs with
-// the cluster CA and service-account tokens with the control plane's key.
+// the API server with the client certificate in kubeconfig (and, unless SharedControllerCredentials, a
+// service account per controller), signs CSRs with the cluster CA and service-account tokens with the
+// control plane's key.
 func runControllerManager(ctx context.Context, c *Config, pki PKI, kubeconfig string) error {
 	s, err := kcmoptions.NewKubeControllerManagerOptions()
 	if err != nil {
@@ -33,7 +34,7 @@ func runControllerManager(ctx context.Context, c *Config, pki PKI, kubeconfig st
 	s.Generic.ClientConnection.Kubeconfig = kubeconfig
 	s.Generic.Controllers = c.Controllers
 	s.Generic.LeaderElection.LeaderElect = c.LeaderElect
-	s.KubeCloudShared.UseServiceAccountCredentials = true
+	s.KubeCloudShared.UseServiceAccountCredentials = !c.SharedControllerCredentials
 	s.SecureServing.BindPort = 0 // no serving port: health is the API server's business here
 	s.SAController.ServiceAccountKeyFile = pki.ServiceAccountKey()
 	s.SAController.RootCAFile = pki.CACert()

@@ -14,6 +14,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -44,6 +46,12 @@ type Config struct {
 	Controllers []string
 	// LeaderElect makes kube-controller-manager elect a leader, for several control planes on one etcd.
 	LeaderElect bool
+	// Scheduler runs kube-scheduler too: member clusters schedule pods, the hub does not.
+	Scheduler bool
+	// SharedControllerCredentials runs every kube-controller-manager controller as the cluster admin instead
+	// of under a service account of its own. Creating those accounts and their tokens costs seconds at first
+	// start; local member clusters skip it, the hub does not.
+	SharedControllerCredentials bool
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }
@@ -79,7 +87,7 @@ func Start(ctx context.Context, c Config) (cp *ControlPlane, err error) {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	cp = &ControlPlane{cfg: c, pki: PKI{Dir: filepath.Join(c.DataDir, "pki")}, failed: make(chan error, 2)}
+	cp = &ControlPlane{cfg: c, pki: PKI{Dir: filepath.Join(c.DataDir, "pki")}, failed: make(chan error, 3)}
 	if cp.lock, err = lockDataDir(c.DataDir); err != nil {
 		return nil, err
 	}
@@ -137,24 +145,58 @@ func Start(ctx context.Context, c Config) (cp *ControlPlane, err error) {
 	}
 	c.Progress("kube-apiserver ready at " + cp.URL)
 
-	kcmKubeconfig := filepath.Join(cp.pki.Dir, "controller-manager.kubeconfig")
-	kcmConfig, err := kubeconfigFor(c.Name, cp.URL, cp.pki, controllerManagerUser)
+	kcmUser := controllerManagerUser
+	if c.SharedControllerCredentials {
+		kcmUser = AdminUser
+	}
+	kcmKubeconfig, err := cp.writeComponentKubeconfig("controller-manager.kubeconfig", kcmUser)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfig(kcmKubeconfig, kcmConfig); err != nil {
-		return nil, err
+	components := map[string]func(context.Context) error{
+		"kube-controller-manager": func(ctx context.Context) error {
+			return runControllerManager(ctx, &c, cp.pki, kcmKubeconfig)
+		},
 	}
-	kcmCtx, stopControllers := context.WithCancel(context.WithoutCancel(ctx))
-	cp.stopControllers, cp.controllersDone = stopControllers, make(chan struct{})
-	go func() {
-		defer close(cp.controllersDone)
-		if err := runControllerManager(kcmCtx, &c, cp.pki, kcmKubeconfig); err != nil && kcmCtx.Err() == nil {
-			cp.failed <- fmt.Errorf("kube-controller-manager: %w", err)
+	if c.Scheduler {
+		schedulerKubeconfig, err := cp.writeComponentKubeconfig("scheduler.kubeconfig", schedulerUser)
+		if err != nil {
+			return nil, err
 		}
+		components["kube-scheduler"] = func(ctx context.Context) error {
+			return runScheduler(ctx, cp.pki, schedulerKubeconfig)
+		}
+	}
+	controllersCtx, stopControllers := context.WithCancel(context.WithoutCancel(ctx))
+	cp.stopControllers, cp.controllersDone = stopControllers, make(chan struct{})
+	var running sync.WaitGroup
+	for name, run := range components {
+		running.Go(func() {
+			if err := run(controllersCtx); err != nil && controllersCtx.Err() == nil {
+				cp.failed <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
+	}
+	go func() {
+		running.Wait()
+		close(cp.controllersDone)
 	}()
-	c.Progress(fmt.Sprintf("kube-controller-manager started (%d controllers)", len(c.Controllers)))
+	c.Progress(fmt.Sprintf("kube-controller-manager started (controllers: %s)", strings.Join(c.Controllers, ",")))
+	if c.Scheduler {
+		c.Progress("kube-scheduler started")
+	}
 	return cp, nil
+}
+
+// writeComponentKubeconfig writes the kubeconfig of an in-process component's client identity into the PKI
+// directory and returns its path.
+func (cp *ControlPlane) writeComponentKubeconfig(name, user string) (string, error) {
+	path := filepath.Join(cp.pki.Dir, name)
+	cfg, err := kubeconfigFor(cp.cfg.Name, cp.URL, cp.pki, user)
+	if err != nil {
+		return "", err
+	}
+	return path, writeKubeconfig(path, cfg)
 }
 
 // RESTConfig returns a client configuration for the cluster-admin identity.
@@ -185,7 +227,7 @@ func (cp *ControlPlane) Stop() {
 	}
 	if cp.stopControllers != nil {
 		cp.stopControllers()
-		wait(cp.controllersDone, "kube-controller-manager")
+		wait(cp.controllersDone, "controllers")
 	}
 	if cp.stopAPIServer != nil {
 		cp.stopAPIServer()

@@ -2,15 +2,17 @@ package controlplane
 
 import (
 	"flag"
+	"log/slog"
 	"strconv"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // SetupLogging configures klog once for the whole process: the embedded Kubernetes components and Flotilla's
-// controllers all log through it. With a file, component logs go there and the terminal keeps only the
-// command's own progress lines.
+// controllers all log through it, and so does everything that logs through log/slog. With a file, component
+// logs go there and the terminal keeps only the command's own progress lines.
 func SetupLogging(verbosity int, file string) error {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
@@ -28,5 +30,7 @@ func SetupLogging(verbosity int, file string) error {
 		}
 	}
 	ctrl.SetLogger(klog.NewKlogr())
+	// Libraries that log through log/slog (kwok does) end up in the same place.
+	slog.SetDefault(slog.New(logr.ToSlogHandler(klog.NewKlogr())))
 	return nil
 }

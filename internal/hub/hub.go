@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,7 +121,7 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 	if h.Config, err = cp.RESTConfig(); err != nil {
 		return err
 	}
-	h.Identity, err = stableIdentity(o.DataDir)
+	h.Identity, err = controlplane.StableIdentity(o.DataDir, "hub-id")
 	return err
 }
 
@@ -192,18 +191,6 @@ func newManager(cfg *rest.Config, identity string, controllers Registry) (ctrl.M
 		}
 	}
 	return mgr, nil
-}
-
-// stableIdentity returns the hub's identity for leader election, kept in the data directory so a restarted
-// hub takes its own Lease back at once instead of waiting for it to expire.
-func stableIdentity(dataDir string) (string, error) {
-	path := filepath.Join(dataDir, "hub-id")
-	if data, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(data))) > 0 {
-		return strings.TrimSpace(string(data)), nil
-	}
-	host, _ := os.Hostname()
-	id := host + "_" + string(uuid.NewUUID())
-	return id, os.WriteFile(path, []byte(id+"\n"), 0o600)
 }
 
 func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {

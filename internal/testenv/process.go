@@ -31,20 +31,31 @@ type Process struct {
 // test binary itself acting as flotilla (which requires TestMain to call Main).
 func StartProcess(t testing.TB, name string, args ...string) *Process {
 	t.Helper()
+	if binary := os.Getenv("FLOTILLA_BIN"); binary != "" {
+		return StartBinary(t, binary, name, args...)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return start(t, self, []string{reexecVar + "=1"}, name, args...)
+}
+
+// StartBinary runs binary with args as a child of the test, like StartProcess.
+func StartBinary(t testing.TB, binary, name string, args ...string) *Process {
+	t.Helper()
+	return start(t, binary, nil, name, args...)
+}
+
+func start(t testing.TB, binary string, extraEnv []string, name string, args ...string) *Process {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary, env := os.Getenv("FLOTILLA_BIN"), os.Environ()
-	if binary == "" {
-		if binary, err = os.Executable(); err != nil {
-			t.Fatal(err)
-		}
-		env = append(env, reexecVar+"=1")
-	}
 	cmd := exec.Command(binary, args...)
-	cmd.Env = env
+	cmd.Env = append(os.Environ(), extraEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

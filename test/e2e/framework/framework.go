@@ -1,0 +1,139 @@
+// Package framework runs e2e scenarios against real processes of the built flotilla binary: a hub and member
+// clusters, each in its own temporary directory with free ports. It hands tests typed clients for every
+// cluster, prints every process's output and the tail of its component log when a test fails, and kills
+// every child when the test ends — also on a test timeout, panic or interrupt, because each child runs in its
+// own process group and dies with the test binary.
+package framework
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// readyTimeout bounds the wait for a process to report ready; it is a safety net, not a performance target.
+const readyTimeout = 3 * time.Minute
+
+// Cluster is a hub or member process and clients for its API.
+type Cluster struct {
+	// Name of the cluster ("hub" for the hub).
+	Name string
+	// DataDir is the process's data directory.
+	DataDir string
+	// Kubeconfig is the path of the admin kubeconfig.
+	Kubeconfig string
+	// Env holds the clients.
+	*testenv.Env
+
+	t       *testing.T
+	args    []string
+	logFile string
+	ready   string
+	proc    *testenv.Process
+}
+
+// Binary returns the flotilla binary under test: $FLOTILLA_BIN, or bin/flotilla at the repository root.
+func Binary(t *testing.T) string {
+	if bin := os.Getenv("FLOTILLA_BIN"); bin != "" {
+		return bin
+	}
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(filepath.Dir(file), "..", "..", "..", "bin", "flotilla")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("no flotilla binary: run `make build` or set FLOTILLA_BIN (%v)", err)
+	}
+	return bin
+}
+
+// StartHub starts `flotilla hub` and waits until it is ready.
+func StartHub(t *testing.T, extraArgs ...string) *Cluster {
+	dir := filepath.Join(t.TempDir(), "hub")
+	c := &Cluster{
+		Name: "hub", DataDir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), t: t,
+		args:    append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t)}, extraArgs...),
+		logFile: filepath.Join(dir, "hub.log"), ready: "hub ready",
+	}
+	c.start()
+	return c
+}
+
+// StartMember starts `flotilla dev member --name NAME` and waits until it is ready.
+func StartMember(t *testing.T, name string, extraArgs ...string) *Cluster {
+	dir := filepath.Join(t.TempDir(), name)
+	c := &Cluster{
+		Name: name, DataDir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), t: t,
+		args:    append([]string{"dev", "member", "--name", name, "--data-dir", dir, "--secure-port", freePort(t)}, extraArgs...),
+		logFile: filepath.Join(dir, "member.log"), ready: "member " + name + " ready",
+	}
+	c.start()
+	return c
+}
+
+// Restart stops the process with SIGTERM, waits for it to exit cleanly, and starts it again on the same data
+// directory and port.
+func (c *Cluster) Restart() {
+	c.t.Helper()
+	if err := c.proc.Signal(syscall.SIGTERM); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.proc.Wait(time.Minute); err != nil {
+		c.t.Fatalf("%s did not stop cleanly: %v\n%s", c.Name, err, c.proc.Output())
+	}
+	c.start()
+}
+
+// Kill stops the process with SIGKILL.
+func (c *Cluster) Kill() { c.proc.Kill() }
+
+func (c *Cluster) start() {
+	c.t.Helper()
+	if c.proc == nil {
+		c.t.Cleanup(func() {
+			if c.t.Failed() {
+				c.t.Logf("--- last lines of %s ---\n%s", c.logFile, tail(c.logFile, 40))
+			}
+		})
+	}
+	c.proc = testenv.StartBinary(c.t, Binary(c.t), c.Name, c.args...)
+	proc := c.proc
+	testenv.Eventually(c.t, readyTimeout, c.Name+" ready", func() error {
+		if proc.Exited() {
+			c.t.Fatalf("%s exited before it was ready:\n%s", c.Name, proc.Output())
+		}
+		if !strings.Contains(proc.Output(), c.ready) {
+			return errors.New("not ready yet")
+		}
+		return nil
+	})
+	c.Env = testenv.Connect(c.t, c.Kubeconfig)
+}
+
+func freePort(t *testing.T) string {
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(ports[0])
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprint(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
