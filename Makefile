@@ -5,7 +5,12 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 DATA_DIR      ?= $(HOME)/.flotilla/hub
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
-LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli.Version=$(VERSION)
+KUBE_VERSION  := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+# The embedded Kubernetes components report the version they were built from.
+KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+                 -X k8s.io/component-base/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(KUBE_VERSION)))) \
+                 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
+LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli.Version=$(VERSION) $(KUBE_LDFLAGS)
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
@@ -46,7 +51,7 @@ test-unit:
 
 ## test-integration: real control planes in-process and hub processes started by the tests
 test-integration:
-	$(GO) test -timeout 20m ./test/integration/...
+	$(GO) test -ldflags "$(KUBE_LDFLAGS)" -timeout 20m ./test/integration/...
 
 ## test-e2e: hub and member clusters as processes of bin/flotilla (test/e2e)
 test-e2e: build

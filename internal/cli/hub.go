@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
 )
 
@@ -28,6 +27,7 @@ leads the controllers.`,
   kubectl --kubeconfig /tmp/hub/admin.kubeconfig get crd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Version = Version
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -37,7 +37,7 @@ leads the controllers.`,
 				if err := prepareLogs(o.DataDir, logFile, *verbosity); err != nil {
 					return err
 				}
-			} else if err := controlplane.SetupLogging(*verbosity, ""); err != nil {
+			} else if err := setupLogging(*verbosity); err != nil {
 				return err
 			}
 			ctx, cancel := signalContext()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
 
 // NewRoot returns the flotilla command with every subcommand.
@@ -24,7 +26,9 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity of the embedded Kubernetes components")
-	root.AddCommand(newHubCommand(&verbosity), newDevCommand(&verbosity), newVersionCommand())
+	root.AddCommand(newHubCommand(&verbosity), newTokenCommand(), newJoinCommand(&verbosity), newAgentCommand(&verbosity),
+		newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(), newTaintCommand(),
+		newUnjoinCommand(), newDevCommand(&verbosity), newVersionCommand())
 	return root
 }
 
@@ -54,6 +58,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 	}()
 	return ctx, cancel
 }
+
+// setupLogging sends component logs to stderr at the given verbosity.
+func setupLogging(verbosity int) error { return controlplane.SetupLogging(verbosity, "") }
 
 // progress prints the steps of a long command with the time since it started.
 type progress struct {

@@ -20,9 +20,11 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -89,7 +91,10 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if err != nil {
 		return nil, err
 	}
-	if h.manager, err = newManager(h.Config, h.Identity, selected); err != nil {
+	if err := h.publishForAgents(ctx); err != nil {
+		return nil, err
+	}
+	if h.manager, err = newManager(h.Config, Settings{Options: o, Identity: h.Identity, Version: o.Version}, selected); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -162,13 +167,13 @@ func (h *Hub) stop() {
 
 // newManager builds the controller manager: every selected controller, leader election on a Lease in
 // flotilla-system held under this hub's identity, no metrics listener of its own.
-func newManager(cfg *rest.Config, identity string, controllers Registry) (ctrl.Manager, error) {
+func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manager, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, SystemNamespace, LeaderLease,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: identity})
+		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: s.Identity})
 	if err != nil {
 		return nil, err
 	}
@@ -186,11 +191,28 @@ func newManager(cfg *rest.Config, identity string, controllers Registry) (ctrl.M
 		return nil, err
 	}
 	for _, c := range controllers {
-		if err := c.Setup(mgr); err != nil {
+		if err := c.Setup(mgr, s); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", c.Name, err)
 		}
 	}
 	return mgr, nil
+}
+
+// publishForAgents publishes the hub's address and CA for agents' discovery, and lets bootstrap tokens file
+// CSRs.
+func (h *Hub) publishForAgents(ctx context.Context) error {
+	caPEM := h.Config.CAData
+	if len(caPEM) == 0 && h.Config.CAFile != "" {
+		var err error
+		if caPEM, err = os.ReadFile(h.Config.CAFile); err != nil {
+			return err
+		}
+	}
+	c, err := client.New(h.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	return registration.EnsureHubObjects(ctx, c, h.Config.Host, caPEM)
 }
 
 func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -33,15 +34,22 @@ type Options struct {
 	EtcdPrefix string
 	// Controllers selects Flotilla's controllers: "*", "name", "-name".
 	Controllers []string
+	// RequireApproval makes pull joins wait for `flotilla accept`.
+	RequireApproval bool
+	// ClusterGracePeriod is how long a cluster may go without a heartbeat before it is Unknown.
+	ClusterGracePeriod time.Duration
+	// Version is Flotilla's version, reported for Push clusters.
+	Version string
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		BindAddress: "0.0.0.0",
-		SecurePort:  6443,
-		EtcdPrefix:  "/registry",
-		Controllers: []string{"*"},
+		BindAddress:        "0.0.0.0",
+		SecurePort:         6443,
+		EtcdPrefix:         "/registry",
+		Controllers:        []string{"*"},
+		ClusterGracePeriod: 40 * time.Second,
 	}
 }
 
@@ -56,6 +64,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "extra DNS name or IP for the hub's serving certificate (repeatable)")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "external etcd cluster (comma-separated URLs) instead of the embedded etcd; hubs sharing one etcd must share the PKI in DIR/pki")
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "key prefix of the hub's objects in etcd")
+	fs.BoolVar(&o.RequireApproval, "require-approval", o.RequireApproval, "pull joins wait for flotilla accept NAME instead of being approved automatically")
+	fs.DurationVar(&o.ClusterGracePeriod, "cluster-grace-period", o.ClusterGracePeriod, "how long a cluster may go without a heartbeat before it is Ready=Unknown and tainted unreachable")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 
@@ -102,6 +112,9 @@ func (o *Options) Validate() error {
 		if _, err := os.Stat(o.Kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
 		}
+	}
+	if o.ClusterGracePeriod < 20*time.Second {
+		errs = append(errs, fmt.Errorf("--cluster-grace-period %s: must be at least 20s (two heartbeats)", o.ClusterGracePeriod))
 	}
 	if _, err := Controllers.Select(o.Controllers); err != nil {
 		errs = append(errs, err)

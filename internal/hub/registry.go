@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
+	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // Controller is one of Flotilla's hub controllers. Setup registers it with the manager; it runs only while
@@ -14,15 +17,34 @@ type Controller struct {
 	// Name is what --controllers calls it.
 	Name string
 	// Setup adds the controller to the manager.
-	Setup func(mgr ctrl.Manager) error
+	Setup func(mgr ctrl.Manager, s Settings) error
+}
+
+// Settings are what controllers may need to know about the hub they run in.
+type Settings struct {
+	*Options
+	// Identity names this hub (leases it renews for Push clusters say so).
+	Identity string
+	// Version is Flotilla's version.
+	Version string
 }
 
 // Registry is the ordered set of controllers a hub can run.
 type Registry []Controller
 
-// Controllers is every controller the hub knows, in start order. Each issue that adds a controller adds it
-// here, and nowhere else.
-var Controllers = Registry{}
+// Controllers is every controller the hub knows, in start order. A new controller is added here, and
+// nowhere else.
+var Controllers = Registry{
+	{Name: "registration", Setup: func(mgr ctrl.Manager, s Settings) error {
+		return registration.SetupApprover(mgr, s.RequireApproval)
+	}},
+	{Name: "cluster-health", Setup: func(mgr ctrl.Manager, s Settings) error {
+		return clusterstatus.SetupHealthMonitor(mgr, s.ClusterGracePeriod)
+	}},
+	{Name: "push-status", Setup: func(mgr ctrl.Manager, s Settings) error {
+		return clusterstatus.SetupPushReporter(mgr, "hub:"+s.Identity, s.Version)
+	}},
+}
 
 // Names lists the registered controller names.
 func (r Registry) Names() []string {

@@ -119,7 +119,9 @@ type LocalSecretReference struct {
 	Name string `json:"name"`
 }
 
-// ClusterStatus is what the hub observed of a member: its version, capabilities, capacity and health.
+// ClusterStatus is what the hub observed of a member: its version, capabilities, capacity and health. It is
+// written only when something in it changed; liveness is the Lease named after the cluster in its namespace,
+// renewed every 10 seconds.
 type ClusterStatus struct {
 	// Conditions: Ready (True: healthy; False: readyz failing; Unknown: heartbeat lost), each with a reason.
 	// +optional
@@ -154,10 +156,6 @@ type ClusterStatus struct {
 	// Health holds the results of the member's /livez and /readyz endpoints.
 	// +optional
 	Health *HealthEndpoints `json:"health,omitempty"`
-
-	// LastHeartbeatTime is when the cluster's agent (or the hub, for Push) last reported.
-	// +optional
-	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
 }
 
 // APIEnablement is one group/version the member serves and its resources.

@@ -1,0 +1,128 @@
+// Package agent runs next to a member cluster: it keeps the cluster's hub identity (joining with a bootstrap
+// token once, renewing its certificate after), and reports the member's health and status to the hub.
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// Options configure an agent.
+type Options struct {
+	// DataDir keeps the agent's hub credential.
+	DataDir string
+	// ClusterKubeconfig reaches the member cluster; empty means the in-cluster configuration.
+	ClusterKubeconfig string
+	// CertTTL is the lifetime asked for each certificate; RenewBefore is how long before expiry it is renewed
+	// (0: when a fifth of its life is left).
+	CertTTL, RenewBefore time.Duration
+	// Version is the agent's version, reported in the cluster's status.
+	Version string
+}
+
+// MemberConfig returns the client configuration for the member cluster.
+func (o *Options) MemberConfig() (*rest.Config, error) {
+	if o.ClusterKubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--cluster-kubeconfig is required outside a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	return clientcmd.BuildConfigFromFlags("", o.ClusterKubeconfig)
+}
+
+// ClusterID returns the member's identity: the UID of its kube-system namespace.
+func ClusterID(ctx context.Context, member kubernetes.Interface) (string, error) {
+	ns, err := member.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("member cluster unreachable: %w", err)
+	}
+	return string(ns.UID), nil
+}
+
+// Run runs a joined agent until ctx ends: it reports the member's status every heartbeat period and renews
+// the hub certificate before it expires, then reports with the new one.
+func Run(ctx context.Context, o *Options, progress func(string)) error {
+	cred := registration.NewCredential(o.DataDir)
+	if !cred.Exists() {
+		return registration.ErrNotJoined
+	}
+	cluster, err := cred.ClusterName()
+	if err != nil {
+		return err
+	}
+	memberConfig, err := o.MemberConfig()
+	if err != nil {
+		return err
+	}
+	member, err := kubernetes.NewForConfig(memberConfig)
+	if err != nil {
+		return err
+	}
+	progress(fmt.Sprintf("agent of cluster %s reporting to the hub every %s", cluster, clusterstatus.HeartbeatPeriod))
+	for {
+		cert, err := cred.Certificate()
+		if err != nil {
+			return err
+		}
+		renewAt := cert.NotAfter.Add(-o.renewBefore(cert.NotAfter.Sub(cert.NotBefore)))
+		if err := report(ctx, cred, member, cluster, o.Version, time.Until(renewAt)); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		err = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 12, Cap: 5 * time.Minute},
+			func(ctx context.Context) (bool, error) {
+				if err := cred.Renew(ctx, o.CertTTL); err != nil {
+					klog.FromContext(ctx).Error(err, "renewing the hub certificate; retrying")
+					return false, nil
+				}
+				return true, nil
+			})
+		if err != nil {
+			return fmt.Errorf("renewing the hub certificate: %w", err)
+		}
+		if cert, err := cred.Certificate(); err == nil {
+			progress(fmt.Sprintf("hub certificate renewed; valid until %s", cert.NotAfter.Format(time.RFC3339)))
+		}
+	}
+}
+
+func (o *Options) renewBefore(lifetime time.Duration) time.Duration {
+	if o.RenewBefore > 0 {
+		return o.RenewBefore
+	}
+	return lifetime / 5
+}
+
+// report runs the status reporter with the current credential for d, or until ctx ends.
+func report(ctx context.Context, cred registration.Credential, member kubernetes.Interface, cluster, version string, d time.Duration) error {
+	hubConfig, err := cred.RESTConfig()
+	if err != nil {
+		return err
+	}
+	hub, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	reporter := &clusterstatus.Reporter{Hub: hub, Member: member, Cluster: cluster, Holder: registration.AgentUser(cluster), AgentVersion: version}
+	reportCtx, cancel := context.WithTimeout(ctx, max(d, 0))
+	defer cancel()
+	reporter.Run(reportCtx)
+	return nil
+}

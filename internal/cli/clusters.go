@@ -1,0 +1,391 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+func newAcceptCommand(accept bool) *cobra.Command {
+	var hub hubFlags
+	var message string
+	use, short, done := "accept NAME", "Accept a cluster's pending join (hubs with --require-approval)", "accepted"
+	if !accept {
+		use, short, done = "deny NAME", "Deny a cluster's pending join", "denied"
+	}
+	cmd := &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, c, _, err := hub.clients()
+			if err != nil {
+				return err
+			}
+			if message == "" {
+				message = "the hub administrator " + done + " the join of cluster " + args[0]
+			}
+			n, err := registration.Decide(cmd.Context(), c, args[0], accept, message)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s: %d join request(s) %s\n", args[0], n, done)
+			return nil
+		},
+	}
+	hub.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&message, "message", "", "message the agent prints")
+	return cmd
+}
+
+func newGetCommand() *cobra.Command {
+	var hub hubFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get clusters [NAME...]",
+		Short: "List member clusters with their health and capacity",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "clusters" && args[0] != "cluster" {
+				return fmt.Errorf("unknown resource %q: flotilla get knows clusters", args[0])
+			}
+			if err := validateOutput(output); err != nil {
+				return err
+			}
+			_, c, _, err := hub.clients()
+			if err != nil {
+				return err
+			}
+			clusters, err := listClusters(cmd.Context(), c, args[1:])
+			if err != nil {
+				return err
+			}
+			if output == "yaml" || output == "json" {
+				return printObject(cmd.OutOrStdout(), output, clusters)
+			}
+			return printClusters(cmd.Context(), cmd.OutOrStdout(), c, clusters.Items, output == "wide")
+		},
+	}
+	hub.addFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	return cmd
+}
+
+func listClusters(ctx context.Context, c client.Client, names []string) (*clusterv1alpha1.ClusterList, error) {
+	list := &clusterv1alpha1.ClusterList{}
+	if len(names) == 0 {
+		if err := c.List(ctx, list); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range names {
+		cluster := &clusterv1alpha1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
+			return nil, err
+		}
+		list.Items = append(list.Items, *cluster)
+	}
+	list.APIVersion, list.Kind = clusterv1alpha1.GroupVersion.String(), "ClusterList"
+	for i := range list.Items {
+		list.Items[i].APIVersion, list.Items[i].Kind = clusterv1alpha1.GroupVersion.String(), "Cluster"
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list, nil
+}
+
+func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters []clusterv1alpha1.Cluster, wide bool) error {
+	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	header := "NAME\tMODE\tREADY\tVERSION\tNODES\tCPU\tMEMORY\tAGE\tLAST-SEEN"
+	if wide {
+		header += "\tPROVIDER\tREGION\tZONES\tTAINTS"
+	}
+	fmt.Fprintln(w, header)
+	for _, cl := range clusters {
+		ready := "Unknown"
+		if cond := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionReady); cond != nil {
+			ready = string(cond.Status)
+		}
+		nodes, cpu, memory := "-", "-", "-"
+		if s := cl.Status.NodeSummary; s != nil {
+			nodes = fmt.Sprintf("%d/%d", s.ReadyNum, s.TotalNum)
+		}
+		if r := cl.Status.ResourceSummary; r != nil {
+			cpu = usage(r, corev1.ResourceCPU)
+			memory = usage(r, corev1.ResourceMemory)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", cl.Name, cl.Spec.SyncMode, ready, orDash(cl.Status.KubernetesVersion),
+			nodes, cpu, memory, age(cl.CreationTimestamp.Time), lastSeen(ctx, c, cl.Name))
+		if wide {
+			var taints []string
+			for _, t := range cl.Spec.Taints {
+				taints = append(taints, taintString(t))
+			}
+			fmt.Fprintf(w, "\t%s\t%s\t%s\t%s", orDash(cl.Spec.Provider), orDash(cl.Spec.Region),
+				orDash(strings.Join(cl.Spec.Zones, ",")), orDash(strings.Join(taints, ",")))
+		}
+		fmt.Fprintln(w)
+	}
+	return w.Flush()
+}
+
+// usage prints allocated/allocatable of one resource, memory in Gi.
+func usage(r *clusterv1alpha1.ResourceSummary, name corev1.ResourceName) string {
+	allocated, allocatable := r.Allocated[name], r.Allocatable[name]
+	if name == corev1.ResourceMemory {
+		gi := func(q resource.Quantity) string { return fmt.Sprintf("%.1f", float64(q.Value())/(1<<30)) }
+		return gi(allocated) + "/" + gi(allocatable) + "Gi"
+	}
+	return allocated.String() + "/" + allocatable.String()
+}
+
+// lastSeen is how long ago the cluster's Lease was renewed.
+func lastSeen(ctx context.Context, c client.Client, cluster string) string {
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(cluster), Name: cluster}, lease); err != nil || lease.Spec.RenewTime == nil {
+		return "never"
+	}
+	return age(lease.Spec.RenewTime.Time) + " ago"
+}
+
+func age(t time.Time) string { return duration.HumanDuration(time.Since(t)) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func taintString(t corev1.Taint) string {
+	s := t.Key
+	if t.Value != "" {
+		s += "=" + t.Value
+	}
+	return s + ":" + string(t.Effect)
+}
+
+func validateOutput(o string) error {
+	switch o {
+	case "", "wide", "yaml", "json":
+		return nil
+	}
+	return fmt.Errorf("--output %q: want wide, yaml or json", o)
+}
+
+func printObject(out io.Writer, format string, obj any) error {
+	var data []byte
+	var err error
+	if format == "json" {
+		data, err = json.MarshalIndent(obj, "", "    ")
+		data = append(data, '\n')
+	} else {
+		data, err = yaml.Marshal(obj)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(data)
+	return err
+}
+
+func newDescribeCommand() *cobra.Command {
+	var hub hubFlags
+	cmd := &cobra.Command{
+		Use:   "describe cluster NAME",
+		Short: "Show a cluster's conditions, taints, capacity, APIs and recent events",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "cluster" && args[0] != "clusters" {
+				return fmt.Errorf("unknown resource %q: flotilla describe knows cluster", args[0])
+			}
+			_, c, kube, err := hub.clients()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			cl := &clusterv1alpha1.Cluster{}
+			if err := c.Get(ctx, client.ObjectKey{Name: args[1]}, cl); err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 2, ' ', 0)
+			fmt.Fprintf(w, "Name:\t%s\nMode:\t%s\nEndpoint:\t%s\nID:\t%s\nLabels:\t%s\n", cl.Name, cl.Spec.SyncMode,
+				orDash(cl.Spec.APIEndpoint), orDash(cl.Spec.ID), orDash(labelsString(cl.Labels)))
+			fmt.Fprintf(w, "Location:\tprovider=%s region=%s zones=%s\n", orDash(cl.Spec.Provider), orDash(cl.Spec.Region), orDash(strings.Join(cl.Spec.Zones, ",")))
+			fmt.Fprintf(w, "Version:\t%s (%s), agent %s\n", orDash(cl.Status.KubernetesVersion), orDash(cl.Status.Platform), orDash(cl.Status.AgentVersion))
+			fmt.Fprintf(w, "Last seen:\t%s\n", lastSeen(ctx, c, cl.Name))
+			if h := cl.Status.Health; h != nil {
+				fmt.Fprintf(w, "Health:\tlivez=%s readyz=%s\n", h.Livez, h.Readyz)
+			}
+			fmt.Fprintln(w, "Taints:")
+			for _, t := range cl.Spec.Taints {
+				fmt.Fprintf(w, "  %s\n", taintString(t))
+			}
+			fmt.Fprintln(w, "Conditions:\n  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
+			for _, cond := range cl.Status.Conditions {
+				fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, age(cond.LastTransitionTime.Time), cond.Message)
+			}
+			if n := cl.Status.NodeSummary; n != nil {
+				fmt.Fprintf(w, "Nodes:\t%d ready of %d\n", n.ReadyNum, n.TotalNum)
+			}
+			if r := cl.Status.ResourceSummary; r != nil {
+				fmt.Fprintln(w, "Capacity:\n  RESOURCE\tALLOCATABLE\tALLOCATED\tALLOCATING")
+				for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
+					a, b, p := r.Allocatable[name], r.Allocated[name], r.Allocating[name]
+					fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", name, a.String(), b.String(), p.String())
+				}
+			}
+			groups := make([]string, 0, len(cl.Status.APIEnablements))
+			for _, e := range cl.Status.APIEnablements {
+				groups = append(groups, e.GroupVersion)
+			}
+			fmt.Fprintf(w, "APIs:\t%d group versions: %s\n", len(groups), strings.Join(groups, ", "))
+			events, err := kube.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "regarding.kind=Cluster,regarding.name=" + cl.Name})
+			if err != nil {
+				return err
+			}
+			sort.Slice(events.Items, func(i, j int) bool { return events.Items[i].EventTime.Before(&events.Items[j].EventTime) })
+			fmt.Fprintln(w, "Events:\n  TYPE\tREASON\tAGE\tMESSAGE")
+			for _, e := range events.Items {
+				fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", e.Type, e.Reason, age(e.EventTime.Time), e.Note)
+			}
+			return w.Flush()
+		},
+	}
+	hub.addFlags(cmd.Flags())
+	return cmd
+}
+
+func labelsString(l map[string]string) string {
+	parts := make([]string, 0, len(l))
+	for k, v := range l {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func newTaintCommand() *cobra.Command {
+	var hub hubFlags
+	cmd := &cobra.Command{
+		Use:   "taint cluster NAME KEY[=VALUE]:EFFECT | KEY:EFFECT-",
+		Short: "Add or remove a taint on a cluster",
+		Example: `  flotilla taint cluster m1 dedicated=gpu:NoSchedule
+  flotilla taint cluster m1 dedicated:NoSchedule-`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "cluster" && args[0] != "clusters" {
+				return fmt.Errorf("unknown resource %q: flotilla taint knows cluster", args[0])
+			}
+			taint, remove, err := parseTaint(args[2])
+			if err != nil {
+				return err
+			}
+			_, c, _, err := hub.clients()
+			if err != nil {
+				return err
+			}
+			cl := &clusterv1alpha1.Cluster{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[1]}, cl); err != nil {
+				return err
+			}
+			var kept []corev1.Taint
+			for _, t := range cl.Spec.Taints {
+				if t.Key != taint.Key || t.Effect != taint.Effect {
+					kept = append(kept, t)
+				}
+			}
+			if remove && len(kept) == len(cl.Spec.Taints) {
+				return fmt.Errorf("cluster %s has no taint %s:%s", cl.Name, taint.Key, taint.Effect)
+			}
+			if !remove {
+				taint.TimeAdded = &metav1.Time{Time: time.Now()}
+				kept = append(kept, taint)
+			}
+			cl.Spec.Taints = kept
+			if err := c.Update(cmd.Context(), cl); err != nil {
+				return err
+			}
+			verb := "tainted"
+			if remove {
+				verb = "untainted"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s %s\n", cl.Name, verb)
+			return nil
+		},
+	}
+	hub.addFlags(cmd.Flags())
+	return cmd
+}
+
+// parseTaint reads KEY[=VALUE]:EFFECT, or KEY[:EFFECT]- for a removal.
+func parseTaint(s string) (corev1.Taint, bool, error) {
+	remove := strings.HasSuffix(s, "-")
+	s = strings.TrimSuffix(s, "-")
+	spec, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return corev1.Taint{}, false, fmt.Errorf("taint %q: want KEY[=VALUE]:EFFECT", s)
+	}
+	key, value, _ := strings.Cut(spec, "=")
+	t := corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}
+	switch t.Effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return t, false, fmt.Errorf("taint %q: effect must be NoSchedule, PreferNoSchedule or NoExecute", s)
+	}
+	if key == "" {
+		return t, false, errors.New("taint: the key is empty")
+	}
+	return t, remove, nil
+}
+
+func newUnjoinCommand() *cobra.Command {
+	var hub hubFlags
+	cmd := &cobra.Command{
+		Use:   "unjoin NAME",
+		Short: "Remove a cluster from the hub: its Works, namespace, agent access and credentials",
+		Long: `Remove a cluster from the hub. Deleting the Cluster removes its namespace (with its Works and
+Lease) and the RBAC of its agent, whose certificate then opens nothing; for a push cluster the stored
+credentials are deleted. Objects already running in the member stay there.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, c, _, err := hub.clients()
+			if err != nil {
+				return err
+			}
+			cl := &clusterv1alpha1.Cluster{}
+			if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[0]}, cl); err != nil {
+				return err
+			}
+			if err := c.Delete(cmd.Context(), cl, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+				return err
+			}
+			if ref := cl.Spec.SecretRef; ref != nil {
+				secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
+				if err := client.IgnoreNotFound(c.Delete(cmd.Context(), secret)); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined\n", cl.Name)
+			return nil
+		},
+	}
+	hub.addFlags(cmd.Flags())
+	return cmd
+}

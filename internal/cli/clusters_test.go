@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestParseTaint(t *testing.T) {
+	tests := []struct {
+		in         string
+		want       corev1.Taint
+		wantRemove bool
+		wantErr    string
+	}{
+		{in: "dedicated=gpu:NoSchedule", want: corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}},
+		{in: "maintenance:NoExecute", want: corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}},
+		{in: "dedicated:NoSchedule-", want: corev1.Taint{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}, wantRemove: true},
+		{in: "dedicated=gpu", wantErr: "want KEY[=VALUE]:EFFECT"},
+		{in: "dedicated:Sometimes", wantErr: "effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+		{in: ":NoSchedule", wantErr: "the key is empty"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, remove, err := parseTaint(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want || remove != tt.wantRemove {
+				t.Fatalf("got %+v remove=%v err=%v", got, remove, err)
+			}
+		})
+	}
+}
+
+func TestJoinValidate(t *testing.T) {
+	const hash = "sha256:0000000000000000000000000000000000000000000000000000000000000000"
+	tests := []struct {
+		name    string
+		o       joinOptions
+		args    []string
+		wantErr string
+	}{
+		{"pull ok", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHash: hash, clusterName: "m1"}, []string{"https://hub:6443"}, ""},
+		{"pull without hub URL", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHash: hash, clusterName: "m1"}, nil, "needs the hub URL"},
+		{"plain http hub", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHash: hash, clusterName: "m1"}, []string{"http://hub"}, "want https://HOST:PORT"},
+		{"malformed token", joinOptions{mode: "pull", token: "abc", caCertHash: hash, clusterName: "m1"}, []string{"https://hub"}, "--token: want a bootstrap token"},
+		{"malformed hash", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHash: "abc", clusterName: "m1"}, []string{"https://hub"}, "--ca-cert-hash"},
+		{"invalid name", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHash: hash, clusterName: "M_1"}, []string{"https://hub"}, `--cluster-name "M_1"`},
+		{"missing name", joinOptions{mode: "push"}, nil, "--cluster-name is required"},
+		{"bad labels", joinOptions{mode: "push", clusterName: "m1", labels: "a=b=c"}, nil, "--labels"},
+		{"push with a token", joinOptions{mode: "push", clusterName: "m1", token: "abcdef.0123456789abcdef"}, nil, "push mode takes no hub URL"},
+		{"push without member kubeconfig", joinOptions{mode: "push", clusterName: "m1"}, nil, "push mode needs --cluster-kubeconfig"},
+		{"unknown mode", joinOptions{mode: "both", clusterName: "m1"}, nil, `--mode "both"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := tt.o
+			o.agent.CertTTL = 24 * time.Hour
+			o.agent.DataDir = t.TempDir()
+			err := o.validate(tt.args)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

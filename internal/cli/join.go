@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+
+	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+// joinOptions configure `flotilla join`.
+type joinOptions struct {
+	mode, hubURL, token, caCertHash, clusterName string
+	labels, provider, region                     string
+	zones                                        []string
+	agent                                        agent.Options
+	hub                                          hubFlags
+}
+
+func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.mode, "mode", "pull", "pull: run an agent beside the member; push: the hub reaches the member itself")
+	fs.StringVar(&o.token, "token", "", "bootstrap token from flotilla token create (pull)")
+	fs.StringVar(&o.caCertHash, "ca-cert-hash", "", "pin of the hub CA, sha256:<hex>, from flotilla token create (pull)")
+	fs.StringVar(&o.clusterName, "cluster-name", "", "name of the cluster on the hub (a DNS label)")
+	fs.StringVar(&o.labels, "labels", "", "labels for the Cluster, k=v,k2=v2")
+	fs.StringVar(&o.provider, "provider", "", "cloud or infrastructure provider of the cluster")
+	fs.StringVar(&o.region, "region", "", "region of the cluster")
+	fs.StringSliceVar(&o.zones, "zone", nil, "zone of the cluster (repeatable)")
+	addAgentFlags(fs, &o.agent)
+	o.hub.addFlags(fs)
+}
+
+func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
+	fs.StringVar(&o.ClusterKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the member cluster (default: in-cluster)")
+	fs.StringVar(&o.DataDir, "agent-data-dir", "", "where the agent keeps its hub credential (default $HOME/.flotilla/agents/CLUSTER)")
+	fs.DurationVar(&o.CertTTL, "cert-ttl", 7*24*time.Hour, "lifetime the agent asks for its hub certificate (at least 10m)")
+	fs.DurationVar(&o.RenewBefore, "renew-before", 0, "renew the certificate this long before it expires (default: with a fifth of its life left)")
+	_ = fs.MarkHidden("renew-before")
+}
+
+func validateAgentOptions(o *agent.Options, cluster string) error {
+	if o.DataDir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return fmt.Errorf("--agent-data-dir is required: %w", err)
+		}
+		o.DataDir = filepath.Join(home, ".flotilla", "agents", cluster)
+	}
+	if o.CertTTL < 10*time.Minute {
+		return fmt.Errorf("--cert-ttl %s: must be at least 10m", o.CertTTL)
+	}
+	if o.RenewBefore < 0 || o.RenewBefore >= o.CertTTL {
+		return fmt.Errorf("--renew-before %s: must be less than --cert-ttl %s", o.RenewBefore, o.CertTTL)
+	}
+	return nil
+}
+
+func (o *joinOptions) validate(args []string) error {
+	var errs []error
+	if msgs := validation.IsDNS1123Label(o.clusterName); o.clusterName == "" {
+		errs = append(errs, errors.New("--cluster-name is required"))
+	} else if len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--cluster-name %q: %s", o.clusterName, strings.Join(msgs, "; ")))
+	}
+	if _, err := labels.ConvertSelectorToLabelsMap(o.labels); err != nil {
+		errs = append(errs, fmt.Errorf("--labels %q: %w", o.labels, err))
+	}
+	switch o.mode {
+	case "pull":
+		if len(args) != 1 {
+			errs = append(errs, errors.New("pull mode needs the hub URL: flotilla join HUB_URL --token ... --ca-cert-hash ..."))
+		} else if u, err := url.Parse(args[0]); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("hub URL %q: want https://HOST:PORT", args[0]))
+		} else {
+			o.hubURL = args[0]
+		}
+		if !bootstraputil.IsValidBootstrapToken(o.token) {
+			errs = append(errs, errors.New("--token: want a bootstrap token of the form abcdef.0123456789abcdef, from flotilla token create"))
+		}
+		if !strings.HasPrefix(o.caCertHash, "sha256:") || len(o.caCertHash) != len("sha256:")+64 {
+			errs = append(errs, fmt.Errorf("--ca-cert-hash %q: want sha256:<64 hex digits>, from flotilla token create", o.caCertHash))
+		}
+		if err := validateAgentOptions(&o.agent, o.clusterName); err != nil {
+			errs = append(errs, err)
+		}
+	case "push":
+		if len(args) > 0 || o.token != "" || o.caCertHash != "" {
+			errs = append(errs, errors.New("push mode takes no hub URL, --token or --ca-cert-hash: the hub is --kubeconfig"))
+		}
+		if o.agent.ClusterKubeconfig == "" {
+			errs = append(errs, errors.New("push mode needs --cluster-kubeconfig: the hub stores it to reach the member"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--mode %q: want pull or push", o.mode))
+	}
+	return errors.Join(errs...)
+}
+
+func newJoinCommand(verbosity *int) *cobra.Command {
+	o := &joinOptions{}
+	cmd := &cobra.Command{
+		Use:   "join [HUB_URL]",
+		Short: "Register a member cluster with the hub",
+		Long: `Register a member cluster with the hub.
+
+Pull (default): verify the hub's CA against --ca-cert-hash, join with the bootstrap token, then run the
+agent in the foreground. The agent keeps its hub credential in --agent-data-dir; restart it later with
+flotilla agent, no token needed.
+
+Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub reach the member itself.`,
+		Example: `  flotilla join https://hub:6443 --token abcdef.0123456789abcdef --ca-cert-hash sha256:... \
+    --cluster-name m1 --cluster-kubeconfig /tmp/m1/kubeconfig --labels env=prod --region eu-west-1
+  flotilla join --mode push --cluster-name m3 --cluster-kubeconfig /tmp/m3/kubeconfig --kubeconfig hub.kubeconfig`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(args); err != nil {
+				return err
+			}
+			if err := setupLogging(*verbosity); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			p := newProgress(cmd.OutOrStdout())
+			memberConfig, err := o.agent.MemberConfig()
+			if err != nil {
+				return err
+			}
+			member, err := kubernetes.NewForConfig(memberConfig)
+			if err != nil {
+				return err
+			}
+			clusterID, err := agent.ClusterID(ctx, member)
+			if err != nil {
+				return err
+			}
+			if o.mode == "push" {
+				return o.joinPush(cmd, clusterID, p)
+			}
+			cred := registration.NewCredential(o.agent.DataDir)
+			if cred.Exists() {
+				p.step("already joined (credential in " + cred.Path + "); starting the agent")
+			} else {
+				err := registration.Join(ctx, registration.JoinRequest{
+					HubURL: o.hubURL, Token: o.token, CACertHash: o.caCertHash, ClusterName: o.clusterName, ClusterID: clusterID,
+					Labels: o.labels, Provider: o.provider, Region: o.region, Zones: o.zones, CertTTL: o.agent.CertTTL,
+				}, cred, p.step)
+				if err != nil {
+					return err
+				}
+				p.step(fmt.Sprintf("cluster %s joined; hub credential in %s", o.clusterName, cred.Path))
+			}
+			o.agent.Version = Version
+			return agent.Run(ctx, &o.agent, p.step)
+		},
+	}
+	o.addFlags(cmd.Flags())
+	return cmd
+}
+
+func (o *joinOptions) joinPush(cmd *cobra.Command, clusterID string, p *progress) error {
+	_, hub, _, err := o.hub.clients()
+	if err != nil {
+		return err
+	}
+	memberKubeconfig, err := clientcmd.LoadFromFile(o.agent.ClusterKubeconfig)
+	if err != nil {
+		return err
+	}
+	lbls, _ := labels.ConvertSelectorToLabelsMap(o.labels)
+	cluster, err := registration.JoinPush(cmd.Context(), hub, registration.PushRequest{
+		ClusterName: o.clusterName, ClusterID: clusterID, Kubeconfig: memberKubeconfig,
+		Labels: lbls, Provider: o.provider, Region: o.region, Zones: o.zones,
+	})
+	if err != nil {
+		return err
+	}
+	p.step(fmt.Sprintf("cluster %s joined in push mode (%s); the hub reports its status", cluster.Name, cluster.Spec.APIEndpoint))
+	return nil
+}
+
+func newAgentCommand(verbosity *int) *cobra.Command {
+	o := &agent.Options{}
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the agent of a member cluster that already joined",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.DataDir == "" {
+				return errors.New("--agent-data-dir is required: the directory flotilla join kept the credential in")
+			}
+			if err := validateAgentOptions(o, ""); err != nil {
+				return err
+			}
+			if err := setupLogging(*verbosity); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			o.Version = Version
+			return agent.Run(ctx, o, newProgress(cmd.OutOrStdout()).step)
+		},
+	}
+	addAgentFlags(cmd.Flags(), o)
+	return cmd
+}

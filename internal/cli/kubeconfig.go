@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// hubFlags are kubectl's --kubeconfig and --context, for the hub.
+type hubFlags struct {
+	kubeconfig, context string
+}
+
+func (f *hubFlags) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub (default $KUBECONFIG or ~/.kube/config)")
+	fs.StringVar(&f.context, "context", "", "kubeconfig context of the hub")
+}
+
+func (f *hubFlags) restConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("hub kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// clients returns a controller-runtime client (every Flotilla kind) and a typed client for the hub.
+func (f *hubFlags) clients() (*rest.Config, client.Client, kubernetes.Interface, error) {
+	cfg, err := f.restConfig()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, c, kube, nil
+}

@@ -1,0 +1,148 @@
+// Package clusterstatus keeps the hub's view of each member: the reporter (agent side, and the hub itself for
+// Push clusters) renews the cluster's Lease and writes its status when it changes; the health monitor (hub
+// side) turns a stale Lease or a failing readyz into a Ready condition and taints.
+package clusterstatus
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+)
+
+// Collect reads a member's version, health, nodes, resources and served APIs. It fails only when the member
+// cannot be reached at all; a failing health endpoint is part of the result.
+func Collect(ctx context.Context, member kubernetes.Interface, agentVersion string) (*clusterv1alpha1.ClusterStatus, error) {
+	version, err := member.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("member API unreachable: %w", err)
+	}
+	status := &clusterv1alpha1.ClusterStatus{
+		KubernetesVersion: version.GitVersion,
+		Platform:          version.Platform,
+		AgentVersion:      agentVersion,
+		Health:            &clusterv1alpha1.HealthEndpoints{Livez: probe(ctx, member, "/livez"), Readyz: probe(ctx, member, "/readyz")},
+	}
+	if status.NodeSummary, status.ResourceSummary, err = resources(ctx, member); err != nil {
+		return nil, err
+	}
+	if status.APIEnablements, err = apiEnablements(member); err != nil {
+		return nil, err
+	}
+	return status, nil
+}
+
+// probe returns "ok" or, trimmed, what the endpoint said instead.
+func probe(ctx context.Context, member kubernetes.Interface, path string) string {
+	body, err := member.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+	if err == nil {
+		return "ok"
+	}
+	msg := strings.TrimSpace(string(body))
+	if msg == "" {
+		msg = err.Error()
+	}
+	if len(msg) > 512 {
+		msg = msg[:512] + "..."
+	}
+	return msg
+}
+
+// resources counts nodes and sums allocatable capacity over ready nodes, the requests of non-terminated pods
+// on them (allocated), and the requests of pods not yet bound (allocating).
+func resources(ctx context.Context, member kubernetes.Interface) (*clusterv1alpha1.NodeSummary, *clusterv1alpha1.ResourceSummary, error) {
+	nodes, err := member.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing member nodes: %w", err)
+	}
+	summary := &clusterv1alpha1.NodeSummary{TotalNum: int32(len(nodes.Items))}
+	res := &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{}, Allocated: corev1.ResourceList{}, Allocating: corev1.ResourceList{}}
+	ready := map[string]bool{}
+	for _, n := range nodes.Items {
+		if !nodeReady(&n) {
+			continue
+		}
+		ready[n.Name] = true
+		summary.ReadyNum++
+		add(res.Allocatable, n.Status.Allocatable)
+	}
+	pods, err := member.CoreV1().Pods("").List(ctx, metav1.ListOptions{
+		ResourceVersion: "0", FieldSelector: "status.phase!=Succeeded,status.phase!=Failed",
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing member pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		switch {
+		case p.Spec.NodeName == "":
+			add(res.Allocating, podRequests(&p))
+		case ready[p.Spec.NodeName]:
+			add(res.Allocated, podRequests(&p))
+		}
+	}
+	return summary, res, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podRequests is what a pod reserves on its node: the sum of its containers' requests, or its largest init
+// container's when that is more, plus one pod slot.
+func podRequests(p *corev1.Pod) corev1.ResourceList {
+	total := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
+	for _, c := range p.Spec.Containers {
+		add(total, c.Resources.Requests)
+	}
+	for _, c := range p.Spec.InitContainers {
+		for name, q := range c.Resources.Requests {
+			if cur, ok := total[name]; !ok || q.Cmp(cur) > 0 {
+				total[name] = q.DeepCopy()
+			}
+		}
+	}
+	return total
+}
+
+func add(sum, more corev1.ResourceList) {
+	for name, q := range more {
+		cur := sum[name]
+		cur.Add(q)
+		sum[name] = cur
+	}
+}
+
+// apiEnablements lists every group/version the member serves with its resources, sorted, subresources left
+// out.
+func apiEnablements(member kubernetes.Interface) ([]clusterv1alpha1.APIEnablement, error) {
+	_, lists, err := member.Discovery().ServerGroupsAndResources()
+	if err != nil && len(lists) == 0 {
+		return nil, fmt.Errorf("discovering member APIs: %w", err)
+	}
+	out := make([]clusterv1alpha1.APIEnablement, 0, len(lists))
+	for _, l := range lists {
+		e := clusterv1alpha1.APIEnablement{GroupVersion: l.GroupVersion}
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				e.Resources = append(e.Resources, clusterv1alpha1.APIResource{Name: r.Name, Kind: r.Kind})
+			}
+		}
+		slices.SortFunc(e.Resources, func(a, b clusterv1alpha1.APIResource) int { return strings.Compare(a.Name, b.Name) })
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GroupVersion < out[j].GroupVersion })
+	return out, nil
+}

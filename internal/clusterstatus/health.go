@@ -1,0 +1,148 @@
+package clusterstatus
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+// Reasons of the Ready condition.
+const (
+	ReasonReady          = "ClusterReady"
+	ReasonNotReady       = "ClusterNotReady"
+	ReasonUnreachable    = "ClusterUnreachable"
+	ReasonNoHeartbeatYet = "WaitingForFirstHeartbeat"
+)
+
+// HealthMonitor sets each Cluster's Ready condition and health taints from its Lease and its readyz result:
+// a Lease older than GracePeriod → Ready=Unknown and cluster.flotilla.io/unreachable:NoSchedule; readyz
+// failing → Ready=False and cluster.flotilla.io/not-ready:NoSchedule; otherwise Ready=True and neither taint.
+type HealthMonitor struct {
+	Client      client.Client
+	Recorder    events.EventRecorder
+	GracePeriod time.Duration
+	now         func() time.Time
+}
+
+// SetupHealthMonitor registers the monitor with the manager.
+func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration) error {
+	m := &HealthMonitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-cluster-health"), GracePeriod: grace, now: time.Now}
+	return ctrl.NewControllerManagedBy(mgr).Named("cluster-health").
+		For(&clusterv1alpha1.Cluster{}).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster)).
+		Complete(m)
+}
+
+// leaseToCluster maps a cluster's Lease (named after it, in its namespace) to the Cluster.
+func leaseToCluster(_ context.Context, o client.Object) []reconcile.Request {
+	if o.GetNamespace() != registration.ClusterNamespace(o.GetName()) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
+}
+
+// Reconcile evaluates one cluster.
+func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := m.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	lease := &coordinationv1.Lease{}
+	err := m.Client.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(cluster.Name), Name: cluster.Name}, lease)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	var renewed *time.Time
+	if err == nil && lease.Spec.RenewTime != nil {
+		renewed = &lease.Spec.RenewTime.Time
+	}
+	ready, taint := Evaluate(cluster, renewed, m.now(), m.GracePeriod)
+
+	if taints := withHealthTaint(cluster.Spec.Taints, taint, m.now()); !slices.EqualFunc(taints, cluster.Spec.Taints, sameTaint) {
+		cluster.Spec.Taints = taints
+		if err := m.Client.Update(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	previous := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
+	ready.ObservedGeneration = cluster.Generation
+	if meta.SetStatusCondition(&cluster.Status.Conditions, ready) {
+		if err := m.Client.Status().Update(ctx, cluster); err != nil {
+			return ctrl.Result{}, err
+		}
+		if previous == nil || previous.Status != ready.Status {
+			eventType := corev1.EventTypeNormal
+			if ready.Status != metav1.ConditionTrue {
+				eventType = corev1.EventTypeWarning
+			}
+			m.Recorder.Eventf(cluster, nil, eventType, ready.Reason, "HealthChanged", "Ready=%s: %s", ready.Status, ready.Message)
+		}
+	}
+	// Look again when the Lease would expire, so a silent cluster turns Unknown on time.
+	if renewed != nil && ready.Status != metav1.ConditionUnknown {
+		return ctrl.Result{RequeueAfter: renewed.Add(m.GracePeriod).Sub(m.now()) + time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// Evaluate decides a cluster's Ready condition and which health taint it must carry (empty for none).
+func Evaluate(cluster *clusterv1alpha1.Cluster, renewed *time.Time, now time.Time, grace time.Duration) (metav1.Condition, string) {
+	c := metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady}
+	switch {
+	case renewed == nil:
+		c.Status, c.Reason = metav1.ConditionUnknown, ReasonNoHeartbeatYet
+		c.Message = "the cluster has not sent a heartbeat yet"
+		return c, clusterv1alpha1.TaintClusterUnreachable
+	case now.Sub(*renewed) > grace:
+		c.Status, c.Reason = metav1.ConditionUnknown, ReasonUnreachable
+		c.Message = fmt.Sprintf("no heartbeat for %s (grace period %s)", now.Sub(*renewed).Round(time.Second), grace)
+		return c, clusterv1alpha1.TaintClusterUnreachable
+	case cluster.Status.Health == nil || cluster.Status.Health.Readyz != "ok":
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonNotReady
+		c.Message = "the member's /readyz fails"
+		if cluster.Status.Health != nil {
+			c.Message += ": " + cluster.Status.Health.Readyz
+		}
+		return c, clusterv1alpha1.TaintClusterNotReady
+	}
+	c.Status, c.Reason, c.Message = metav1.ConditionTrue, ReasonReady, "the member is healthy and sends heartbeats"
+	return c, ""
+}
+
+// withHealthTaint returns taints with exactly the wanted NoSchedule health taint (or none) of the hub's two,
+// keeping every other taint (a user's NoExecute taint on the same key included) and the time an existing
+// health taint was added.
+func withHealthTaint(taints []corev1.Taint, want string, now time.Time) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints)+1)
+	for _, t := range taints {
+		isHealth := (t.Key == clusterv1alpha1.TaintClusterNotReady || t.Key == clusterv1alpha1.TaintClusterUnreachable) &&
+			t.Effect == corev1.TaintEffectNoSchedule
+		if !isHealth || t.Key == want {
+			out = append(out, t)
+		}
+	}
+	isWanted := func(t corev1.Taint) bool { return t.Key == want && t.Effect == corev1.TaintEffectNoSchedule }
+	if want != "" && !slices.ContainsFunc(out, isWanted) {
+		out = append(out, corev1.Taint{Key: want, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{Time: now}})
+	}
+	return out
+}
+
+func sameTaint(a, b corev1.Taint) bool {
+	return a.Key == b.Key && a.Value == b.Value && a.Effect == b.Effect
+}

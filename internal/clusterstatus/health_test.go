@@ -1,0 +1,79 @@
+package clusterstatus
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+)
+
+func TestEvaluate(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(ago time.Duration) *time.Time { v := now.Add(-ago); return &v }
+	healthy := &clusterv1alpha1.Cluster{Status: clusterv1alpha1.ClusterStatus{Health: &clusterv1alpha1.HealthEndpoints{Livez: "ok", Readyz: "ok"}}}
+	failing := &clusterv1alpha1.Cluster{Status: clusterv1alpha1.ClusterStatus{Health: &clusterv1alpha1.HealthEndpoints{Livez: "ok", Readyz: "[-]etcd failed"}}}
+	tests := []struct {
+		name       string
+		cluster    *clusterv1alpha1.Cluster
+		renewed    *time.Time
+		wantStatus metav1.ConditionStatus
+		wantReason string
+		wantTaint  string
+	}{
+		{"never reported", healthy, nil, metav1.ConditionUnknown, ReasonNoHeartbeatYet, clusterv1alpha1.TaintClusterUnreachable},
+		{"fresh and healthy", healthy, at(5 * time.Second), metav1.ConditionTrue, ReasonReady, ""},
+		{"at the grace period", healthy, at(40 * time.Second), metav1.ConditionTrue, ReasonReady, ""},
+		{"past the grace period", healthy, at(41 * time.Second), metav1.ConditionUnknown, ReasonUnreachable, clusterv1alpha1.TaintClusterUnreachable},
+		{"silent and failing: unreachable wins", failing, at(time.Minute), metav1.ConditionUnknown, ReasonUnreachable, clusterv1alpha1.TaintClusterUnreachable},
+		{"readyz failing", failing, at(time.Second), metav1.ConditionFalse, ReasonNotReady, clusterv1alpha1.TaintClusterNotReady},
+		{"no health reported", &clusterv1alpha1.Cluster{}, at(time.Second), metav1.ConditionFalse, ReasonNotReady, clusterv1alpha1.TaintClusterNotReady},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, taint := Evaluate(tt.cluster, tt.renewed, now, 40*time.Second)
+			if c.Status != tt.wantStatus || c.Reason != tt.wantReason || taint != tt.wantTaint {
+				t.Fatalf("got %s/%s taint %q, want %s/%s taint %q (%s)", c.Status, c.Reason, taint, tt.wantStatus, tt.wantReason, tt.wantTaint, c.Message)
+			}
+			if c.Message == "" {
+				t.Fatal("condition without a message")
+			}
+		})
+	}
+}
+
+func TestWithHealthTaint(t *testing.T) {
+	now := time.Now()
+	user := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	userNoExecute := corev1.Taint{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: corev1.TaintEffectNoExecute}
+	unreachable := corev1.Taint{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: corev1.TaintEffectNoSchedule}
+	notReady := corev1.Taint{Key: clusterv1alpha1.TaintClusterNotReady, Effect: corev1.TaintEffectNoSchedule}
+	keys := func(ts []corev1.Taint) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Key+":"+string(t.Effect))
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []corev1.Taint
+		want string
+		out  []string
+	}{
+		{"adds", []corev1.Taint{user}, clusterv1alpha1.TaintClusterUnreachable, []string{"dedicated:NoSchedule", unreachable.Key + ":NoSchedule"}},
+		{"swaps", []corev1.Taint{unreachable, user}, clusterv1alpha1.TaintClusterNotReady, []string{"dedicated:NoSchedule", notReady.Key + ":NoSchedule"}},
+		{"removes, keeping a user's NoExecute", []corev1.Taint{userNoExecute, notReady, user}, "", []string{unreachable.Key + ":NoExecute", "dedicated:NoSchedule"}},
+		{"keeps an existing one as is", []corev1.Taint{unreachable}, clusterv1alpha1.TaintClusterUnreachable, []string{unreachable.Key + ":NoSchedule"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := keys(withHealthTaint(tt.in, tt.want, now)); !slices.Equal(got, tt.out) {
+				t.Fatalf("got %v, want %v", got, tt.out)
+			}
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package clusterstatus
+
+import (
+	"context"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+// HeartbeatPeriod is how often a reporter renews the Lease and looks at the member.
+const HeartbeatPeriod = 10 * time.Second
+
+// Reporter speaks for one member: it renews the cluster's Lease on the hub while the member answers, and
+// writes the cluster's status when something in it changed.
+type Reporter struct {
+	// Hub is a client for the hub: the agent's own identity, or the hub's for Push clusters.
+	Hub client.Client
+	// Member is a client for the member cluster.
+	Member kubernetes.Interface
+	// Cluster is the cluster's name; Holder names the reporter in the Lease.
+	Cluster, Holder string
+	// AgentVersion is reported in the status.
+	AgentVersion string
+}
+
+// Run reports every HeartbeatPeriod until ctx ends. Errors are logged and retried next period.
+func (r *Reporter) Run(ctx context.Context) {
+	tick := time.NewTicker(HeartbeatPeriod)
+	defer tick.Stop()
+	for {
+		if err := r.ReportOnce(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "reporting cluster status", "cluster", r.Cluster)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// ReportOnce collects the member's status, renews the Lease, and writes the status if it changed. A member
+// that does not answer gets no heartbeat, so the hub sees it as unreachable.
+func (r *Reporter) ReportOnce(ctx context.Context) error {
+	observed, err := Collect(ctx, r.Member, r.AgentVersion)
+	if err != nil {
+		return err
+	}
+	if err := r.renewLease(ctx); err != nil {
+		return err
+	}
+	// The hub's health monitor writes the conditions; on a conflict with it, read again and retry.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cluster := &clusterv1alpha1.Cluster{}
+		if err := r.Hub.Get(ctx, client.ObjectKey{Name: r.Cluster}, cluster); err != nil {
+			return err
+		}
+		observed.Conditions = cluster.Status.Conditions
+		if equality.Semantic.DeepEqual(&cluster.Status, observed) {
+			return nil
+		}
+		cluster.Status = *observed
+		return r.Hub.Status().Update(ctx, cluster)
+	})
+}
+
+func (r *Reporter) renewLease(ctx context.Context) error {
+	lease := &coordinationv1.Lease{}
+	key := client.ObjectKey{Namespace: registration.ClusterNamespace(r.Cluster), Name: r.Cluster}
+	if err := r.Hub.Get(ctx, key, lease); err != nil {
+		return err
+	}
+	lease.Spec.HolderIdentity = ptr.To(r.Holder)
+	lease.Spec.LeaseDurationSeconds = ptr.To(int32(HeartbeatPeriod.Seconds() * 4))
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	return r.Hub.Update(ctx, lease)
+}

@@ -1,0 +1,245 @@
+package registration
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
+	"k8s.io/utils/ptr"
+)
+
+// JoinRequest is what an agent asks of the hub when it joins.
+type JoinRequest struct {
+	HubURL      string
+	Token       string
+	CACertHash  string
+	ClusterName string
+	// ClusterID identifies the member (its kube-system namespace UID), so the same cluster can join again
+	// under its name while another cannot take it.
+	ClusterID string
+	Labels    string
+	Provider  string
+	Region    string
+	Zones     []string
+	// CertTTL is the lifetime the agent asks for its certificate.
+	CertTTL time.Duration
+}
+
+// Credential is the agent's hub identity, kept as a kubeconfig in the agent's data directory.
+type Credential struct {
+	Path string
+}
+
+// NewCredential returns the credential kept in dataDir.
+func NewCredential(dataDir string) Credential {
+	return Credential{Path: filepath.Join(dataDir, "hub.kubeconfig")}
+}
+
+// Exists reports whether the agent has joined before.
+func (c Credential) Exists() bool { _, err := os.Stat(c.Path); return err == nil }
+
+// RESTConfig returns a client configuration for the hub under the agent's identity.
+func (c Credential) RESTConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", c.Path)
+}
+
+// Certificate returns the agent's current client certificate.
+func (c Credential) Certificate() (*x509.Certificate, error) {
+	cfg, err := clientcmd.LoadFromFile(c.Path)
+	if err != nil {
+		return nil, err
+	}
+	for _, auth := range cfg.AuthInfos {
+		certs, err := certutil.ParseCertsPEM(auth.ClientCertificateData)
+		if err != nil {
+			return nil, err
+		}
+		return certs[0], nil
+	}
+	return nil, fmt.Errorf("%s holds no client certificate", c.Path)
+}
+
+// ClusterName returns the cluster the credential belongs to.
+func (c Credential) ClusterName() (string, error) {
+	cert, err := c.Certificate()
+	if err != nil {
+		return "", err
+	}
+	name, ok := ClusterOfUser(cert.Subject.CommonName)
+	if !ok {
+		return "", fmt.Errorf("%s is not a Flotilla agent certificate (CN %q)", c.Path, cert.Subject.CommonName)
+	}
+	return name, nil
+}
+
+func (c Credential) save(hubURL string, caPEM, certPEM []byte, key *ecdsa.PrivateKey) error {
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: hubURL, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["agent"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
+	cfg.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "agent"}
+	cfg.CurrentContext = "hub"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
+		return err
+	}
+	tmp := c.Path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, c.Path)
+}
+
+// Join verifies the hub's CA against the pin, files the join CSR with the bootstrap token, waits for the
+// hub's decision and the signed certificate, and stores the credential.
+func Join(ctx context.Context, r JoinRequest, cred Credential, progress func(string)) error {
+	caPEM, err := discoverWithRetry(ctx, r.HubURL, r.CACertHash, progress)
+	if err != nil {
+		return err
+	}
+	progress("hub CA matches the pinned hash")
+	cfg := &rest.Config{Host: r.HubURL, BearerToken: r.Token, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	annotations := map[string]string{
+		AnnotationClusterID: r.ClusterID, AnnotationLabels: r.Labels,
+		AnnotationProvider: r.Provider, AnnotationRegion: r.Region, AnnotationZones: strings.Join(r.Zones, ","),
+	}
+	certPEM, key, err := requestCertificate(ctx, kube, r.ClusterName, annotations, r.CertTTL, progress)
+	if err != nil {
+		if apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("the hub rejected the token: it is unknown, expired or malformed; create a new one with flotilla token create")
+		}
+		return err
+	}
+	return cred.save(r.HubURL, caPEM, certPEM, key)
+}
+
+// discoverWithRetry fetches the hub's CA, retrying with backoff while the hub is unreachable and saying so.
+func discoverWithRetry(ctx context.Context, hubURL, caHash string, progress func(string)) ([]byte, error) {
+	var caPEM []byte
+	var last error
+	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 30 * time.Second, Steps: 1 << 30}
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		caPEM, last = DiscoverCA(ctx, hubURL, caHash)
+		if errors.Is(last, ErrHubUnreachable) {
+			progress(last.Error() + "; retrying")
+			return false, nil
+		}
+		return last == nil, last
+	})
+	if err != nil && last != nil && !errors.Is(err, last) {
+		return nil, fmt.Errorf("%w (gave up: %v)", last, err)
+	}
+	return caPEM, err
+}
+
+// Renew files a renewal CSR authenticated by the current certificate and stores the new one.
+func (c Credential) Renew(ctx context.Context, ttl time.Duration) error {
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	cluster, err := c.ClusterName()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	certPEM, key, err := requestCertificate(ctx, kube, cluster, nil, ttl, func(string) {})
+	if err != nil {
+		return err
+	}
+	return c.save(cfg.Host, cfg.CAData, certPEM, key)
+}
+
+// requestCertificate files a CSR for the agent identity of cluster and waits for the signed certificate.
+func requestCertificate(ctx context.Context, kube kubernetes.Interface, cluster string, annotations map[string]string,
+	ttl time.Duration, progress func(string)) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: AgentUser(cluster), Organization: []string{AgentGroup}},
+	}, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        fmt.Sprintf("flotilla-%s-%s", cluster, utilrand.String(6)),
+			Labels:      map[string]string{LabelClusterName: cluster},
+			Annotations: annotations,
+		},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName:        certificatesv1.KubeAPIServerClientSignerName,
+			ExpirationSeconds: ptr.To(int32(ttl.Seconds())),
+			Usages:            []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature},
+		},
+	}
+	csrs := kube.CertificatesV1().CertificateSigningRequests()
+	if csr, err = csrs.Create(ctx, csr, metav1.CreateOptions{}); err != nil {
+		return nil, nil, fmt.Errorf("filing the certificate request: %w", err)
+	}
+	progress(fmt.Sprintf("certificate request %s filed; waiting for the hub to approve it", csr.Name))
+	var cert []byte
+	waited := false
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		got, err := csrs.Get(ctx, csr.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, c := range got.Status.Conditions {
+			if (c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed) && c.Status == corev1.ConditionTrue {
+				return false, fmt.Errorf("the hub denied the certificate request (%s): %s", c.Reason, c.Message)
+			}
+			if c.Type == certificatesv1.CertificateApproved && !waited {
+				waited = true
+				progress("approved; waiting for the signed certificate")
+			}
+		}
+		cert = got.Status.Certificate
+		return len(cert) > 0, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, key, nil
+}
+
+// ErrNotJoined is returned when an agent starts without a credential and without a token.
+var ErrNotJoined = errors.New("this agent has not joined a hub: run flotilla join with a token first")

@@ -1,0 +1,97 @@
+package registration
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// EnsureClusterObjects creates what a registered cluster needs on the hub: the Cluster (when missing), its
+// namespace flotilla-cluster-NAME, its Lease, and, for Pull clusters, RBAC that lets the agent identity do
+// exactly this: read Works and write their status in its namespace, renew its Lease, record events there,
+// read its Cluster and write its status. Everything is owned by the Cluster, so deleting the Cluster removes
+// it all.
+func EnsureClusterObjects(ctx context.Context, c client.Client, desired *clusterv1alpha1.Cluster) (*clusterv1alpha1.Cluster, error) {
+	cluster := &clusterv1alpha1.Cluster{}
+	err := c.Get(ctx, client.ObjectKey{Name: desired.Name}, cluster)
+	if apierrors.IsNotFound(err) {
+		cluster = desired.DeepCopy()
+		err = c.Create(ctx, cluster)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", desired.Name, err)
+	}
+	owner := []metav1.OwnerReference{{
+		APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
+	}}
+	ns := ClusterNamespace(cluster.Name)
+	objs := []client.Object{
+		&corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: ns, OwnerReferences: owner, Labels: map[string]string{LabelClusterName: cluster.Name}},
+		},
+		&coordinationv1.Lease{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: ns},
+		},
+	}
+	if cluster.Spec.SyncMode == clusterv1alpha1.Pull {
+		objs = append(objs, agentRBAC(cluster.Name, owner)...)
+	}
+	for _, o := range objs {
+		if err := createIfMissing(ctx, c, o); err != nil {
+			return nil, err
+		}
+	}
+	return cluster, nil
+}
+
+func agentRBAC(cluster string, owner []metav1.OwnerReference) []client.Object {
+	name, ns, user := "flotilla:agent:"+cluster, ClusterNamespace(cluster), AgentUser(cluster)
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	work := workv1alpha1.GroupVersion.Group
+	return []client.Object{
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{work}, Resources: []string{"works"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{work}, Resources: []string{"works/status"}, Verbs: []string{"get", "update", "patch"}},
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "update"}},
+				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "flotilla:agent"},
+			Subjects:   subjects,
+		},
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owner},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get"}},
+				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "update", "patch"}},
+			},
+		},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owner},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   subjects,
+		},
+	}
+}
+
+func createIfMissing(ctx context.Context, c client.Client, obj client.Object) error {
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}

@@ -1,0 +1,313 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// joinRequest is a join of cluster name (member identity id) to the test hub with a fresh token.
+func joinRequest(t *testing.T, env *testenv.Env, name, id string) registration.JoinRequest {
+	t.Helper()
+	token, err := registration.CreateToken(context.Background(), env.Kube, time.Hour, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, err := registration.CAHash(env.Config.CAData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return registration.JoinRequest{HubURL: env.Config.Host, Token: token.String(), CACertHash: hash,
+		ClusterName: name, ClusterID: id, Labels: "env=test", Region: "eu-west-1", CertTTL: time.Hour}
+}
+
+// join joins a cluster and returns a client acting as its agent.
+func join(t *testing.T, env *testenv.Env, name, id string) (client.Client, registration.Credential) {
+	t.Helper()
+	cred := registration.NewCredential(t.TempDir())
+	if err := registration.Join(context.Background(), joinRequest(t, env, name, id), cred, func(string) {}); err != nil {
+		t.Fatalf("joining %s: %v", name, err)
+	}
+	return agentClient(t, cred), cred
+}
+
+func agentClient(t *testing.T, cred registration.Credential) client.Client {
+	t.Helper()
+	cfg, err := cred.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestJoinCreatesClusterAndIsolatesAgents joins two clusters and checks what each agent may do: its own
+// Works, Lease and Cluster status, and nothing of the other cluster's, nor any Secret.
+func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
+	ctx := context.Background()
+	agentA, _ := join(t, env, "iso-a", "id-a")
+	join(t, env, "iso-b", "id-b")
+
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "iso-a"}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	if cluster.Spec.SyncMode != clusterv1alpha1.Pull || cluster.Spec.ID != "id-a" || cluster.Labels["env"] != "test" || cluster.Spec.Region != "eu-west-1" {
+		t.Fatalf("cluster not created as asked: %+v %v", cluster.Spec, cluster.Labels)
+	}
+	for _, ns := range []string{"flotilla-cluster-iso-a", "flotilla-cluster-iso-b"} {
+		work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns}}
+		if err := env.Client.Create(ctx, work); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	allowed := map[string]func() error{
+		"get own Cluster": func() error { return agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, &clusterv1alpha1.Cluster{}) },
+		"update own Cluster status": func() error {
+			c := &clusterv1alpha1.Cluster{}
+			if err := agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, c); err != nil {
+				return err
+			}
+			c.Status.KubernetesVersion = "v1.37.2"
+			return agentA.Status().Update(ctx, c)
+		},
+		"list own Works": func() error {
+			return agentA.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace("flotilla-cluster-iso-a"))
+		},
+		"update own Work status": func() error {
+			w := &workv1alpha1.Work{}
+			if err := agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-a", Name: "w"}, w); err != nil {
+				return err
+			}
+			return agentA.Status().Update(ctx, w)
+		},
+		"renew own Lease": func() error {
+			l := &coordinationv1.Lease{}
+			if err := agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-a", Name: "iso-a"}, l); err != nil {
+				return err
+			}
+			l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+			return agentA.Update(ctx, l)
+		},
+	}
+	for what, do := range allowed {
+		if err := do(); err != nil {
+			t.Errorf("agent of iso-a cannot %s: %v", what, err)
+		}
+	}
+
+	forbidden := map[string]func() error{
+		"get the other Cluster": func() error { return agentA.Get(ctx, client.ObjectKey{Name: "iso-b"}, &clusterv1alpha1.Cluster{}) },
+		"list Clusters":         func() error { return agentA.List(ctx, &clusterv1alpha1.ClusterList{}) },
+		"update the other Cluster status": func() error {
+			c := &clusterv1alpha1.Cluster{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: "iso-b"}, c); err != nil {
+				return err
+			}
+			return agentA.Status().Update(ctx, c)
+		},
+		"update own Cluster spec": func() error {
+			c := &clusterv1alpha1.Cluster{}
+			if err := agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, c); err != nil {
+				return err
+			}
+			c.Spec.Taints = nil
+			c.Labels = map[string]string{"hijacked": "true"}
+			return agentA.Update(ctx, c)
+		},
+		"list the other cluster's Works": func() error {
+			return agentA.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace("flotilla-cluster-iso-b"))
+		},
+		"get the other cluster's Work": func() error {
+			return agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-b", Name: "w"}, &workv1alpha1.Work{})
+		},
+		"create a Work": func() error {
+			return agentA.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "flotilla-cluster-iso-a"}})
+		},
+		"get the other cluster's Lease": func() error {
+			return agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-b", Name: "iso-b"}, &coordinationv1.Lease{})
+		},
+		"list Secrets in its namespace": func() error {
+			return agentA.List(ctx, &corev1.SecretList{}, client.InNamespace("flotilla-cluster-iso-a"))
+		},
+		"list Secrets in flotilla-system": func() error {
+			return agentA.List(ctx, &corev1.SecretList{}, client.InNamespace("flotilla-system"))
+		},
+		"get bootstrap token Secrets": func() error { return agentA.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")) },
+	}
+	for what, do := range forbidden {
+		if err := do(); !apierrors.IsForbidden(err) {
+			t.Errorf("agent of iso-a may %s: got %v, want Forbidden", what, err)
+		}
+	}
+}
+
+// TestJoinRejectsBadInput: every way a join can go wrong ends in an error that says what to do.
+func TestJoinRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	join(t, env, "taken", "id-original")
+
+	expired := joinRequest(t, env, "late", "id-late")
+	expiredID, _, _ := strings.Cut(expired.Token, ".")
+	secret, err := env.Kube.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, bootstraputil.BootstrapTokenSecretName(expiredID), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Data[bootstrapapi.BootstrapTokenExpirationKey] = []byte(time.Now().Add(-time.Minute).Format(time.RFC3339))
+	if _, err := env.Kube.CoreV1().Secrets(metav1.NamespaceSystem).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name   string
+		change func(r *registration.JoinRequest)
+		want   string
+	}{
+		{"wrong CA pin", func(r *registration.JoinRequest) { r.CACertHash = "sha256:" + strings.Repeat("ab", 32) }, "does not match --ca-cert-hash"},
+		{"malformed CA pin", func(r *registration.JoinRequest) { r.CACertHash = "md5:1234" }, "want sha256:<64 hex digits>"},
+		{"unknown token", func(r *registration.JoinRequest) { r.Token = "abcdef.0123456789abcdef" }, "rejected the token"},
+		{"malformed token", func(r *registration.JoinRequest) { r.Token = "not-a-token" }, "rejected the token"},
+		{"expired token", func(r *registration.JoinRequest) { r.Token = expired.Token }, "rejected the token"},
+		{"name taken by another cluster", func(r *registration.JoinRequest) { r.ClusterName = "taken" }, `cluster name "taken" is already registered to another cluster`},
+		{"invalid cluster name", func(r *registration.JoinRequest) { r.ClusterName = "Bad.Name" }, `cluster name "Bad.Name" is invalid`},
+		{"hub unreachable", func(r *registration.JoinRequest) { r.HubURL = "https://127.0.0.1:1" }, "unreachable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := joinRequest(t, env, "newcomer", "id-newcomer")
+			tt.change(&r)
+			// Joining retries an unreachable hub until the context ends.
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			err := registration.Join(ctx, r, registration.NewCredential(t.TempDir()), func(string) {})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("join error = %v, want it to say %q", err, tt.want)
+			}
+		})
+	}
+
+	// The same member may join again under its name, with a new token.
+	if _, cred := join(t, env, "taken", "id-original"); !cred.Exists() {
+		t.Fatal("rejoin stored no credential")
+	}
+}
+
+// TestCertificateRenewalAndRevocation renews an agent's certificate with the certificate itself, then unjoins
+// the cluster: the agent's access and its next renewal are refused.
+func TestCertificateRenewalAndRevocation(t *testing.T) {
+	ctx := context.Background()
+	r := joinRequest(t, env, "renewer", "id-renewer")
+	r.CertTTL = 10 * time.Minute // the shortest lifetime the signer grants
+	cred := registration.NewCredential(t.TempDir())
+	if err := registration.Join(ctx, r, cred, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := cred.Certificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if life := first.NotAfter.Sub(first.NotBefore); life > 15*time.Minute {
+		t.Fatalf("certificate lives %s, asked for 10m", life)
+	}
+	if err := cred.Renew(ctx, 10*time.Minute); err != nil {
+		t.Fatalf("renewal: %v", err)
+	}
+	renewed, err := cred.Certificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if renewed.SerialNumber.Cmp(first.SerialNumber) == 0 || renewed.Subject.CommonName != first.Subject.CommonName {
+		t.Fatalf("renewal did not issue a new certificate for the same identity")
+	}
+	agent := agentClient(t, cred)
+	if err := agent.Get(ctx, client.ObjectKey{Name: "renewer"}, &clusterv1alpha1.Cluster{}); err != nil {
+		t.Fatalf("renewed certificate does not work: %v", err)
+	}
+
+	cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "renewer"}}
+	if err := env.Client.Delete(ctx, cluster, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the unjoined agent loses its access", func() error {
+		err := agent.Get(ctx, client.ObjectKey{Name: "renewer"}, &clusterv1alpha1.Cluster{})
+		if !apierrors.IsForbidden(err) {
+			return fmt.Errorf("got %v, want Forbidden", err)
+		}
+		return nil
+	})
+	if err := cred.Renew(ctx, 10*time.Minute); err == nil || !strings.Contains(err.Error(), "no longer registered") {
+		t.Fatalf("renewal after unjoin: %v, want a denial saying the cluster is no longer registered", err)
+	}
+}
+
+// TestRequireApproval runs a hub with --require-approval: a join waits until flotilla accept, and a denied
+// join ends with the administrator's message.
+func TestRequireApproval(t *testing.T) {
+	ctx := context.Background()
+	_, hub := startHub(t, "hub-approval", filepath.Join(t.TempDir(), "hub"), freePort(t), "--require-approval")
+
+	joined := make(chan error, 2)
+	for _, name := range []string{"patient", "refused"} {
+		r := joinRequest(t, hub, name, "id-"+name)
+		go func() { joined <- registration.Join(ctx, r, registration.NewCredential(t.TempDir()), func(string) {}) }()
+	}
+	testenv.Eventually(t, time.Minute, "both joins wait for a decision", func() error {
+		for _, name := range []string{"patient", "refused"} {
+			csrs := &certificatesv1.CertificateSigningRequestList{}
+			if err := hub.Client.List(ctx, csrs, client.MatchingLabels{registration.LabelClusterName: name}); err != nil {
+				return err
+			}
+			if len(csrs.Items) != 1 || len(csrs.Items[0].Status.Conditions) != 0 {
+				return fmt.Errorf("%s: %d requests, want one undecided", name, len(csrs.Items))
+			}
+		}
+		return nil
+	})
+	if err := hub.Client.Get(ctx, client.ObjectKey{Name: "patient"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("cluster created before it was accepted: %v", err)
+	}
+	if _, err := registration.Decide(ctx, hub.Client, "patient", true, "welcome"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registration.Decide(ctx, hub.Client, "refused", false, "not in this fleet"); err != nil {
+		t.Fatal(err)
+	}
+	var errs []string
+	for range 2 {
+		select {
+		case err := <-joined:
+			errs = append(errs, fmt.Sprint(err))
+		case <-time.After(time.Minute):
+			t.Fatal("a join did not end after the decision")
+		}
+	}
+	got := strings.Join(errs, " | ")
+	if !strings.Contains(got, "<nil>") || !strings.Contains(got, "denied the certificate request (DeniedByAdmin): not in this fleet") {
+		t.Fatalf("join results: %s", got)
+	}
+	testenv.Eventually(t, time.Minute, "the accepted cluster exists", func() error {
+		return hub.Client.Get(ctx, client.ObjectKey{Name: "patient"}, &clusterv1alpha1.Cluster{})
+	})
+}
