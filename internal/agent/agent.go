@@ -33,16 +33,20 @@ type Options struct {
 	Version string
 }
 
-// MemberConfig returns the client configuration for the member cluster.
+// MemberConfig returns the client configuration for the member cluster. Requests time out within a
+// heartbeat period, so a hung member stops the heartbeat instead of the agent.
 func (o *Options) MemberConfig() (*rest.Config, error) {
-	if o.ClusterKubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("--cluster-kubeconfig is required outside a cluster: %w", err)
-		}
-		return cfg, nil
+	cfg, err := rest.InClusterConfig()
+	if o.ClusterKubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.ClusterKubeconfig)
+	} else if err != nil {
+		return nil, fmt.Errorf("--cluster-kubeconfig is required outside a cluster: %w", err)
 	}
-	return clientcmd.BuildConfigFromFlags("", o.ClusterKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = clusterstatus.HeartbeatPeriod
+	return cfg, nil
 }
 
 // ClusterID returns the member's identity: the UID of its kube-system namespace.

@@ -79,13 +79,16 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			return ctrl.Result{}, err
 		}
 	}
-	previous := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady)
+	previous := metav1.ConditionStatus("")
+	if c := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady); c != nil {
+		previous = c.Status // a copy: SetStatusCondition changes the condition in place
+	}
 	ready.ObservedGeneration = cluster.Generation
 	if meta.SetStatusCondition(&cluster.Status.Conditions, ready) {
 		if err := m.Client.Status().Update(ctx, cluster); err != nil {
 			return ctrl.Result{}, err
 		}
-		if previous == nil || previous.Status != ready.Status {
+		if previous != ready.Status {
 			eventType := corev1.EventTypeNormal
 			if ready.Status != metav1.ConditionTrue {
 				eventType = corev1.EventTypeWarning

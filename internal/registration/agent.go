@@ -218,7 +218,7 @@ func requestCertificate(ctx context.Context, kube kubernetes.Interface, cluster 
 	progress(fmt.Sprintf("certificate request %s filed; waiting for the hub to approve it", csr.Name))
 	var cert []byte
 	waited := false
-	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		got, err := csrs.Get(ctx, csr.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil

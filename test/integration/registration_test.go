@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,13 +14,17 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -310,4 +316,79 @@ func TestRequireApproval(t *testing.T) {
 	testenv.Eventually(t, time.Minute, "the accepted cluster exists", func() error {
 		return hub.Client.Get(ctx, client.ObjectKey{Name: "patient"}, &clusterv1alpha1.Cluster{})
 	})
+}
+
+// TestReporterWritesStatusOnlyWhenItChanges reports this test's own control plane as a member: the first
+// report writes the status and renews the Lease, the next one renews the Lease and writes nothing.
+func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
+	ctx := context.Background()
+	agent, _ := join(t, env, "self", "id-self")
+	r := &clusterstatus.Reporter{Hub: agent, Member: env.Kube, Cluster: "self", Holder: registration.AgentUser("self"), AgentVersion: "test"}
+	if err := r.ReportOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "self"}, first); err != nil {
+		t.Fatal(err)
+	}
+	s := first.Status
+	if s.KubernetesVersion == "" || s.Health == nil || s.Health.Readyz != "ok" || len(s.APIEnablements) == 0 || s.ResourceSummary == nil {
+		t.Fatalf("incomplete status: %+v", s)
+	}
+	if !slices.ContainsFunc(s.APIEnablements, func(e clusterv1alpha1.APIEnablement) bool { return e.GroupVersion == "work.flotilla.io/v1alpha1" }) {
+		t.Fatal("apiEnablements misses a served group")
+	}
+	// Let the health monitor write its condition before comparing versions.
+	testenv.Eventually(t, time.Minute, "self is Ready", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "self"}, first); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(first.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
+			return errors.New("not Ready")
+		}
+		return nil
+	})
+	lease := &coordinationv1.Lease{}
+	leaseKey := client.ObjectKey{Namespace: "flotilla-cluster-self", Name: "self"}
+	if err := env.Client.Get(ctx, leaseKey, lease); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ReportOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "self"}, second); err != nil {
+		t.Fatal(err)
+	}
+	if second.ResourceVersion != first.ResourceVersion {
+		t.Fatalf("an unchanged member's status was written again (resourceVersion %s → %s)", first.ResourceVersion, second.ResourceVersion)
+	}
+	renewed := &coordinationv1.Lease{}
+	if err := env.Client.Get(ctx, leaseKey, renewed); err != nil {
+		t.Fatal(err)
+	}
+	if !renewed.Spec.RenewTime.After(lease.Spec.RenewTime.Time) {
+		t.Fatal("the Lease was not renewed")
+	}
+}
+
+// TestPushJoinOfUnreachableMember: flotilla join --mode push fails at once, saying the member is unreachable.
+func TestPushJoinOfUnreachableMember(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "member.kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["gone"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1", InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["gone"] = &clientcmdapi.AuthInfo{Token: "x"}
+	cfg.Contexts["gone"] = &clientcmdapi.Context{Cluster: "gone", AuthInfo: "gone"}
+	cfg.CurrentContext = "gone"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	p := testenv.StartProcess(t, "join-push", "join", "--mode", "push", "--cluster-name", "gone",
+		"--cluster-kubeconfig", kubeconfig, "--kubeconfig", env.Kubeconfig)
+	if err := p.Wait(time.Minute); err == nil {
+		t.Fatalf("push join of an unreachable member succeeded:\n%s", p.Output())
+	}
+	if !strings.Contains(p.Output(), "member cluster unreachable") {
+		t.Fatalf("push join did not say the member is unreachable:\n%s", p.Output())
+	}
 }

@@ -45,7 +45,11 @@ type Cluster struct {
 // Binary returns the flotilla binary under test: $FLOTILLA_BIN, or bin/flotilla at the repository root.
 func Binary(t *testing.T) string {
 	if bin := os.Getenv("FLOTILLA_BIN"); bin != "" {
-		return bin
+		abs, err := filepath.Abs(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return abs
 	}
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", "..", "bin", "flotilla")
@@ -94,6 +98,74 @@ func (c *Cluster) Restart() {
 
 // Kill stops the process with SIGKILL.
 func (c *Cluster) Kill() { c.proc.Kill() }
+
+// Freeze stops the process (SIGSTOP) without ending it, as a hung machine would; Resume continues it.
+func (c *Cluster) Freeze() {
+	if err := c.proc.Signal(syscall.SIGSTOP); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Resume continues a frozen process.
+func (c *Cluster) Resume() {
+	if err := c.proc.Signal(syscall.SIGCONT); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Flotilla runs a short flotilla command against this cluster as the hub (--kubeconfig) and returns what
+// it printed; the test fails if it fails.
+func (c *Cluster) Flotilla(args ...string) string {
+	c.t.Helper()
+	p := testenv.StartBinary(c.t, Binary(c.t), "flotilla-"+args[0], append(args, "--kubeconfig", c.Kubeconfig)...)
+	if err := p.Wait(time.Minute); err != nil {
+		c.t.Fatalf("flotilla %s: %v\n%s", strings.Join(args, " "), err, p.Output())
+	}
+	return p.Output()
+}
+
+// JoinPull joins member to hub as a Pull cluster with a fresh token, the way the token command prints it,
+// and returns the running agent once it joined.
+func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.Process {
+	t.Helper()
+	out := hub.Flotilla("token", "create")
+	var join []string
+	for _, line := range strings.Split(out, "\n") {
+		if fields := strings.Fields(line); len(fields) > 2 && fields[0] == "flotilla" && fields[1] == "join" {
+			join = fields[1:]
+		}
+	}
+	if join == nil {
+		t.Fatalf("token create printed no join command:\n%s", out)
+	}
+	// Fill in the placeholders of the printed command.
+	for i, f := range join {
+		switch f {
+		case "NAME":
+			join[i] = member.Name
+		case "MEMBER_KUBECONFIG":
+			join[i] = member.Kubeconfig
+		}
+	}
+	join = append(join, "--agent-data-dir", filepath.Join(t.TempDir(), "agent-"+member.Name))
+	agent := testenv.StartBinary(t, Binary(t), "agent-"+member.Name, append(join, extraArgs...)...)
+	testenv.Eventually(t, readyTimeout, member.Name+" joins", func() error {
+		if agent.Exited() {
+			t.Fatalf("join of %s ended:\n%s", member.Name, agent.Output())
+		}
+		if !strings.Contains(agent.Output(), "cluster "+member.Name+" joined") {
+			return errors.New("not joined yet")
+		}
+		return nil
+	})
+	return agent
+}
+
+// JoinPush joins member to hub as a Push cluster.
+func JoinPush(t *testing.T, hub, member *Cluster) {
+	t.Helper()
+	hub.Flotilla("join", "--mode", "push", "--cluster-name", member.Name, "--cluster-kubeconfig", member.Kubeconfig)
+}
 
 func (c *Cluster) start() {
 	c.t.Helper()

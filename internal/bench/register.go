@@ -1,0 +1,209 @@
+// Package bench holds Flotilla's benchmarks: commands that start their own environment, measure, and report
+// percentiles as a table and as JSON. Figures are never asserted anywhere.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/hub"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// RegisterOptions configure `flotilla bench register`.
+type RegisterOptions struct {
+	// Clusters is how many simulated agents join, first one after another, then all at once.
+	Clusters int
+	// Out, if set, receives the results as JSON.
+	Out string
+}
+
+// RegisterResult holds agent-start-to-Ready latencies in seconds.
+type RegisterResult struct {
+	Clusters   int                `json:"clusters"`
+	Sequential map[string]float64 `json:"sequential"`
+	Concurrent map[string]float64 `json:"concurrent"`
+}
+
+// RunRegister starts a hub in this process and measures, for simulated agents, the time from agent start
+// (before CA discovery) to the Cluster being Ready on the hub: discovery, CSR, approval, signing, first
+// heartbeat and status, health evaluation.
+func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress func(string)) error {
+	if o.Clusters < 1 {
+		return fmt.Errorf("--clusters %d: must be at least 1", o.Clusters)
+	}
+	dir, err := os.MkdirTemp("", "flotilla-bench-register-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := controlplane.SetupLogging(0, filepath.Join(dir, "hub.log")); err != nil {
+		return err
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		return err
+	}
+	ho := hub.NewOptions()
+	ho.DataDir, ho.BindAddress, ho.SecurePort = filepath.Join(dir, "hub"), "127.0.0.1", ports[0]
+	if err := ho.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	h, err := hub.Start(ctx, ho, progress)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	kube, err := kubernetes.NewForConfig(h.Config)
+	if err != nil {
+		return err
+	}
+	admin, err := client.New(h.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	token, err := registration.CreateToken(ctx, kube, time.Hour, "bench")
+	if err != nil {
+		return err
+	}
+	hash, err := registration.CAHash(h.Config.CAData)
+	if err != nil {
+		return err
+	}
+	join := func(name string) (time.Duration, error) {
+		start := time.Now()
+		cred := registration.NewCredential(filepath.Join(dir, "agents", name))
+		req := registration.JoinRequest{HubURL: h.Config.Host, Token: token.String(), CACertHash: hash,
+			ClusterName: name, ClusterID: "hollow-" + name, CertTTL: time.Hour}
+		if err := registration.Join(ctx, req, cred, func(string) {}); err != nil {
+			return 0, err
+		}
+		if err := hollowHeartbeat(ctx, cred, name); err != nil {
+			return 0, err
+		}
+		if err := waitReady(ctx, admin, name); err != nil {
+			return 0, err
+		}
+		return time.Since(start), nil
+	}
+
+	result := RegisterResult{Clusters: o.Clusters}
+	progress(fmt.Sprintf("%d agents joining one after another", o.Clusters))
+	var seq []time.Duration
+	for i := range o.Clusters {
+		d, err := join(fmt.Sprintf("seq-%d", i))
+		if err != nil {
+			return err
+		}
+		seq = append(seq, d)
+	}
+	result.Sequential = percentiles(seq)
+
+	progress(fmt.Sprintf("%d agents joining at once", o.Clusters))
+	conc := make([]time.Duration, o.Clusters)
+	errs := make([]error, o.Clusters)
+	var wg sync.WaitGroup
+	for i := range o.Clusters {
+		wg.Go(func() { conc[i], errs[i] = join(fmt.Sprintf("conc-%d", i)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	result.Concurrent = percentiles(conc)
+
+	fmt.Fprintf(out, "agent start → Cluster Ready, %d clusters (seconds)\n", o.Clusters)
+	fmt.Fprintf(out, "%-12s %8s %8s %8s %8s\n", "joins", "p50", "p90", "p99", "max")
+	for _, row := range []struct {
+		name string
+		p    map[string]float64
+	}{{"sequential", result.Sequential}, {"concurrent", result.Concurrent}} {
+		fmt.Fprintf(out, "%-12s %8.3f %8.3f %8.3f %8.3f\n", row.name, row.p["p50"], row.p["p90"], row.p["p99"], row.p["max"])
+	}
+	if o.Out != "" {
+		data, err := json.MarshalIndent(result, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(o.Out, append(data, '\n'), 0o644)
+	}
+	return nil
+}
+
+// hollowHeartbeat does what an agent's first report does, for a member that does not exist: renew the
+// Lease and report a healthy status, with the agent's own credential.
+func hollowHeartbeat(ctx context.Context, cred registration.Credential, name string) error {
+	cfg, err := cred.RESTConfig()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	return retry.OnError(retry.DefaultBackoff, func(error) bool { return true }, func() error {
+		lease := &coordinationv1.Lease{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(name), Name: name}, lease); err != nil {
+			return err
+		}
+		lease.Spec.HolderIdentity = ptr.To(registration.AgentUser(name))
+		lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		if err := c.Update(ctx, lease); err != nil {
+			return err
+		}
+		cluster := &clusterv1alpha1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
+			return err
+		}
+		cluster.Status.KubernetesVersion = "v1.37.2"
+		cluster.Status.Health = &clusterv1alpha1.HealthEndpoints{Livez: "ok", Readyz: "ok"}
+		return c.Status().Update(ctx, cluster)
+	})
+}
+
+func waitReady(ctx context.Context, c client.Client, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		cluster := &clusterv1alpha1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
+			return false, nil
+		}
+		return meta.IsStatusConditionTrue(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady), nil
+	})
+}
+
+// percentiles returns p50, p90, p99 and max of ds in seconds (nearest rank).
+func percentiles(ds []time.Duration) map[string]float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	at := func(p float64) float64 {
+		i := int(p*float64(len(s))+0.999999) - 1
+		return s[max(0, min(i, len(s)-1))].Seconds()
+	}
+	return map[string]float64{"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "max": s[len(s)-1].Seconds()}
+}
