@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/utils/ptr"
 )
@@ -212,7 +213,17 @@ func requestCertificate(ctx context.Context, kube kubernetes.Interface, cluster 
 		},
 	}
 	csrs := kube.CertificatesV1().CertificateSigningRequests()
-	if csr, err = csrs.Create(ctx, csr, metav1.CreateOptions{}); err != nil {
+	// A token created a moment ago may not have reached the API server's token cache yet: an Unauthorized
+	// answer is retried for a few seconds before it counts.
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 5}
+	err = retry.OnError(backoff, apierrors.IsUnauthorized, func() error {
+		created, err := csrs.Create(ctx, csr, metav1.CreateOptions{})
+		if err == nil {
+			csr = created
+		}
+		return err
+	})
+	if err != nil {
 		return nil, nil, fmt.Errorf("filing the certificate request: %w", err)
 	}
 	progress(fmt.Sprintf("certificate request %s filed; waiting for the hub to approve it", csr.Name))
