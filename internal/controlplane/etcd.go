@@ -76,5 +76,19 @@ func StartEtcd(c EtcdConfig) (*Etcd, error) {
 	return &Etcd{server: server, ClientURL: c.ClientURL}, nil
 }
 
+// ValidateEtcdFlags checks --etcd-servers (http(s) URLs) and --etcd-prefix (a key path).
+func ValidateEtcdFlags(servers []string, prefix string) []error {
+	var errs []error
+	for _, s := range servers {
+		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--etcd-servers %q: not an http(s) URL", s))
+		}
+	}
+	if !strings.HasPrefix(prefix, "/") {
+		errs = append(errs, fmt.Errorf("--etcd-prefix %q: must start with /", prefix))
+	}
+	return errs
+}
+
 // Close stops the member and releases its data directory.
 func (e *Etcd) Close() { e.server.Close() }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -90,17 +89,10 @@ func (o *MemberOptions) Validate(home string) error {
 	if o.SecurePort < 0 || o.SecurePort > 65535 {
 		errs = append(errs, fmt.Errorf("--secure-port %d: must be between 0 and 65535", o.SecurePort))
 	}
-	for _, s := range o.EtcdServers {
-		if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("--etcd-servers %q: not an http(s) URL", s))
-		}
-	}
 	if o.EtcdPrefix == "" {
 		o.EtcdPrefix = "/" + o.Name
 	}
-	if !strings.HasPrefix(o.EtcdPrefix, "/") {
-		errs = append(errs, fmt.Errorf("--etcd-prefix %q: must start with /", o.EtcdPrefix))
-	}
+	errs = append(errs, controlplane.ValidateEtcdFlags(o.EtcdServers, o.EtcdPrefix)...)
 	return errors.Join(errs...)
 }
 

@@ -168,12 +168,12 @@ func (h *Hub) stop() {
 // newManager builds the controller manager: every selected controller, leader election on a Lease in
 // flotilla-system held under this hub's identity, no metrics listener of its own.
 func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manager, error) {
-	client, err := kubernetes.NewForConfig(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, SystemNamespace, LeaderLease,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: s.Identity})
+		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: s.Identity})
 	if err != nil {
 		return nil, err
 	}
@@ -216,12 +216,12 @@ func (h *Hub) publishForAgents(ctx context.Context) error {
 }
 
 func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
-	client, err := kubernetes.NewForConfig(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", name, err)
 	}
 	return nil

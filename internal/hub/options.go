@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
 
 // Options configure `flotilla hub`.
@@ -97,14 +98,7 @@ func (o *Options) Validate() error {
 				errs = append(errs, fmt.Errorf("--tls-san %q: not a DNS name or IP address", san))
 			}
 		}
-		for _, s := range o.EtcdServers {
-			if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				errs = append(errs, fmt.Errorf("--etcd-servers %q: not an http(s) URL", s))
-			}
-		}
-		if !strings.HasPrefix(o.EtcdPrefix, "/") {
-			errs = append(errs, fmt.Errorf("--etcd-prefix %q: must start with /", o.EtcdPrefix))
-		}
+		errs = append(errs, controlplane.ValidateEtcdFlags(o.EtcdServers, o.EtcdPrefix)...)
 	} else {
 		if o.DataDir != "" || len(o.EtcdServers) > 0 || len(o.TLSSANs) > 0 || o.AdvertiseAddress != "" {
 			errs = append(errs, errors.New("--data-dir, --etcd-servers, --tls-san and --advertise-address configure the embedded hub and cannot be used with --kubeconfig"))
