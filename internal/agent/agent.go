@@ -1,5 +1,6 @@
 // Package agent runs next to a member cluster: it keeps the cluster's hub identity (joining with a bootstrap
-// token once, renewing its certificate after), and reports the member's health and status to the hub.
+// token once, renewing its certificate after), reports the member's health and status to the hub, and
+// applies the cluster's Works to the member.
 package agent
 
 import (
@@ -13,9 +14,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
+	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
@@ -73,7 +81,11 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 	if err != nil {
 		return err
 	}
-	member, err := kubernetes.NewForConfig(memberConfig)
+	memberKube, err := kubernetes.NewForConfig(memberConfig)
+	if err != nil {
+		return err
+	}
+	member, err := execution.NewMember(memberConfig)
 	if err != nil {
 		return err
 	}
@@ -84,7 +96,7 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 			return err
 		}
 		renewAt := cert.NotAfter.Add(-o.renewBefore(cert.NotAfter.Sub(cert.NotBefore)))
-		if err := report(ctx, cred, member, cluster, o.Version, time.Until(renewAt)); err != nil {
+		if err := report(ctx, cred, member, memberKube, cluster, o.Version, time.Until(renewAt)); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -114,19 +126,41 @@ func (o *Options) renewBefore(lifetime time.Duration) time.Duration {
 	return lifetime / 5
 }
 
-// report runs the status reporter with the current credential for d, or until ctx ends.
-func report(ctx context.Context, cred registration.Credential, member kubernetes.Interface, cluster, version string, d time.Duration) error {
+// report runs, with the current credential, for d or until ctx ends: the status reporter, and the executor
+// that applies the cluster's Works to the member.
+func report(ctx context.Context, cred registration.Credential, member *execution.Member, memberKube kubernetes.Interface,
+	cluster, version string, d time.Duration) error {
 	hubConfig, err := cred.RESTConfig()
 	if err != nil {
+		return err
+	}
+	namespace := registration.ClusterNamespace(cluster)
+	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return err
+	}
+	executor := &execution.Executor{Hub: mgr.GetClient(), MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
+	if err := ctrl.NewControllerManagedBy(mgr).Named("execution").For(&workv1alpha1.Work{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptr.To(true)}).Complete(executor); err != nil {
 		return err
 	}
 	hub, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
-	reporter := &clusterstatus.Reporter{Hub: hub, Member: member, Cluster: cluster, Holder: registration.AgentUser(cluster), AgentVersion: version}
-	reportCtx, cancel := context.WithTimeout(ctx, max(d, 0))
+	reporter := &clusterstatus.Reporter{Hub: hub, Member: memberKube, Cluster: cluster, Holder: registration.AgentUser(cluster), AgentVersion: version}
+	periodCtx, cancel := context.WithTimeout(ctx, max(d, 0))
 	defer cancel()
-	reporter.Run(reportCtx)
+	managerDone := make(chan error, 1)
+	go func() { managerDone <- mgr.Start(periodCtx) }()
+	reporter.Run(periodCtx)
+	if err := <-managerDone; err != nil && periodCtx.Err() == nil {
+		return fmt.Errorf("executing Works: %w", err)
+	}
 	return nil
 }

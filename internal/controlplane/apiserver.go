@@ -47,6 +47,10 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string) *apiserveroption
 
 	s.Authorization.Modes = []string{"Node", "RBAC"}
 
+	// On shutdown, drain ordinary requests and give long-running ones (watches of agents in other processes)
+	// two seconds instead of the request timeout of a minute.
+	s.GenericServerRunOptions.ShutdownSendRetryAfter = true
+
 	s.ServiceClusterIPRanges = "10.96.0.0/12"
 	// Nothing runs pods against this API server's Service, and a loopback advertise address cannot be an
 	// Endpoint, so the kubernetes Service keeps no endpoints.

@@ -7,8 +7,12 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
+	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 // Controller is one of Flotilla's hub controllers. Setup registers it with the manager; it runs only while
@@ -44,6 +48,10 @@ var Controllers = Registry{
 	{Name: "push-status", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupPushReporter(mgr, "hub:"+s.Identity, s.Version)
 	}},
+	{Name: "detector", Setup: func(mgr ctrl.Manager, _ Settings) error { return detector.Setup(mgr) }},
+	{Name: "scheduler", Setup: func(mgr ctrl.Manager, _ Settings) error { return scheduler.Setup(mgr) }},
+	{Name: "binding", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.Setup(mgr) }},
+	{Name: "push-execution", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupPush(mgr) }},
 }
 
 // Names lists the registered controller names.

@@ -44,5 +44,13 @@ func ClusterOfUser(user string) (string, bool) {
 	return name, ok && name != ""
 }
 
+const clusterNamespacePrefix = "flotilla-cluster-"
+
 // ClusterNamespace is the hub namespace that holds a cluster's Works and Lease.
-func ClusterNamespace(cluster string) string { return "flotilla-cluster-" + cluster }
+func ClusterNamespace(cluster string) string { return clusterNamespacePrefix + cluster }
+
+// ClusterOfNamespace returns the cluster whose namespace ns is.
+func ClusterOfNamespace(ns string) (string, bool) {
+	name, ok := strings.CutPrefix(ns, clusterNamespacePrefix)
+	return name, ok && name != ""
+}

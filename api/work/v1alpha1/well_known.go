@@ -1,0 +1,42 @@
+package v1alpha1
+
+// Labels and annotations Flotilla puts on the objects it manages.
+const (
+	// LabelBindingNamespace and LabelBindingName on a Work name the binding it was rendered from.
+	LabelBindingNamespace = "work.flotilla.io/binding-namespace"
+	LabelBindingName      = "work.flotilla.io/binding-name"
+
+	// LabelManagedBy on a member object says Flotilla applied it; AnnotationWork names the Work
+	// (namespace/name) it came from.
+	LabelManagedBy = "work.flotilla.io/managed-by"
+	ManagedByValue = "flotilla"
+	AnnotationWork = "work.flotilla.io/work"
+
+	// AnnotationTemplateGeneration on a rendered manifest is the template generation it was rendered from.
+	AnnotationTemplateGeneration = "work.flotilla.io/template-generation"
+
+	// FinalizerExecution keeps a Work until its objects are removed from the member (or released).
+	FinalizerExecution = "work.flotilla.io/execution"
+	// FinalizerBinding keeps a binding until its Works are gone.
+	FinalizerBinding = "work.flotilla.io/binding"
+)
+
+// Object is what ResourceBinding and ClusterResourceBinding share, so one controller serves both.
+type Object interface {
+	GetName() string
+	GetNamespace() string
+	BindingSpec() *ResourceBindingSpec
+	BindingStatus() *ResourceBindingStatus
+}
+
+// BindingSpec returns the binding's spec.
+func (b *ResourceBinding) BindingSpec() *ResourceBindingSpec { return &b.Spec }
+
+// BindingStatus returns the binding's status.
+func (b *ResourceBinding) BindingStatus() *ResourceBindingStatus { return &b.Status }
+
+// BindingSpec returns the binding's spec.
+func (b *ClusterResourceBinding) BindingSpec() *ResourceBindingSpec { return &b.Spec }
+
+// BindingStatus returns the binding's status.
+func (b *ClusterResourceBinding) BindingStatus() *ResourceBindingStatus { return &b.Status }

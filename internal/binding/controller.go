@@ -1,0 +1,202 @@
+// Package binding turns a scheduled binding into one Work per target cluster, removes the Works of clusters
+// no longer targeted, and aggregates the Works' status into the binding and into the template's own status.
+package binding
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+type binding interface {
+	client.Object
+	workv1alpha1.Object
+}
+
+// Controller keeps a binding's Works and status.
+type Controller[T binding] struct {
+	Client client.Client
+	New    func() T
+}
+
+// Setup registers the controller for both binding kinds; a change of one of its Works brings the binding
+// back.
+func Setup(mgr ctrl.Manager) error {
+	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(),
+		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, true); err != nil {
+		return err
+	}
+	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(),
+		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, false)
+}
+
+func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], namespaced bool) error {
+	workToBinding := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		l := o.GetLabels()
+		if l[workv1alpha1.LabelBindingName] == "" || (l[workv1alpha1.LabelBindingNamespace] != "") != namespaced {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: l[workv1alpha1.LabelBindingNamespace], Name: l[workv1alpha1.LabelBindingName]}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New()).
+		Watches(&workv1alpha1.Work{}, workToBinding).
+		Complete(r)
+}
+
+// WorkName is the name of a binding's Work in every cluster namespace: NAMESPACE.NAME for a namespaced
+// binding (dots never occur in namespaces), NAME for a cluster binding.
+func WorkName(b client.Object) string {
+	if b.GetNamespace() == "" {
+		return b.GetName()
+	}
+	return b.GetNamespace() + "." + b.GetName()
+}
+
+func workLabels(b client.Object) map[string]string {
+	return map[string]string{workv1alpha1.LabelBindingNamespace: b.GetNamespace(), workv1alpha1.LabelBindingName: b.GetName()}
+}
+
+// Reconcile renders the binding's Works and aggregates their status.
+func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := r.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	works := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, works, client.MatchingLabels(workLabels(b))); err != nil {
+		return ctrl.Result{}, err
+	}
+	if b.GetDeletionTimestamp() != nil {
+		return ctrl.Result{}, r.finalize(ctx, b, works.Items)
+	}
+	spec := b.BindingSpec()
+	template, err := r.template(ctx, spec.Resource)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil // the binding follows its template through garbage collection
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	divided := spec.Placement != nil && spec.Placement.ReplicaScheduling != nil &&
+		spec.Placement.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingDivided
+	for _, target := range spec.Clusters {
+		if err := r.ensureWork(ctx, b, Render(template, target, divided), target.Name); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	for i := range works.Items {
+		w := &works.Items[i]
+		if !slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return registration.ClusterNamespace(t.Name) == w.Namespace }) {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	return ctrl.Result{}, r.aggregate(ctx, b, template, works.Items)
+}
+
+func (r *Controller[T]) template(ctx context.Context, ref workv1alpha1.ObjectReference) (*unstructured.Unstructured, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, err
+	}
+	t := &unstructured.Unstructured{}
+	t.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	return t, r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, t)
+}
+
+// ensureWork creates or updates the Work of one cluster; nothing is written when nothing changed.
+func (r *Controller[T]) ensureWork(ctx context.Context, b T, manifest *unstructured.Unstructured, cluster string) error {
+	spec := b.BindingSpec()
+	raw, err := manifest.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	suspend := spec.Suspension != nil && (ptr.Deref(spec.Suspension.Dispatching, false) ||
+		(spec.Suspension.DispatchingOnClusters != nil && slices.Contains(spec.Suspension.DispatchingOnClusters.ClusterNames, cluster)))
+	want := workv1alpha1.WorkSpec{
+		Workload:                    workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}},
+		PreserveResourcesOnDeletion: spec.PreserveResourcesOnDeletion,
+		ConflictResolution:          spec.ConflictResolution,
+	}
+	if suspend {
+		want.SuspendDispatching = ptr.To(true)
+	}
+	if want.ConflictResolution == "" {
+		want.ConflictResolution = policyv1alpha1.ConflictAbort
+	}
+	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: WorkName(b), Namespace: registration.ClusterNamespace(cluster)}}
+	err = r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
+	if apierrors.IsNotFound(err) {
+		work.Labels = workLabels(b)
+		work.Finalizers = []string{workv1alpha1.FinalizerExecution}
+		work.Spec = want
+		return r.Client.Create(ctx, work)
+	}
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(work.Spec, want) {
+		return nil
+	}
+	work.Spec = want
+	return r.Client.Update(ctx, work)
+}
+
+// finalize deletes the binding's Works, letting go of their member objects first when the template was
+// released rather than deleted, and drops the binding's finalizer once they are gone.
+func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.Work) error {
+	release := b.GetAnnotations()[detector.AnnotationRelease] == "true"
+	for i := range works {
+		w := &works[i]
+		if release && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+			w.Spec.PreserveResourcesOnDeletion = ptr.To(true)
+			if err := r.Client.Update(ctx, w); err != nil {
+				return err
+			}
+		}
+		if w.DeletionTimestamp == nil {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+				return err
+			}
+		}
+	}
+	if len(works) > 0 {
+		return nil // the Works' deletion brings the binding back
+	}
+	if controllerutil.RemoveFinalizer(b, workv1alpha1.FinalizerBinding) {
+		return client.IgnoreNotFound(r.Client.Update(ctx, b))
+	}
+	return nil
+}
+
+// templateGeneration reads the template generation a Work's first manifest was rendered from.
+func templateGeneration(w *workv1alpha1.Work) int64 {
+	if len(w.Spec.Workload.Manifests) == 0 {
+		return 0
+	}
+	m := &unstructured.Unstructured{}
+	if err := m.UnmarshalJSON(w.Spec.Workload.Manifests[0].Raw); err != nil {
+		return 0
+	}
+	g, _ := strconv.ParseInt(m.GetAnnotations()[workv1alpha1.AnnotationTemplateGeneration], 10, 64)
+	return g
+}

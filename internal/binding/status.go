@@ -1,0 +1,113 @@
+package binding
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+// ConditionObserved on a manifest status says the member's controllers have observed the object's current
+// generation (status.observedGeneration ≥ metadata.generation).
+const ConditionObserved = "Observed"
+
+// aggregate writes the binding's per-cluster status and its FullyApplied and Healthy conditions, and sums
+// the members' status into the template's for the kinds the interpreter knows.
+func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructured.Unstructured, works []workv1alpha1.Work) error {
+	spec, status := b.BindingSpec(), b.BindingStatus()
+	items := make([]workv1alpha1.AggregatedStatusItem, 0, len(spec.Clusters))
+	var memberStatuses []map[string]any
+	applied, healthy, caughtUp := len(spec.Clusters) > 0, len(spec.Clusters) > 0, len(spec.Clusters) > 0
+	var notApplied, notHealthy []string
+	for _, target := range spec.Clusters {
+		item := workv1alpha1.AggregatedStatusItem{ClusterName: target.Name, Health: workv1alpha1.ResourceUnknown}
+		if w := workOf(works, target.Name); w != nil && len(w.Status.ManifestStatuses) > 0 {
+			ms := w.Status.ManifestStatuses[0]
+			item.Applied, item.Health, item.Status = ms.Applied, ms.Health, ms.Status
+			if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Status != metav1.ConditionTrue {
+				item.AppliedMessage = c.Message
+			}
+			if ms.Status != nil {
+				m := map[string]any{}
+				// utiljson keeps whole numbers int64, as the unstructured helpers expect.
+				if utiljson.Unmarshal(ms.Status.Raw, &m) == nil {
+					memberStatuses = append(memberStatuses, m)
+				}
+			}
+			workApplied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
+			caughtUp = caughtUp && ms.Applied && templateGeneration(w) == template.GetGeneration() &&
+				workApplied != nil && workApplied.ObservedGeneration == w.Generation &&
+				meta.IsStatusConditionTrue(ms.Conditions, ConditionObserved)
+		} else {
+			caughtUp = false
+		}
+		if !item.Applied {
+			applied = false
+			notApplied = append(notApplied, target.Name)
+		}
+		if item.Health != workv1alpha1.ResourceHealthy {
+			healthy = false
+			notHealthy = append(notHealthy, target.Name)
+		}
+		items = append(items, item)
+	}
+	status.AggregatedStatus = items
+	meta.SetStatusCondition(&status.Conditions, condition(workv1alpha1.ConditionFullyApplied, applied, b.GetGeneration(),
+		"Applied", "applied in every target cluster", "NotApplied", fmt.Sprintf("not applied yet in %v", notApplied)))
+	meta.SetStatusCondition(&status.Conditions, condition(workv1alpha1.ConditionHealthy, healthy, b.GetGeneration(),
+		"Healthy", "healthy in every target cluster", "NotHealthy", fmt.Sprintf("not healthy yet in %v", notHealthy)))
+
+	current := r.New()
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), current); err != nil {
+		return err
+	}
+	if !equality.Semantic.DeepEqual(current.BindingStatus(), status) {
+		if err := r.Client.Status().Update(ctx, b); err != nil {
+			return err
+		}
+	}
+	return r.aggregateTemplate(ctx, template, memberStatuses, caughtUp)
+}
+
+// aggregateTemplate writes the summed member status into the template's status subresource.
+func (r *Controller[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, members []map[string]any, caughtUp bool) error {
+	want := interpreter.AggregateStatus(template, members, caughtUp)
+	if want == nil {
+		return nil
+	}
+	if current, _, _ := unstructured.NestedMap(template.Object, "status"); equality.Semantic.DeepEqual(current, want) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": want})
+	if err != nil {
+		return err
+	}
+	return r.Client.Status().Patch(ctx, template, client.RawPatch("application/merge-patch+json", patch))
+}
+
+func workOf(works []workv1alpha1.Work, cluster string) *workv1alpha1.Work {
+	for i := range works {
+		if works[i].Namespace == registration.ClusterNamespace(cluster) {
+			return &works[i]
+		}
+	}
+	return nil
+}
+
+func condition(t string, ok bool, generation int64, okReason, okMessage, badReason, badMessage string) metav1.Condition {
+	c := metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: okReason, Message: okMessage, ObservedGeneration: generation}
+	if !ok {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, badReason, badMessage
+	}
+	return c
+}

@@ -1,0 +1,75 @@
+package detector
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+)
+
+func policy(ns, name string, priority int32, preempt policyv1alpha1.PreemptionPolicy, sel policyv1alpha1.ResourceSelector) Policy {
+	return Policy{Namespace: ns, Name: name, Spec: &policyv1alpha1.PropagationSpec{
+		Priority: ptr.To(priority), Preemption: preempt, ResourceSelectors: []policyv1alpha1.ResourceSelector{sel}}}
+}
+
+func TestChoose(t *testing.T) {
+	web := &unstructured.Unstructured{}
+	web.SetGroupVersionKind(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
+	web.SetNamespace("shop")
+	web.SetName("web")
+	web.SetLabels(map[string]string{"tier": "front"})
+	kind := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment"}
+	byName := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	byLabel := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}}
+	otherName := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}
+	wrongVersion := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1beta1", Kind: "Deployment"}
+
+	tests := []struct {
+		name     string
+		policies []Policy
+		claimed  *Policy
+		want     string
+	}{
+		{"none matches", []Policy{policy("shop", "p", 0, "", otherName), policy("", "c", 0, "", wrongVersion)}, nil, ""},
+		{"another namespace's policy does not see it", []Policy{policy("other", "p", 0, "", kind)}, nil, ""},
+		{"higher priority wins", []Policy{policy("shop", "low", 1, "", byName), policy("", "high", 5, "", kind)}, nil, "/high"},
+		{"name beats labels beats kind", []Policy{policy("shop", "a", 0, "", kind), policy("shop", "b", 0, "", byLabel), policy("shop", "c", 0, "", byName)}, nil, "shop/c"},
+		{"namespaced before cluster policy", []Policy{policy("", "a", 0, "", byName), policy("shop", "z", 0, "", byName)}, nil, "shop/z"},
+		{"then by name", []Policy{policy("shop", "b", 0, "", kind), policy("shop", "a", 0, "", kind)}, nil, "shop/a"},
+		{"a claim stays without preemption", []Policy{policy("shop", "old", 0, "", kind), policy("shop", "new", 9, policyv1alpha1.PreemptNever, kind)},
+			&Policy{Namespace: "shop", Name: "old"}, "shop/old"},
+		{"preemption Always takes the claim", []Policy{policy("shop", "old", 0, "", kind), policy("shop", "new", 9, policyv1alpha1.PreemptAlways, kind)},
+			&Policy{Namespace: "shop", Name: "old"}, "shop/new"},
+		{"a claim by a policy that no longer matches moves", []Policy{policy("shop", "old", 0, "", otherName), policy("shop", "new", 0, "", kind)},
+			&Policy{Namespace: "shop", Name: "old"}, "shop/new"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if p := Choose(web, tt.policies, tt.claimed); p != nil {
+				got = p.Namespace + "/" + p.Name
+			}
+			if got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBindingName(t *testing.T) {
+	if got := BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web"); got != "web-deployment" {
+		t.Fatal(got)
+	}
+	if got := BindingName(schema.GroupKind{Kind: "Service"}, "web"); got != "web-service" {
+		t.Fatal(got)
+	}
+	a := BindingName(schema.GroupKind{Group: "example.com", Kind: "Deployment"}, "web")
+	b := BindingName(schema.GroupKind{Group: "other.io", Kind: "Deployment"}, "web")
+	if a == b || a == "web-deployment" {
+		t.Fatalf("groups collide: %s %s", a, b)
+	}
+}

@@ -1,0 +1,83 @@
+package execution
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// Member is how the executor reaches one member cluster.
+type Member struct {
+	dynamic dynamic.Interface
+	kube    kubernetes.Interface
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+
+	mu         sync.Mutex
+	namespaces map[string]bool // namespaces known to exist
+}
+
+// NewMember builds the clients for a member cluster.
+func NewMember(cfg *rest.Config) (*Member, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Member{
+		dynamic: dyn, kube: kube, namespaces: map[string]bool{},
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
+	}, nil
+}
+
+// resource returns the client for a kind, reading the member's API anew once when the kind is unknown (a
+// CRD may just have been applied).
+func (m *Member) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		m.mapper.Reset()
+		mapping, err = m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		return m.dynamic.Resource(mapping.Resource).Namespace(namespace), mapping, nil
+	}
+	return m.dynamic.Resource(mapping.Resource), mapping, nil
+}
+
+// ensureNamespace creates a namespace in the member when something namespaced goes there and it is missing.
+func (m *Member) ensureNamespace(ctx context.Context, name string) error {
+	m.mu.Lock()
+	known := m.namespaces[name]
+	m.mu.Unlock()
+	if known || name == "" {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{workv1alpha1.LabelManagedBy: workv1alpha1.ManagedByValue}}}
+	if _, err := m.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	m.mu.Lock()
+	m.namespaces[name] = true
+	m.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,154 @@
+// Package interpreter knows what Flotilla needs to know about kinds of objects: how many replicas a workload
+// has and what each needs, how to change its replica count for one cluster, whether an object in a member
+// is healthy, and how to sum its status over clusters. Built-in rules cover the native workload kinds; every
+// other kind gets the generic rule (no replicas; healthy once it exists).
+package interpreter
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// replicaPath is where a kind keeps its replica count.
+var replicaPath = map[schema.GroupKind][]string{
+	{Group: "apps", Kind: "Deployment"}:  {"spec", "replicas"},
+	{Group: "apps", Kind: "StatefulSet"}: {"spec", "replicas"},
+	{Group: "apps", Kind: "ReplicaSet"}:  {"spec", "replicas"},
+	{Group: "batch", Kind: "Job"}:        {"spec", "parallelism"},
+}
+
+// Replicas returns a workload's replica count and one replica's resource requests; ok is false for kinds
+// without replicas.
+func Replicas(obj *unstructured.Unstructured) (replicas int32, requests corev1.ResourceList, ok bool) {
+	path, ok := replicaPath[obj.GroupVersionKind().GroupKind()]
+	if !ok {
+		return 0, nil, false
+	}
+	n, found, _ := unstructured.NestedInt64(obj.Object, path...)
+	if !found {
+		n = 1 // the API server's default for every kind above
+	}
+	return int32(n), podRequests(obj), true
+}
+
+// ReviseReplicas sets a workload's replica count in a rendered manifest.
+func ReviseReplicas(obj *unstructured.Unstructured, replicas int32) {
+	if path, ok := replicaPath[obj.GroupVersionKind().GroupKind()]; ok {
+		_ = unstructured.SetNestedField(obj.Object, int64(replicas), path...)
+	}
+}
+
+// podRequests sums the container requests of a workload's pod template.
+func podRequests(obj *unstructured.Unstructured) corev1.ResourceList {
+	raw, found, _ := unstructured.NestedMap(obj.Object, "spec", "template", "spec")
+	if !found {
+		return nil
+	}
+	spec := &corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
+		return nil
+	}
+	total := corev1.ResourceList{}
+	for _, c := range spec.Containers {
+		for name, q := range c.Resources.Requests {
+			sum := total[name]
+			sum.Add(q)
+			total[name] = sum
+		}
+	}
+	if len(total) == 0 {
+		return nil
+	}
+	return total
+}
+
+// Health decides whether an object in a member is healthy from its status.
+func Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth {
+	gen := obj.GetGeneration()
+	observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+	num := func(field string) int64 { v, _, _ := unstructured.NestedInt64(obj.Object, "status", field); return v }
+	want, _, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if _, found, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "replicas"); !found {
+		want = 1
+	}
+	healthy := true
+	switch obj.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
+		healthy = observed >= gen && num("updatedReplicas") == want && num("availableReplicas") == want
+	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
+		healthy = observed >= gen && num("readyReplicas") == want
+	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
+		healthy = observed >= gen && num("numberReady") == num("desiredNumberScheduled")
+	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+		healthy = !hasCondition(obj, "Failed")
+	case schema.GroupKind{Kind: "Pod"}:
+		phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+		healthy = phase == string(corev1.PodSucceeded) || (phase == string(corev1.PodRunning) && hasCondition(obj, "Ready"))
+	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
+		phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase")
+		healthy = phase == string(corev1.ClaimBound)
+	case schema.GroupKind{Kind: "Service"}:
+		if t, _, _ := unstructured.NestedString(obj.Object, "spec", "type"); t == string(corev1.ServiceTypeLoadBalancer) {
+			ingress, _, _ := unstructured.NestedSlice(obj.Object, "status", "loadBalancer", "ingress")
+			healthy = len(ingress) > 0
+		}
+	case schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}:
+		ingress, _, _ := unstructured.NestedSlice(obj.Object, "status", "loadBalancer", "ingress")
+		healthy = len(ingress) > 0
+	}
+	if healthy {
+		return workv1alpha1.ResourceHealthy
+	}
+	return workv1alpha1.ResourceUnhealthy
+}
+
+func hasCondition(obj *unstructured.Unstructured, condition string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == condition && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// summedFields are the status counters summed over clusters for a kind.
+var summedFields = map[schema.GroupKind][]string{
+	{Group: "apps", Kind: "Deployment"}:  {"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"},
+	{Group: "apps", Kind: "StatefulSet"}: {"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "currentReplicas"},
+	{Group: "apps", Kind: "ReplicaSet"}:  {"replicas", "readyReplicas", "availableReplicas", "fullyLabeledReplicas"},
+	{Group: "apps", Kind: "DaemonSet"}:   {"currentNumberScheduled", "desiredNumberScheduled", "numberAvailable", "numberMisscheduled", "numberReady", "updatedNumberScheduled", "numberUnavailable"},
+	{Group: "batch", Kind: "Job"}:        {"active", "succeeded", "failed", "ready"},
+}
+
+// AggregateStatus sums the member statuses of a built-in kind into the template's status. caughtUp says
+// whether every member runs the template's current generation and has observed it; only then is
+// observedGeneration set to the template's generation. It returns nil for kinds without aggregation.
+func AggregateStatus(template *unstructured.Unstructured, members []map[string]any, caughtUp bool) map[string]any {
+	fields, ok := summedFields[template.GroupVersionKind().GroupKind()]
+	if !ok {
+		return nil
+	}
+	status, _, _ := unstructured.NestedMap(template.Object, "status")
+	if status == nil {
+		status = map[string]any{}
+	}
+	for _, f := range fields {
+		var sum int64
+		for _, m := range members {
+			if v, ok, _ := unstructured.NestedInt64(m, f); ok {
+				sum += v
+			}
+		}
+		status[f] = sum
+	}
+	if caughtUp {
+		status["observedGeneration"] = template.GetGeneration()
+	}
+	return status
+}

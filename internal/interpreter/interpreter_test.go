@@ -1,0 +1,83 @@
+package interpreter
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+func obj(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := utiljson.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestReplicas(t *testing.T) {
+	d := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":4,"template":{"spec":{"containers":[
+		{"name":"a","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}},{"name":"b","resources":{"requests":{"cpu":"200m"}}}]}}}}`)
+	n, req, ok := Replicas(d)
+	if !ok || n != 4 || req.Cpu().String() != "300m" || req.Memory().String() != "64Mi" {
+		t.Fatalf("got %d %v %v", n, req, ok)
+	}
+	job := obj(t, `{"apiVersion":"batch/v1","kind":"Job","spec":{"template":{"spec":{"containers":[{"name":"a"}]}}}}`)
+	if n, _, ok := Replicas(job); !ok || n != 1 {
+		t.Fatalf("job without parallelism: %d %v", n, ok)
+	}
+	if _, _, ok := Replicas(obj(t, `{"apiVersion":"v1","kind":"ConfigMap"}`)); ok {
+		t.Fatal("a ConfigMap has no replicas")
+	}
+	ReviseReplicas(d, 2)
+	if n, _, _ := Replicas(d); n != 2 {
+		t.Fatalf("revised to %d", n)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want workv1alpha1.ResourceHealth
+	}{
+		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":2},"spec":{"replicas":3},"status":{"observedGeneration":2,"updatedReplicas":3,"availableReplicas":3}}`, workv1alpha1.ResourceHealthy},
+		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":3},"spec":{"replicas":3},"status":{"observedGeneration":2,"updatedReplicas":3,"availableReplicas":3}}`, workv1alpha1.ResourceUnhealthy},
+		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":1},"spec":{"replicas":3},"status":{"observedGeneration":1,"updatedReplicas":3,"availableReplicas":2}}`, workv1alpha1.ResourceUnhealthy},
+		{`{"apiVersion":"v1","kind":"Pod","status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`, workv1alpha1.ResourceHealthy},
+		{`{"apiVersion":"v1","kind":"Pod","status":{"phase":"Pending"}}`, workv1alpha1.ResourceUnhealthy},
+		{`{"apiVersion":"v1","kind":"Service","spec":{"type":"ClusterIP"}}`, workv1alpha1.ResourceHealthy},
+		{`{"apiVersion":"v1","kind":"Service","spec":{"type":"LoadBalancer"}}`, workv1alpha1.ResourceUnhealthy},
+		{`{"apiVersion":"v1","kind":"PersistentVolumeClaim","status":{"phase":"Bound"}}`, workv1alpha1.ResourceHealthy},
+		{`{"apiVersion":"batch/v1","kind":"Job","status":{"conditions":[{"type":"Failed","status":"True"}]}}`, workv1alpha1.ResourceUnhealthy},
+		{`{"apiVersion":"example.com/v1","kind":"Widget"}`, workv1alpha1.ResourceHealthy},
+	}
+	for _, tt := range tests {
+		if got := Health(obj(t, tt.doc)); got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.doc, got, tt.want)
+		}
+	}
+}
+
+func TestAggregateStatus(t *testing.T) {
+	template := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":5}}`)
+	members := []map[string]any{
+		obj(t, `{"replicas":2,"readyReplicas":2,"availableReplicas":1}`).Object,
+		obj(t, `{"replicas":1,"readyReplicas":1,"availableReplicas":1}`).Object,
+	}
+	got := AggregateStatus(template, members, false)
+	if got["replicas"] != int64(3) || got["readyReplicas"] != int64(3) || got["availableReplicas"] != int64(2) {
+		t.Fatalf("sums: %v", got)
+	}
+	if _, ok := got["observedGeneration"]; ok {
+		t.Fatal("observedGeneration set although a member has not caught up")
+	}
+	if got := AggregateStatus(template, members, true); got["observedGeneration"] != int64(5) {
+		t.Fatalf("observedGeneration = %v, want the template's generation", got["observedGeneration"])
+	}
+	if AggregateStatus(obj(t, `{"apiVersion":"v1","kind":"ConfigMap"}`), members, true) != nil {
+		t.Fatal("a ConfigMap has no status to aggregate")
+	}
+}

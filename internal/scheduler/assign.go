@@ -1,0 +1,101 @@
+package scheduler
+
+import (
+	"cmp"
+	"slices"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// assignReplicas gives each feasible cluster its replicas. Duplicated (the default when replicaScheduling
+// is omitted, and for kinds without replicas): every cluster runs them all. Divided: the replicas are shared
+// by static weight (equal weights when none are given); a cluster no weight entry selects gets none.
+func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster) []workv1alpha1.TargetCluster {
+	rs := (*policyv1alpha1.ReplicaSchedulingStrategy)(nil)
+	if b.Placement != nil {
+		rs = b.Placement.ReplicaScheduling
+	}
+	if rs == nil || rs.ReplicaSchedulingType != policyv1alpha1.ReplicaSchedulingDivided || b.Replicas == 0 {
+		out := make([]workv1alpha1.TargetCluster, len(feasible))
+		for i, c := range feasible {
+			out[i] = workv1alpha1.TargetCluster{Name: c.Name, Replicas: b.Replicas}
+		}
+		return sortedByName(out)
+	}
+	weights := make([]int64, len(feasible))
+	for i, c := range feasible {
+		weights[i] = staticWeight(rs.WeightPreference, c)
+	}
+	return sortedByName(divide(b.Replicas, feasible, weights, b.Clusters))
+}
+
+// staticWeight is the weight of the first static entry that selects the cluster; 1 for every cluster when
+// there is no static list.
+func staticWeight(p *policyv1alpha1.ClusterPreferences, c *clusterv1alpha1.Cluster) int64 {
+	if p == nil || len(p.StaticWeightList) == 0 {
+		return 1
+	}
+	for _, w := range p.StaticWeightList {
+		if AffinityMatches(&w.TargetCluster, c) {
+			return w.Weight
+		}
+	}
+	return 0
+}
+
+// divide shares replicas in proportion to weights: each cluster gets the floor of its share, and the
+// remainder goes one by one to the largest fractional parts, ties to clusters that already run more replicas
+// of this binding, then by name. Clusters left with no replicas are dropped.
+func divide(replicas int32, clusters []*clusterv1alpha1.Cluster, weights []int64, current []workv1alpha1.TargetCluster) []workv1alpha1.TargetCluster {
+	var total int64
+	for _, w := range weights {
+		total += w
+	}
+	if total == 0 {
+		return nil
+	}
+	type share struct {
+		name      string
+		replicas  int32
+		remainder int64
+		current   int32
+	}
+	shares := make([]share, len(clusters))
+	var given int32
+	for i, c := range clusters {
+		exact := int64(replicas) * weights[i]
+		shares[i] = share{name: c.Name, replicas: int32(exact / total), remainder: exact % total}
+		if j := slices.IndexFunc(current, func(t workv1alpha1.TargetCluster) bool { return t.Name == c.Name }); j >= 0 {
+			shares[i].current = current[j].Replicas
+		}
+		given += shares[i].replicas
+	}
+	order := make([]int, len(shares))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(shares[b].remainder, shares[a].remainder), cmp.Compare(shares[b].current, shares[a].current),
+			cmp.Compare(shares[a].name, shares[b].name))
+	})
+	for i := 0; given < replicas; i++ {
+		if weights[order[i%len(order)]] > 0 {
+			shares[order[i%len(order)]].replicas++
+			given++
+		}
+	}
+	var out []workv1alpha1.TargetCluster
+	for _, s := range shares {
+		if s.replicas > 0 {
+			out = append(out, workv1alpha1.TargetCluster{Name: s.name, Replicas: s.replicas})
+		}
+	}
+	return out
+}
+
+func sortedByName(t []workv1alpha1.TargetCluster) []workv1alpha1.TargetCluster {
+	slices.SortFunc(t, func(a, b workv1alpha1.TargetCluster) int { return cmp.Compare(a.Name, b.Name) })
+	return t
+}

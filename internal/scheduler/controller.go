@@ -1,0 +1,121 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// Reasons of the Scheduled condition.
+const (
+	ReasonScheduled    = "Scheduled"
+	ReasonNoClusterFit = "NoClusterFit"
+)
+
+// binding is a ResourceBinding or ClusterResourceBinding pointer.
+type binding interface {
+	client.Object
+	workv1alpha1.Object
+}
+
+// Controller writes each binding's placement (spec.clusters) and its Scheduled condition.
+type Controller[T binding] struct {
+	Client    client.Client
+	Framework *Framework
+	New       func() T
+}
+
+// Setup registers the scheduler for both binding kinds. Any change of a cluster (joined, left, labels,
+// taints, served APIs) reschedules every binding.
+func Setup(mgr ctrl.Manager) error {
+	f := Default()
+	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Framework: f,
+		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, &workv1alpha1.ResourceBindingList{}); err != nil {
+		return err
+	}
+	return setup(mgr, "cluster-scheduler", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Framework: f,
+		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, &workv1alpha1.ClusterResourceBindingList{})
+}
+
+func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], list client.ObjectList) error {
+	allBindings := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		if err := mgr.GetClient().List(ctx, list); err != nil {
+			return nil
+		}
+		items, _ := meta.ExtractList(list)
+		out := make([]reconcile.Request, 0, len(items))
+		for _, o := range items {
+			if obj, ok := o.(client.Object); ok {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+			}
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New()).
+		Watches(&clusterv1alpha1.Cluster{}, allBindings).
+		Complete(r)
+}
+
+// Reconcile schedules one binding. When nothing fits, the current placement stays and Scheduled=False
+// says why: a label or health change never removes a workload from every cluster at once.
+func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := r.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.GetDeletionTimestamp() != nil {
+		return ctrl.Result{}, nil
+	}
+	clusters := &clusterv1alpha1.ClusterList{}
+	if err := r.Client.List(ctx, clusters); err != nil {
+		return ctrl.Result{}, err
+	}
+	spec, status := b.BindingSpec(), b.BindingStatus()
+	targets, err := r.Framework.Schedule(spec, clusters.Items)
+	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: b.GetGeneration()}
+	if err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonNoClusterFit, err.Error()
+		if len(spec.Clusters) > 0 {
+			cond.Message += "; the current placement stays"
+		}
+	} else {
+		if !equality.Semantic.DeepEqual(spec.Clusters, targets) {
+			spec.Clusters = targets
+			if err := r.Client.Update(ctx, b); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonScheduled, "placed on "+describe(targets)
+		cond.ObservedGeneration = b.GetGeneration()
+	}
+	changed := meta.SetStatusCondition(&status.Conditions, cond)
+	if err == nil && status.SchedulerObservedGeneration != b.GetGeneration() {
+		status.SchedulerObservedGeneration = b.GetGeneration()
+		now := metav1.Now()
+		status.LastScheduledTime = &now
+		changed = true
+	}
+	if changed {
+		return ctrl.Result{}, r.Client.Status().Update(ctx, b)
+	}
+	return ctrl.Result{}, nil
+}
+
+func describe(targets []workv1alpha1.TargetCluster) string {
+	parts := make([]string, len(targets))
+	for i, t := range targets {
+		parts[i] = fmt.Sprintf("%s (%d)", t.Name, t.Replicas)
+	}
+	return strings.Join(parts, ", ")
+}

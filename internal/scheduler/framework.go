@@ -1,0 +1,103 @@
+// Package scheduler places bindings on clusters, kube-scheduler style: filter plugins drop clusters that
+// cannot host the binding, score plugins rank the rest, and replica assignment divides the replicas.
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// FilterPlugin says why a cluster cannot host a binding, or "" when it can.
+type FilterPlugin interface {
+	Name() string
+	Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string
+}
+
+// ScorePlugin ranks a feasible cluster; higher is better.
+type ScorePlugin interface {
+	Name() string
+	Score(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) int64
+}
+
+// Framework is an ordered set of plugins.
+type Framework struct {
+	Filters []FilterPlugin
+	Scores  []ScorePlugin
+}
+
+// Default is the framework with every built-in plugin.
+func Default() *Framework {
+	return &Framework{
+		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, TaintToleration{}},
+		Scores:  []ScorePlugin{Locality{}},
+	}
+}
+
+// NoFitError says why no cluster can host a binding, cluster by cluster.
+type NoFitError struct {
+	Reasons map[string]string // cluster → why it was filtered out
+}
+
+func (e *NoFitError) Error() string {
+	if len(e.Reasons) == 0 {
+		return "no cluster is registered"
+	}
+	byReason := map[string][]string{}
+	for cluster, reason := range e.Reasons {
+		byReason[reason] = append(byReason[reason], cluster)
+	}
+	parts := make([]string, 0, len(byReason))
+	for reason, clusters := range byReason {
+		sort.Strings(clusters)
+		parts = append(parts, fmt.Sprintf("%d %s (%s)", len(clusters), reason, strings.Join(clusters, ", ")))
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("0/%d clusters fit: %s", len(e.Reasons), strings.Join(parts, "; "))
+}
+
+// Schedule returns the clusters for a binding and their replicas. Clusters are considered in name order so
+// results are deterministic.
+func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, error) {
+	reasons := map[string]string{}
+	var feasible []*clusterv1alpha1.Cluster
+	for i := range clusters {
+		c := &clusters[i]
+		if c.DeletionTimestamp != nil {
+			reasons[c.Name] = "being removed"
+			continue
+		}
+		if reason := f.filter(b, c); reason != "" {
+			reasons[c.Name] = reason
+			continue
+		}
+		feasible = append(feasible, c)
+	}
+	if len(feasible) == 0 {
+		return nil, &NoFitError{Reasons: reasons}
+	}
+	scores := map[string]int64{}
+	for _, c := range feasible {
+		for _, s := range f.Scores {
+			scores[c.Name] += s.Score(b, c)
+		}
+	}
+	slices.SortFunc(feasible, func(a, c *clusterv1alpha1.Cluster) int {
+		return cmp.Or(cmp.Compare(scores[c.Name], scores[a.Name]), cmp.Compare(a.Name, c.Name))
+	})
+	return assignReplicas(b, feasible), nil
+}
+
+func (f *Framework) filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {
+	for _, p := range f.Filters {
+		if reason := p.Filter(b, c); reason != "" {
+			return reason
+		}
+	}
+	return ""
+}
