@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -59,13 +60,10 @@ func newGetCommand() *cobra.Command {
 	var hub hubFlags
 	var output string
 	cmd := &cobra.Command{
-		Use:   "get clusters [NAME...]",
-		Short: "List member clusters with their health and capacity",
+		Use:   "get clusters|bindings [NAME...]",
+		Short: "List member clusters with their health and capacity, or bindings with their placement",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "clusters" && args[0] != "cluster" {
-				return fmt.Errorf("unknown resource %q: flotilla get knows clusters", args[0])
-			}
 			if err := validateOutput(output); err != nil {
 				return err
 			}
@@ -73,14 +71,37 @@ func newGetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			clusters, err := listClusters(cmd.Context(), c, args[1:])
-			if err != nil {
-				return err
+			switch args[0] {
+			case "clusters", "cluster":
+				clusters, err := listClusters(cmd.Context(), c, args[1:])
+				if err != nil {
+					return err
+				}
+				if output == "yaml" || output == "json" {
+					return printObject(cmd.OutOrStdout(), output, clusters)
+				}
+				return printClusters(cmd.Context(), cmd.OutOrStdout(), c, clusters.Items, output == "wide")
+			case "bindings", "binding", "rb", "crb":
+				rbs, crbs := &workv1alpha1.ResourceBindingList{}, &workv1alpha1.ClusterResourceBindingList{}
+				if err := c.List(cmd.Context(), rbs); err != nil {
+					return err
+				}
+				if err := c.List(cmd.Context(), crbs); err != nil {
+					return err
+				}
+				var all []client.Object
+				for i := range crbs.Items {
+					all = append(all, &crbs.Items[i])
+				}
+				for i := range rbs.Items {
+					all = append(all, &rbs.Items[i])
+				}
+				if output == "yaml" || output == "json" {
+					return printObject(cmd.OutOrStdout(), output, all)
+				}
+				return printBindings(cmd.OutOrStdout(), all)
 			}
-			if output == "yaml" || output == "json" {
-				return printObject(cmd.OutOrStdout(), output, clusters)
-			}
-			return printClusters(cmd.Context(), cmd.OutOrStdout(), c, clusters.Items, output == "wide")
+			return fmt.Errorf("unknown resource %q: flotilla get knows clusters and bindings", args[0])
 		},
 	}
 	hub.addFlags(cmd.Flags())

@@ -6,6 +6,7 @@
 package framework
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -208,4 +213,21 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// WaitClustersReady waits until the hub sees every named cluster Ready.
+func WaitClustersReady(t *testing.T, hub *Cluster, names ...string) {
+	t.Helper()
+	testenv.Eventually(t, 2*time.Minute, "clusters Ready", func() error {
+		for _, name := range names {
+			c := &clusterv1alpha1.Cluster{}
+			if err := hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, c); err != nil {
+				return err
+			}
+			if !meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
+				return fmt.Errorf("%s is not Ready", name)
+			}
+		}
+		return nil
+	})
 }

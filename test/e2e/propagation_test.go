@@ -1,0 +1,250 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+	"github.com/flotilla-io/flotilla/test/e2e/framework"
+)
+
+func placementOn(clusters ...string) policyv1alpha1.Placement {
+	return policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: clusters}}
+}
+
+func propagationPolicy(name string, selector policyv1alpha1.ResourceSelector, placement policyv1alpha1.Placement) *policyv1alpha1.PropagationPolicy {
+	return &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
+		Spec:       policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{selector}, Placement: placement},
+	}
+}
+
+func deploymentSelector(name string) policyv1alpha1.ResourceSelector {
+	return policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: name}
+}
+
+// replicasIn returns the Deployment's spec replicas in a member, or -1 when it is not there.
+func replicasIn(ctx context.Context, c *framework.Cluster, name string) (int32, *appsv1.Deployment, error) {
+	d, err := c.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return -1, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return ptr.Deref(d.Spec.Replicas, 1), d, nil
+}
+
+// waitPlaced waits until every member holds the Deployment with the given replicas (-1: absent), each
+// Available where present.
+func waitPlaced(t *testing.T, name string, want map[*framework.Cluster]int32) {
+	t.Helper()
+	ctx := context.Background()
+	testenv.Eventually(t, 2*time.Minute, "placement of "+name, func() error {
+		for c, replicas := range want {
+			got, d, err := replicasIn(ctx, c, name)
+			if err != nil {
+				return err
+			}
+			if got != replicas {
+				return fmt.Errorf("%s runs %d replicas, want %d", c.Name, got, replicas)
+			}
+			if d != nil && d.Status.AvailableReplicas != replicas {
+				return fmt.Errorf("%s has %d/%d available", c.Name, d.Status.AvailableReplicas, replicas)
+			}
+		}
+		return nil
+	})
+}
+
+// TestPropagation runs the whole path on a hub with two pull members and one push member.
+func TestPropagation(t *testing.T) {
+	ctx := context.Background()
+	hub := framework.StartHub(t, "--cluster-grace-period", "20s")
+	m1, m2, m3 := framework.StartMember(t, "m1"), framework.StartMember(t, "m2"), framework.StartMember(t, "m3")
+	framework.JoinPull(t, hub, m1)
+	framework.JoinPull(t, hub, m2)
+	framework.JoinPush(t, hub, m3)
+	framework.WaitClustersReady(t, hub, "m1", "m2", "m3")
+
+	t.Run("a Deployment reaches two named clusters, pull and push alike, and its status sums on the hub", func(t *testing.T) {
+		if _, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("web", 2), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := hub.Client.Create(ctx, propagationPolicy("web", deploymentSelector("web"), placementOn("m1", "m3"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "web", map[*framework.Cluster]int32{m1: 2, m2: -1, m3: 2})
+		testenv.Eventually(t, time.Minute, "the hub's Deployment shows the sum", func() error {
+			d, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Status.ReadyReplicas != 4 || d.Status.AvailableReplicas != 4 || d.Status.ObservedGeneration != d.Generation {
+				return fmt.Errorf("hub status %+v, generation %d", d.Status, d.Generation)
+			}
+			return nil
+		})
+	})
+
+	t.Run("an image update rolls on the members", func(t *testing.T) {
+		d, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.27"
+		if _, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 2*time.Minute, "members run the new image", func() error {
+			for _, m := range []*framework.Cluster{m1, m3} {
+				_, md, err := replicasIn(ctx, m, "web")
+				if err != nil || md == nil || md.Spec.Template.Spec.Containers[0].Image != "nginx:1.27" || md.Status.UpdatedReplicas != 2 {
+					return fmt.Errorf("%s not rolled yet (%v)", m.Name, err)
+				}
+			}
+			return nil
+		})
+	})
+
+	t.Run("removing a cluster from the policy removes the object there; adding one places it", func(t *testing.T) {
+		p := &policyv1alpha1.PropagationPolicy{}
+		if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.Placement = placementOn("m1", "m2")
+		if err := hub.Client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "web", map[*framework.Cluster]int32{m1: 2, m2: 2, m3: -1})
+	})
+
+	t.Run("divided 2:1 by static weights", func(t *testing.T) {
+		if _, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("split", 3), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		placement := placementOn("m1", "m2")
+		placement.ReplicaScheduling = &policyv1alpha1.ReplicaSchedulingStrategy{
+			ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingDivided,
+			ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionWeighted,
+			WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: []policyv1alpha1.StaticClusterWeight{
+				{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"m1"}}, Weight: 2},
+				{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"m2"}}, Weight: 1},
+			}},
+		}
+		if err := hub.Client.Create(ctx, propagationPolicy("split", deploymentSelector("split"), placement)); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "split", map[*framework.Cluster]int32{m1: 2, m2: 1, m3: -1})
+	})
+
+	t.Run("deleting the policy leaves the workload running everywhere", func(t *testing.T) {
+		if err := hub.Client.Delete(ctx, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "split"}}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "the binding is released", func() error {
+			if _, err := hub.Kube.AppsV1().Deployments("default").Get(ctx, "split", metav1.GetOptions{}); err != nil {
+				return err
+			}
+			rbs, err := hub.Kube.Discovery().RESTClient().Get().AbsPath("/apis/work.flotilla.io/v1alpha1/namespaces/default/resourcebindings/split-deployment").DoRaw(ctx)
+			if err == nil {
+				return fmt.Errorf("binding still there: %d bytes", len(rbs))
+			}
+			return nil
+		})
+		waitPlaced(t, "split", map[*framework.Cluster]int32{m1: 2, m2: 1, m3: -1})
+	})
+
+	t.Run("conflictResolution Abort leaves a foreign object alone; Overwrite adopts it", func(t *testing.T) {
+		foreign := deployment("taken", 1)
+		foreign.Spec.Template.Spec.Containers[0].Image = "busybox"
+		if _, err := m2.Kube.AppsV1().Deployments("default").Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, deployment("taken", 1), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := propagationPolicy("taken", deploymentSelector("taken"), placementOn("m2"))
+		if err := hub.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "the binding reports the conflict", func() error {
+			out := hub.Flotilla("status", "deployment/taken", "-n", "default")
+			if !strings.Contains(out, "already exists in the member and Flotilla did not create it") {
+				return fmt.Errorf("status does not report the conflict:\n%s", out)
+			}
+			return nil
+		})
+		if _, d, _ := replicasIn(ctx, m2, "taken"); d == nil || d.Spec.Template.Spec.Containers[0].Image != "busybox" {
+			t.Fatal("Abort changed the foreign object")
+		}
+		if err := hub.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+			t.Fatal(err)
+		}
+		p.Spec.ConflictResolution = policyv1alpha1.ConflictOverwrite
+		if err := hub.Client.Update(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "Overwrite adopts the object", func() error {
+			if _, d, _ := replicasIn(ctx, m2, "taken"); d == nil || d.Spec.Template.Spec.Containers[0].Image != "nginx" {
+				return fmt.Errorf("not adopted yet")
+			}
+			return nil
+		})
+	})
+
+	t.Run("an unreachable member keeps its placement and converges when it returns", func(t *testing.T) {
+		m1.Freeze()
+		testenv.Eventually(t, 2*time.Minute, "frozen m1 is Unknown", func() error {
+			if ready, _, err := clusterHealth(ctx, hub, "m1"); err != nil || ready != metav1.ConditionUnknown {
+				return fmt.Errorf("Ready=%s %v", ready, err)
+			}
+			return nil
+		})
+		rb := &workv1alpha1.ResourceBinding{}
+		if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web-deployment"}, rb); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(rb.Spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == "m1" }) {
+			t.Fatalf("the unreachable cluster lost its placement: %+v", rb.Spec.Clusters)
+		}
+		d, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Template.Spec.Containers[0].Image = "nginx:1.28"
+		if _, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Update(ctx, d, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		m1.Resume()
+		testenv.Eventually(t, 2*time.Minute, "m1 converges after it returns", func() error {
+			_, md, err := replicasIn(ctx, m1, "web")
+			if err != nil || md == nil || md.Spec.Template.Spec.Containers[0].Image != "nginx:1.28" || md.Status.AvailableReplicas != 2 {
+				return fmt.Errorf("m1 not converged yet (%v)", err)
+			}
+			return nil
+		})
+	})
+
+	t.Run("deleting the template removes it everywhere", func(t *testing.T) {
+		for _, name := range []string{"web", "taken"} {
+			if err := hub.Kube.AppsV1().Deployments("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitPlaced(t, "web", map[*framework.Cluster]int32{m1: -1, m2: -1, m3: -1})
+		waitPlaced(t, "taken", map[*framework.Cluster]int32{m1: -1, m2: -1, m3: -1})
+	})
+}
