@@ -3,7 +3,7 @@ GO            ?= go
 BIN           := $(CURDIR)/bin
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
-DATA_DIR      ?= $(HOME)/.flotilla/hub
+DATA_DIR      ?= $(HOME)/.flotilla/up
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 KUBE_VERSION  := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 # The embedded Kubernetes components report the version they were built from.
@@ -22,9 +22,9 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla ./cmd/flotilla
 
-## run: the main job — an embedded hub with its data in DATA_DIR (default ~/.flotilla/hub)
+## run: the main job — a local fleet (hub + 3 members) with its data in DATA_DIR (default ~/.flotilla/up)
 run: build
-	$(BIN)/flotilla hub --data-dir $(DATA_DIR)
+	$(BIN)/flotilla up --data-dir $(DATA_DIR)
 
 $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)

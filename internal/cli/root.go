@@ -26,7 +26,7 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity of the embedded Kubernetes components")
-	root.AddCommand(newHubCommand(&verbosity), newTokenCommand(), newJoinCommand(&verbosity), newAgentCommand(&verbosity),
+	root.AddCommand(newUpCommand(), newHubCommand(&verbosity), newTokenCommand(), newJoinCommand(&verbosity), newAgentCommand(&verbosity),
 		newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(), newStatusCommand(), newTaintCommand(),
 		newUnjoinCommand(), newDevCommand(&verbosity), newBenchCommand(), newVersionCommand())
 	return root

@@ -1,31 +1,17 @@
 package testenv
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/flotilla-io/flotilla/internal/process"
 )
 
-// Process is a child flotilla process in its own process group. The kernel kills it when the test binary dies
-// (also on a test timeout or panic), and the test's cleanup kills its whole group, so no process outlives the
-// test run.
-type Process struct {
-	// Name labels the process in logs.
-	Name string
-	// LogPath receives the process's stdout and stderr.
-	LogPath string
-
-	cmd  *exec.Cmd
-	done chan struct{}
-	mu   sync.Mutex
-	err  error
-}
+// Process is a child flotilla process of a test; it is killed with its process group when the test ends,
+// and by the kernel when the test binary dies (also on a test timeout or panic).
+type Process = process.Process
 
 // StartProcess runs `flotilla args...` as a child of the test. The binary is $FLOTILLA_BIN when set, else the
 // test binary itself acting as flotilla (which requires TestMain to call Main).
@@ -47,29 +33,12 @@ func StartBinary(t testing.TB, binary, name string, args ...string) *Process {
 	return start(t, binary, nil, name, args...)
 }
 
-func start(t testing.TB, binary string, extraEnv []string, name string, args ...string) *Process {
+func start(t testing.TB, binary string, env []string, name string, args ...string) *Process {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logFile, err := os.Create(logPath)
+	p, err := process.Start(name, filepath.Join(t.TempDir(), name+".log"), env, binary, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), extraEnv...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting %s: %v", name, err)
-	}
-	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
-	go func() {
-		err := cmd.Wait()
-		logFile.Close()
-		p.mu.Lock()
-		p.err = err
-		p.mu.Unlock()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
 		p.Kill()
 		if t.Failed() {
@@ -77,41 +46,4 @@ func start(t testing.TB, binary string, extraEnv []string, name string, args ...
 		}
 	})
 	return p
-}
-
-// Kill sends SIGKILL to the process group and waits for the process to exit.
-func (p *Process) Kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.done
-}
-
-// Signal sends sig to the process group.
-func (p *Process) Signal(sig syscall.Signal) error { return syscall.Kill(-p.cmd.Process.Pid, sig) }
-
-// Wait waits up to timeout for the process to exit and returns its exit error (nil for exit code 0).
-func (p *Process) Wait(timeout time.Duration) error {
-	select {
-	case <-p.done:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.err
-	case <-time.After(timeout):
-		return fmt.Errorf("%s still running after %s", p.Name, timeout)
-	}
-}
-
-// Exited reports whether the process has exited.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Output returns what the process printed so far.
-func (p *Process) Output() string {
-	data, _ := os.ReadFile(p.LogPath)
-	return string(data)
 }

@@ -1,0 +1,276 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/process"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// UpOptions configure `flotilla up`.
+type UpOptions struct {
+	// Members is the number of local member clusters.
+	Members int
+	// DataDir holds the hub, the members, the agents and the kubeconfigs.
+	DataDir string
+	// HubPort is the hub API's port.
+	HubPort int
+}
+
+// Validate checks the options before anything starts.
+func (o *UpOptions) Validate(home string) error {
+	if o.Members < 1 || o.Members > 20 {
+		return fmt.Errorf("--members %d: must be between 1 and 20", o.Members)
+	}
+	if o.HubPort < 1 || o.HubPort > 65535 {
+		return fmt.Errorf("--hub-port %d: must be between 1 and 65535", o.HubPort)
+	}
+	if o.DataDir == "" {
+		o.DataDir = filepath.Join(home, ".flotilla", "up")
+	}
+	return nil
+}
+
+// locations gives each member a region and zone, so placement has something to choose by.
+var locations = []struct{ region, zone string }{
+	{"eu-west-1", "eu-west-1a"}, {"eu-west-1", "eu-west-1b"}, {"us-east-1", "us-east-1a"}, {"ap-south-1", "ap-south-1a"},
+}
+
+// Environment is a running local environment.
+type Environment struct {
+	// HubKubeconfig is DataDir/hub.kubeconfig; MemberKubeconfigs maps each member to its kubeconfig.
+	HubKubeconfig     string
+	MemberKubeconfigs map[string]string
+	// Hub is a client for the hub.
+	Hub client.Client
+
+	processes []*process.Process
+}
+
+// MemberName is the name of member i (from 1).
+func MemberName(i int) string { return "member" + strconv.Itoa(i) }
+
+// Up starts a hub and members as child processes of this binary, joins the members (every third one in push
+// mode, the others through agents), and returns once every cluster is Ready. A second Up on the same
+// DataDir picks everything up where it was.
+func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environment, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	env := &Environment{HubKubeconfig: filepath.Join(o.DataDir, "hub.kubeconfig"), MemberKubeconfigs: map[string]string{}}
+	defer func() {
+		if err != nil {
+			env.Stop()
+		}
+	}()
+	start := func(name, dir string, args ...string) (*process.Process, error) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		p, err := process.Start(name, filepath.Join(dir, name+".out"), nil, self, args...)
+		if err == nil {
+			env.processes = append(env.processes, p)
+		}
+		return p, err
+	}
+	hubDir := filepath.Join(o.DataDir, "hub")
+	hub, err := start("hub", hubDir, "hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort))
+	if err != nil {
+		return nil, err
+	}
+	members := make([]*process.Process, o.Members)
+	for i := range o.Members {
+		name := MemberName(i + 1)
+		env.MemberKubeconfigs[name] = filepath.Join(o.DataDir, "members", name+".kubeconfig")
+		dir := filepath.Join(o.DataDir, "members", name)
+		if members[i], err = start(name, dir, "dev", "member", "--name", name, "--data-dir", dir); err != nil {
+			return nil, err
+		}
+	}
+	if err := waitFor(ctx, hub, "hub ready"); err != nil {
+		return nil, err
+	}
+	if err := copyFile(filepath.Join(hubDir, "admin.kubeconfig"), env.HubKubeconfig); err != nil {
+		return nil, err
+	}
+	progress("hub ready at https://127.0.0.1:" + strconv.Itoa(o.HubPort))
+	hubConfig, err := clientcmd.BuildConfigFromFlags("", env.HubKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if env.Hub, err = client.New(hubConfig, client.Options{Scheme: scheme.New()}); err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(hubConfig)
+	if err != nil {
+		return nil, err
+	}
+	token, err := registration.CreateToken(ctx, kube, time.Hour, "flotilla up")
+	if err != nil {
+		return nil, err
+	}
+	hash, err := registration.CAHash(hubConfig.CAData)
+	if err != nil {
+		return nil, err
+	}
+
+	var wg sync.WaitGroup
+	errs := make([]error, o.Members)
+	for i := range o.Members {
+		wg.Go(func() {
+			errs[i] = env.joinMember(ctx, o, i, members[i], start, hubConfig.Host, token.String(), hash, progress)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := env.waitReady(ctx, o.Members); err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("%d members joined and Ready", o.Members))
+	return env, nil
+}
+
+// joinMember waits for member i and joins it: in push mode for every third member, else through an agent
+// (restarted from its credential when it joined before).
+func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, member *process.Process,
+	start func(name, dir string, args ...string) (*process.Process, error), hubURL, token, hash string, progress func(string)) error {
+	name := MemberName(i + 1)
+	if err := waitFor(ctx, member, "member "+name+" ready"); err != nil {
+		return err
+	}
+	kubeconfig := env.MemberKubeconfigs[name]
+	if err := copyFile(filepath.Join(o.DataDir, "members", name, "kubeconfig"), kubeconfig); err != nil {
+		return err
+	}
+	loc := locations[i%len(locations)]
+	labels := "environment=dev,member=" + name
+	if (i+1)%3 == 0 {
+		cfg, err := clientcmd.LoadFromFile(kubeconfig)
+		if err != nil {
+			return err
+		}
+		memberConfig, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+		if err != nil {
+			return err
+		}
+		memberKube, err := kubernetes.NewForConfig(memberConfig)
+		if err != nil {
+			return err
+		}
+		ns, err := memberKube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, err := registration.JoinPush(ctx, env.Hub, registration.PushRequest{
+			ClusterName: name, ClusterID: string(ns.UID), Kubeconfig: cfg,
+			Labels: map[string]string{"environment": "dev", "member": name}, Provider: "local", Region: loc.region, Zones: []string{loc.zone},
+		}); err != nil {
+			return err
+		}
+		progress(name + " joined (push)")
+		return nil
+	}
+	agentDir := filepath.Join(o.DataDir, "agents", name)
+	args := []string{"agent", "--agent-data-dir", agentDir, "--cluster-kubeconfig", kubeconfig}
+	if !registration.NewCredential(agentDir).Exists() {
+		args = []string{"join", hubURL, "--token", token, "--ca-cert-hash", hash, "--cluster-name", name,
+			"--cluster-kubeconfig", kubeconfig, "--agent-data-dir", agentDir, "--labels", labels,
+			"--provider", "local", "--region", loc.region, "--zone", loc.zone}
+	}
+	agent, err := start("agent-"+name, agentDir, args...)
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, agent, "reporting to the hub"); err != nil {
+		return err
+	}
+	progress(name + " joined (pull)")
+	return nil
+}
+
+func (env *Environment) waitReady(ctx context.Context, members int) error {
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for i := range members {
+			c := &clusterv1alpha1.Cluster{}
+			if err := env.Hub.Get(ctx, client.ObjectKey{Name: MemberName(i + 1)}, c); err != nil {
+				return false, nil
+			}
+			if !meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// Failed returns the first child that exited, or nil.
+func (env *Environment) Failed() *process.Process {
+	for _, p := range env.processes {
+		if p.Exited() {
+			return p
+		}
+	}
+	return nil
+}
+
+// Stop stops the agents and members, then the hub.
+func (env *Environment) Stop() {
+	var wg sync.WaitGroup
+	for i := len(env.processes) - 1; i >= 0; i-- {
+		p := env.processes[i]
+		if p.Name == "hub" {
+			continue
+		}
+		wg.Go(func() { _ = p.Stop(30 * time.Second) })
+	}
+	wg.Wait()
+	for _, p := range env.processes {
+		if p.Name == "hub" {
+			_ = p.Stop(30 * time.Second)
+		}
+	}
+}
+
+// waitFor waits until a child printed marker, failing when it exits first.
+func waitFor(ctx context.Context, p *process.Process, marker string) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("%s exited; its output (%s):\n%s", p.Name, p.LogPath, tailLines(p.Output(), 20))
+		}
+		return strings.Contains(p.Output(), marker), nil
+	})
+	return err
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
+}

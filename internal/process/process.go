@@ -1,0 +1,99 @@
+// Package process runs child processes of Flotilla (hubs, members, agents) so that none outlives its parent:
+// each child runs in its own process group, the kernel kills it when the parent dies however it dies, and
+// Kill ends the whole group.
+package process
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is a running child.
+type Process struct {
+	// Name labels the process in messages.
+	Name string
+	// LogPath receives the child's stdout and stderr.
+	LogPath string
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	mu   sync.Mutex
+	err  error
+}
+
+// Start runs binary with args, its output written to logPath (from the start of the file).
+func Start(name, logPath string, env []string, binary string, args ...string) (*Process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Signal sends sig to the child's process group.
+func (p *Process) Signal(sig syscall.Signal) error { return syscall.Kill(-p.cmd.Process.Pid, sig) }
+
+// Kill sends SIGKILL to the process group and waits for the child to exit.
+func (p *Process) Kill() {
+	_ = p.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop asks the child to shut down (SIGTERM) and kills it if it has not exited after grace.
+func (p *Process) Stop(grace time.Duration) error {
+	_ = p.Signal(syscall.SIGTERM)
+	if err := p.Wait(grace); err != nil && !p.Exited() {
+		p.Kill()
+		return err
+	}
+	return nil
+}
+
+// Wait waits up to timeout for the child to exit and returns its exit error (nil for exit code 0).
+func (p *Process) Wait(timeout time.Duration) error {
+	select {
+	case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.err
+	case <-time.After(timeout):
+		return fmt.Errorf("%s still running after %s", p.Name, timeout)
+	}
+}
+
+// Exited reports whether the child has exited.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Output returns what the child printed so far.
+func (p *Process) Output() string {
+	data, _ := os.ReadFile(p.LogPath)
+	return string(data)
+}
