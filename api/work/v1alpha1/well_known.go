@@ -22,6 +22,7 @@ const (
 )
 
 // Object is what ResourceBinding and ClusterResourceBinding share, so one controller serves both.
+// +kubebuilder:object:generate=false
 type Object interface {
 	GetName() string
 	GetNamespace() string
