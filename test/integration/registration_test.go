@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,12 +93,15 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 	allowed := map[string]func() error{
 		"get own Cluster": func() error { return agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, &clusterv1alpha1.Cluster{}) },
 		"update own Cluster status": func() error {
-			c := &clusterv1alpha1.Cluster{}
-			if err := agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, c); err != nil {
-				return err
-			}
-			c.Status.KubernetesVersion = "v1.37.2"
-			return agentA.Status().Update(ctx, c)
+			// The hub's health monitor writes the same status; a conflict is retried, not a denial.
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				c := &clusterv1alpha1.Cluster{}
+				if err := agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, c); err != nil {
+					return err
+				}
+				c.Status.KubernetesVersion = "v1.37.2"
+				return agentA.Status().Update(ctx, c)
+			})
 		},
 		"list own Works": func() error {
 			return agentA.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace("flotilla-cluster-iso-a"))
