@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -56,9 +58,26 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], namespace
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: l[workv1alpha1.LabelBindingNamespace], Name: l[workv1alpha1.LabelBindingName]}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New()).
-		Watches(&workv1alpha1.Work{}, workToBinding).
-		Complete(r)
+	builder := ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New()).
+		Watches(&workv1alpha1.Work{}, workToBinding)
+	if namespaced {
+		// A changed ConfigMap or Secret reaches the clusters of the workloads that take it along.
+		dependents := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			list := &workv1alpha1.ResourceBindingList{}
+			if err := mgr.GetClient().List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			for _, b := range list.Items {
+				if b.Spec.PropagateDeps {
+					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+				}
+			}
+			return out
+		})
+		builder = builder.Watches(&corev1.ConfigMap{}, dependents).Watches(&corev1.Secret{}, dependents)
+	}
+	return builder.Complete(r)
 }
 
 // WorkName is the name of a binding's Work in every cluster namespace: NAMESPACE.NAME for a namespaced
@@ -97,8 +116,16 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	divided := spec.Placement != nil && spec.Placement.ReplicaScheduling != nil &&
 		spec.Placement.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingDivided
+	deps, err := r.dependencies(ctx, template, spec.PropagateDeps)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	for _, target := range spec.Clusters {
-		if err := r.ensureWork(ctx, b, Render(template, target, divided), target.Name); err != nil {
+		manifests := []*unstructured.Unstructured{Render(template, target, divided)}
+		for _, d := range deps {
+			manifests = append(manifests, Render(d, target, false))
+		}
+		if err := r.ensureWork(ctx, b, manifests, target.Name); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -123,17 +150,50 @@ func (r *Controller[T]) template(ctx context.Context, ref workv1alpha1.ObjectRef
 	return t, r.Client.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, t)
 }
 
+// dependencies returns the objects on the hub that the template's pods refer to, marked as dependencies,
+// when the policy asks for them (propagateDeps). Missing ones are skipped until they appear.
+func (r *Controller[T]) dependencies(ctx context.Context, template *unstructured.Unstructured, propagate bool) ([]*unstructured.Unstructured, error) {
+	if !propagate {
+		return nil, nil
+	}
+	var out []*unstructured.Unstructured
+	for _, d := range interpreter.Dependencies(template) {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("v1")
+		obj.SetKind(d.Kind)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: template.GetNamespace(), Name: d.Name}, obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[workv1alpha1.AnnotationDependency] = "true"
+		obj.SetAnnotations(annotations)
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
 // ensureWork creates or updates the Work of one cluster; nothing is written when nothing changed.
-func (r *Controller[T]) ensureWork(ctx context.Context, b T, manifest *unstructured.Unstructured, cluster string) error {
+func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstructured.Unstructured, cluster string) error {
 	spec := b.BindingSpec()
-	raw, err := manifest.MarshalJSON()
-	if err != nil {
-		return err
+	manifests := make([]workv1alpha1.Manifest, len(rendered))
+	for i, m := range rendered {
+		raw, err := m.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		manifests[i] = workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
 	}
 	suspend := spec.Suspension != nil && (ptr.Deref(spec.Suspension.Dispatching, false) ||
 		(spec.Suspension.DispatchingOnClusters != nil && slices.Contains(spec.Suspension.DispatchingOnClusters.ClusterNames, cluster)))
 	want := workv1alpha1.WorkSpec{
-		Workload:                    workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}},
+		Workload:                    workv1alpha1.WorkloadTemplate{Manifests: manifests},
 		PreserveResourcesOnDeletion: spec.PreserveResourcesOnDeletion,
 		ConflictResolution:          spec.ConflictResolution,
 	}
@@ -144,7 +204,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, manifest *unstructu
 		want.ConflictResolution = policyv1alpha1.ConflictAbort
 	}
 	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: WorkName(b), Namespace: registration.ClusterNamespace(cluster)}}
-	err = r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
 	if apierrors.IsNotFound(err) {
 		work.Labels = workLabels(b)
 		work.Finalizers = []string{workv1alpha1.FinalizerExecution}

@@ -166,6 +166,15 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 		}
 	}
 	existing, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err == nil && obj.GetAnnotations()[workv1alpha1.AnnotationDependency] == "true" &&
+		existing.GetLabels()[workv1alpha1.LabelManagedBy] == workv1alpha1.ManagedByValue &&
+		existing.GetAnnotations()[workv1alpha1.AnnotationWork] != workRef(w) {
+		// A dependency another Work already placed here is shared, not taken over.
+		ms.Applied, ms.Health = true, workv1alpha1.ResourceHealthy
+		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue,
+			Reason: "Shared", Message: "managed by Work " + existing.GetAnnotations()[workv1alpha1.AnnotationWork]})
+		return ms
+	}
 	if err == nil && existing.GetAnnotations()[workv1alpha1.AnnotationWork] != workRef(w) && w.Spec.ConflictResolution != policyv1alpha1.ConflictOverwrite {
 		owner := "Flotilla did not create"
 		if other := existing.GetAnnotations()[workv1alpha1.AnnotationWork]; other != "" {

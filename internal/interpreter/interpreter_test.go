@@ -1,6 +1,7 @@
 package interpreter
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -79,5 +80,25 @@ func TestAggregateStatus(t *testing.T) {
 	}
 	if AggregateStatus(obj(t, `{"apiVersion":"v1","kind":"ConfigMap"}`), members, true) != nil {
 		t.Fatal("a ConfigMap has no status to aggregate")
+	}
+}
+
+func TestDependencies(t *testing.T) {
+	d := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"spec":{
+		"serviceAccountName":"runner","imagePullSecrets":[{"name":"registry"}],
+		"volumes":[{"name":"a","configMap":{"name":"files"}},{"name":"b","persistentVolumeClaim":{"claimName":"data"}},
+		           {"name":"c","projected":{"sources":[{"secret":{"name":"tls"}}]}}],
+		"containers":[{"name":"x","envFrom":[{"configMapRef":{"name":"env"}}],
+		               "env":[{"name":"P","valueFrom":{"secretKeyRef":{"name":"creds","key":"p"}}},{"name":"Q","valueFrom":{"configMapKeyRef":{"name":"env","key":"q"}}}]}]}}}}`)
+	var got []string
+	for _, dep := range Dependencies(d) {
+		got = append(got, dep.Kind+"/"+dep.Name)
+	}
+	want := "ServiceAccount/runner Secret/registry ConfigMap/files PersistentVolumeClaim/data Secret/tls ConfigMap/env Secret/creds"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if Dependencies(obj(t, `{"apiVersion":"v1","kind":"ConfigMap"}`)) != nil {
+		t.Fatal("a ConfigMap has no dependencies")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -236,6 +237,124 @@ func TestPropagation(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("propagateDeps takes the ConfigMap along, keeps it current, and removes it with the workload", func(t *testing.T) {
+		settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings", Namespace: "default"}, Data: map[string]string{"mode": "a"}}
+		if _, err := hub.Kube.CoreV1().ConfigMaps("default").Create(ctx, settings, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		d := deployment("withdeps", 1)
+		d.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "settings"}}}}
+		if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := propagationPolicy("withdeps", deploymentSelector("withdeps"), placementOn("m2"))
+		p.Spec.PropagateDeps = true
+		if err := hub.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "withdeps", map[*framework.Cluster]int32{m1: -1, m2: 1, m3: -1})
+		settingsIn := func(c *framework.Cluster) string {
+			cm, err := c.Kube.CoreV1().ConfigMaps("default").Get(ctx, "settings", metav1.GetOptions{})
+			if err != nil {
+				return "absent"
+			}
+			return cm.Data["mode"]
+		}
+		testenv.Eventually(t, time.Minute, "the ConfigMap follows", func() error {
+			if got := settingsIn(m2); got != "a" {
+				return fmt.Errorf("m2 has settings %s", got)
+			}
+			return nil
+		})
+		settings.Data["mode"] = "b"
+		if _, err := hub.Kube.CoreV1().ConfigMaps("default").Update(ctx, settings, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "a change of the ConfigMap follows", func() error {
+			if got := settingsIn(m2); got != "b" {
+				return fmt.Errorf("m2 has settings %s", got)
+			}
+			return nil
+		})
+		if settingsIn(m1) != "absent" {
+			t.Fatal("the ConfigMap went to a cluster the workload does not run on")
+		}
+		if err := hub.Kube.AppsV1().Deployments("default").Delete(ctx, "withdeps", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "the ConfigMap leaves with the workload", func() error {
+			if got := settingsIn(m2); got != "absent" {
+				return fmt.Errorf("m2 still has settings %s", got)
+			}
+			return nil
+		})
+	})
+
+	t.Run("killing the hub while it propagates 50 objects loses and duplicates nothing", func(t *testing.T) {
+		p := &policyv1alpha1.PropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "many", Namespace: "default"},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment",
+					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"batch": "many"}}}},
+				Placement: placementOn("m1", "m3"),
+			},
+		}
+		if err := hub.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			d := deployment(fmt.Sprintf("many-%02d", i), 1)
+			d.Labels = map[string]string{"batch": "many"}
+			if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if i == 25 {
+				hub.KillAndRestart()
+			}
+		}
+		testenv.Eventually(t, 3*time.Minute, "all 50 run once in m1 and m3", func() error {
+			for _, c := range []*framework.Cluster{m1, m3} {
+				list, err := c.Kube.AppsV1().Deployments("default").List(ctx, metav1.ListOptions{LabelSelector: "batch=many"})
+				if err != nil {
+					return err
+				}
+				available := 0
+				for _, d := range list.Items {
+					if d.Status.AvailableReplicas == 1 {
+						available++
+					}
+				}
+				if len(list.Items) != 50 || available != 50 {
+					return fmt.Errorf("%s: %d Deployments, %d available", c.Name, len(list.Items), available)
+				}
+			}
+			return nil
+		})
+		rbs := &workv1alpha1.ResourceBindingList{}
+		if err := hub.Client.List(ctx, rbs, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		works := &workv1alpha1.WorkList{}
+		if err := hub.Client.List(ctx, works); err != nil {
+			t.Fatal(err)
+		}
+		manyBindings, manyWorks := 0, 0
+		for _, b := range rbs.Items {
+			if strings.HasPrefix(b.Name, "many-") {
+				manyBindings++
+			}
+		}
+		for _, w := range works.Items {
+			if strings.HasPrefix(w.Name, "default.many-") {
+				manyWorks++
+			}
+		}
+		if manyBindings != 50 || manyWorks != 100 {
+			t.Fatalf("%d bindings and %d Works, want 50 and 100", manyBindings, manyWorks)
+		}
 	})
 
 	t.Run("deleting the template removes it everywhere", func(t *testing.T) {

@@ -12,6 +12,10 @@ const (
 	ManagedByValue = "flotilla"
 	AnnotationWork = "work.flotilla.io/work"
 
+	// AnnotationDependency on a rendered manifest marks an object that follows a workload (propagateDeps).
+	// Several Works may carry the same dependency; the first to create it in a member manages it.
+	AnnotationDependency = "work.flotilla.io/dependency"
+
 	// AnnotationTemplateGeneration on a rendered manifest is the template generation it was rendered from.
 	AnnotationTemplateGeneration = "work.flotilla.io/template-generation"
 

@@ -104,6 +104,13 @@ func (c *Cluster) Restart() {
 // Kill stops the process with SIGKILL.
 func (c *Cluster) Kill() { c.proc.Kill() }
 
+// KillAndRestart stops the process with SIGKILL and starts it again on the same data directory and port.
+func (c *Cluster) KillAndRestart() {
+	c.t.Helper()
+	c.proc.Kill()
+	c.start()
+}
+
 // Freeze stops the process (SIGSTOP) without ending it, as a hung machine would; Resume continues it.
 func (c *Cluster) Freeze() {
 	if err := c.proc.Signal(syscall.SIGSTOP); err != nil {
