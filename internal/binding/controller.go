@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,18 +36,20 @@ type binding interface {
 
 // Controller keeps a binding's Works and status.
 type Controller[T binding] struct {
-	Client client.Client
-	New    func() T
+	Client   client.Client
+	Recorder events.EventRecorder
+	New      func() T
 }
 
 // Setup registers the controller for both binding kinds; a change of one of its Works brings the binding
 // back.
 func Setup(mgr ctrl.Manager) error {
-	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(),
+	recorder := mgr.GetEventRecorder("flotilla-binding")
+	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder,
 		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, true); err != nil {
 		return err
 	}
-	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(),
+	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder,
 		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, false)
 }
 

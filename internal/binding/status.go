@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,10 @@ func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructur
 		items = append(items, item)
 	}
 	status.AggregatedStatus = items
+	before := map[string]metav1.ConditionStatus{}
+	for _, c := range status.Conditions {
+		before[c.Type] = c.Status
+	}
 	meta.SetStatusCondition(&status.Conditions, condition(workv1alpha1.ConditionFullyApplied, applied, b.GetGeneration(),
 		"Applied", "applied in every target cluster", "NotApplied", fmt.Sprintf("not applied yet in %v", notApplied)))
 	meta.SetStatusCondition(&status.Conditions, condition(workv1alpha1.ConditionHealthy, healthy, b.GetGeneration(),
@@ -75,6 +80,7 @@ func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructur
 		if err := r.Client.Status().Update(ctx, b); err != nil {
 			return err
 		}
+		r.recordTransitions(template, before, status.Conditions)
 	}
 	return r.aggregateTemplate(ctx, template, memberStatuses, caughtUp)
 }
@@ -93,6 +99,24 @@ func (r *Controller[T]) aggregateTemplate(ctx context.Context, template *unstruc
 		return err
 	}
 	return r.Client.Status().Patch(ctx, template, client.RawPatch("application/merge-patch+json", patch))
+}
+
+// recordTransitions puts an event on the template when it becomes (or stops being) applied or healthy
+// everywhere.
+func (r *Controller[T]) recordTransitions(template *unstructured.Unstructured, before map[string]metav1.ConditionStatus, after []metav1.Condition) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, c := range after {
+		if c.Type == workv1alpha1.ConditionScheduled || before[c.Type] == c.Status {
+			continue
+		}
+		eventType := corev1.EventTypeNormal
+		if c.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(template, nil, eventType, c.Reason, c.Type, c.Message)
+	}
 }
 
 func workOf(works []workv1alpha1.Work, cluster string) *workv1alpha1.Work {

@@ -1,0 +1,57 @@
+package binding
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+func parse(t *testing.T, doc string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := utiljson.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestRender(t *testing.T) {
+	template := parse(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"shop",
+		"uid":"u","resourceVersion":"9","generation":4,"creationTimestamp":"2026-01-01T00:00:00Z","managedFields":[{}],
+		"labels":{"app":"web","propagationpolicy.flotilla.io/name":"p","propagationpolicy.flotilla.io/namespace":"shop"},
+		"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","team":"a"}},
+		"spec":{"replicas":6},"status":{"replicas":6}}`)
+	m := Render(template, workv1alpha1.TargetCluster{Name: "m1", Replicas: 2}, true)
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
+		if _, found, _ := unstructured.NestedFieldNoCopy(m.Object, "metadata", f); found {
+			t.Errorf("metadata.%s kept", f)
+		}
+	}
+	if _, found := m.Object["status"]; found {
+		t.Error("status kept")
+	}
+	if got := m.GetLabels(); len(got) != 1 || got["app"] != "web" {
+		t.Errorf("labels %v", got)
+	}
+	if got := m.GetAnnotations(); got["team"] != "a" || got[workv1alpha1.AnnotationTemplateGeneration] != "4" || len(got) != 2 {
+		t.Errorf("annotations %v", got)
+	}
+	if r, _, _ := unstructured.NestedInt64(m.Object, "spec", "replicas"); r != 2 {
+		t.Errorf("divided replicas %d, want 2", r)
+	}
+	if r, _, _ := unstructured.NestedInt64(Render(template, workv1alpha1.TargetCluster{Name: "m1", Replicas: 6}, false).Object, "spec", "replicas"); r != 6 {
+		t.Errorf("duplicated replicas %d, want 6", r)
+	}
+	if r, _, _ := unstructured.NestedInt64(template.Object, "spec", "replicas"); r != 6 {
+		t.Error("rendering changed the template")
+	}
+
+	svc := Render(parse(t, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"clusterIP":"10.96.0.7","clusterIPs":["10.96.0.7"],"ports":[{"port":80}]}}`),
+		workv1alpha1.TargetCluster{Name: "m1"}, false)
+	if _, found, _ := unstructured.NestedFieldNoCopy(svc.Object, "spec", "clusterIP"); found {
+		t.Error("the hub's cluster IP went to the member")
+	}
+}
