@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -33,11 +32,9 @@ func newTokenCreateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			caPEM := cfg.CAData
-			if len(caPEM) == 0 && cfg.CAFile != "" {
-				if caPEM, err = os.ReadFile(cfg.CAFile); err != nil {
-					return err
-				}
+			caPEM, err := registration.HubCA(cfg)
+			if err != nil {
+				return err
 			}
 			hash, err := registration.CAHash(caPEM)
 			if err != nil {

@@ -201,12 +201,9 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 // publishForAgents publishes the hub's address and CA for agents' discovery, and lets bootstrap tokens file
 // CSRs.
 func (h *Hub) publishForAgents(ctx context.Context) error {
-	caPEM := h.Config.CAData
-	if len(caPEM) == 0 && h.Config.CAFile != "" {
-		var err error
-		if caPEM, err = os.ReadFile(h.Config.CAFile); err != nil {
-			return err
-		}
+	caPEM, err := registration.HubCA(h.Config)
+	if err != nil {
+		return err
 	}
 	c, err := client.New(h.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {

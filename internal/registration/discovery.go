@@ -10,10 +10,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 )
@@ -30,6 +32,14 @@ func CAHash(caPEM []byte) (string, error) {
 	}
 	sum := sha256.Sum256(certs[0].RawSubjectPublicKeyInfo)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// HubCA returns the CA a client configuration for the hub trusts, from its data or its file.
+func HubCA(cfg *rest.Config) ([]byte, error) {
+	if len(cfg.CAData) > 0 || cfg.CAFile == "" {
+		return cfg.CAData, nil
+	}
+	return os.ReadFile(cfg.CAFile)
 }
 
 // DiscoverCA fetches the hub's CA from its public cluster-info and accepts it only when its pin equals
