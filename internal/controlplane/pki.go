@@ -5,10 +5,8 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -99,16 +97,6 @@ func (p PKI) Ensure(hosts []string) error {
 		}
 	}
 	return p.ensureServiceAccountKey()
-}
-
-// CAHash returns the pin of the cluster CA, "sha256:<hex of the SubjectPublicKeyInfo>", as kubeadm prints it.
-func (p PKI) CAHash() (string, error) {
-	certs, err := certutil.CertsFromFile(p.CACert())
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(certs[0].RawSubjectPublicKeyInfo)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 func (p PKI) ensureCA(certFile, keyFile, cn string) (*x509.Certificate, crypto.Signer, error) {
