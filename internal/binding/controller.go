@@ -6,10 +6,12 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -61,8 +63,26 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], namespace
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: l[workv1alpha1.LabelBindingNamespace], Name: l[workv1alpha1.LabelBindingName]}}}
 	})
+	// A changed override policy re-renders the bindings it may touch: a cluster policy every binding of this
+	// kind, a namespaced one those of its namespace.
+	overridden := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := listOf(namespaced)
+		if err := mgr.GetClient().List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		items, _ := meta.ExtractList(list)
+		out := make([]reconcile.Request, 0, len(items))
+		for _, item := range items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(item.(client.Object))})
+		}
+		return out
+	})
 	builder := ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New()).
-		Watches(&workv1alpha1.Work{}, workToBinding)
+		Watches(&workv1alpha1.Work{}, workToBinding).
+		Watches(&policyv1alpha1.ClusterOverridePolicy{}, overridden)
+	if namespaced {
+		builder = builder.Watches(&policyv1alpha1.OverridePolicy{}, overridden)
+	}
 	if namespaced {
 		// A changed ConfigMap or Secret reaches the clusters of the workloads that take it along.
 		dependents := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -81,6 +101,13 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], namespace
 		builder = builder.Watches(&corev1.ConfigMap{}, dependents).Watches(&corev1.Secret{}, dependents)
 	}
 	return builder.Complete(r)
+}
+
+func listOf(namespaced bool) client.ObjectList {
+	if namespaced {
+		return &workv1alpha1.ResourceBindingList{}
+	}
+	return &workv1alpha1.ClusterResourceBindingList{}
 }
 
 // WorkName is the name of a binding's Work in every cluster namespace: NAMESPACE.NAME for a namespaced
@@ -123,15 +150,27 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	overrides, err := r.overridePolicies(ctx, template.GetNamespace())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var overrideErrs []string
 	for _, target := range spec.Clusters {
 		manifests := []*unstructured.Unstructured{Render(template, target, divided)}
 		for _, d := range deps {
 			manifests = append(manifests, Render(d, target, false))
 		}
-		if err := r.ensureWork(ctx, b, manifests, target.Name); err != nil {
+		applied, err := r.override(ctx, manifests, target.Name, overrides)
+		if err != nil {
+			// Never a half-applied manifest: this cluster's Work keeps its last good version.
+			overrideErrs = append(overrideErrs, target.Name+": "+err.Error())
+			continue
+		}
+		if err := r.ensureWork(ctx, b, manifests, applied, target.Name); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	setOverridden(b.BindingStatus(), b.GetGeneration(), overrideErrs)
 	for i := range works.Items {
 		w := &works.Items[i]
 		if !slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return registration.ClusterNamespace(t.Name) == w.Namespace }) {
@@ -183,7 +222,7 @@ func (r *Controller[T]) dependencies(ctx context.Context, template *unstructured
 }
 
 // ensureWork creates or updates the Work of one cluster; nothing is written when nothing changed.
-func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstructured.Unstructured, cluster string) error {
+func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstructured.Unstructured, overrides []string, cluster string) error {
 	spec := b.BindingSpec()
 	manifests := make([]workv1alpha1.Manifest, len(rendered))
 	for i, m := range rendered {
@@ -208,19 +247,28 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	}
 	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: WorkName(b), Namespace: registration.ClusterNamespace(cluster)}}
 	err := r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
+	annotation := strings.Join(overrides, ",")
 	if apierrors.IsNotFound(err) {
 		work.Labels = workLabels(b)
 		work.Finalizers = []string{workv1alpha1.FinalizerExecution}
+		if annotation != "" {
+			work.Annotations = map[string]string{workv1alpha1.AnnotationOverrides: annotation}
+		}
 		work.Spec = want
 		return r.Client.Create(ctx, work)
 	}
 	if err != nil {
 		return err
 	}
-	if equality.Semantic.DeepEqual(work.Spec, want) {
+	if equality.Semantic.DeepEqual(work.Spec, want) && work.Annotations[workv1alpha1.AnnotationOverrides] == annotation {
 		return nil
 	}
 	work.Spec = want
+	if annotation == "" {
+		delete(work.Annotations, workv1alpha1.AnnotationOverrides)
+	} else {
+		metav1.SetMetaDataAnnotation(&work.ObjectMeta, workv1alpha1.AnnotationOverrides, annotation)
+	}
 	return r.Client.Update(ctx, work)
 }
 

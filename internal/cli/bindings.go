@@ -15,6 +15,7 @@ import (
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // printBindings prints bindings as a table: where each template runs and how it is doing.
@@ -86,8 +87,19 @@ func newStatusCommand() *cobra.Command {
 			for _, cond := range status.Conditions {
 				fmt.Fprintf(out, "  %s=%s  %s\n", cond.Type, cond.Status, cond.Message)
 			}
+			works := &workv1alpha1.WorkList{}
+			if err := c.List(cmd.Context(), works, client.MatchingLabels{workv1alpha1.LabelBindingName: b.GetName(),
+				workv1alpha1.LabelBindingNamespace: b.GetNamespace()}); err != nil {
+				return err
+			}
+			overrides := map[string]string{}
+			for _, w := range works.Items {
+				if cluster, ok := registration.ClusterOfNamespace(w.Namespace); ok {
+					overrides[cluster] = w.Annotations[workv1alpha1.AnnotationOverrides]
+				}
+			}
 			w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-			fmt.Fprintln(w, "CLUSTER\tREPLICAS\tAPPLIED\tHEALTH\tMESSAGE")
+			fmt.Fprintln(w, "CLUSTER\tREPLICAS\tAPPLIED\tHEALTH\tOVERRIDES\tMESSAGE")
 			for _, item := range status.AggregatedStatus {
 				replicas := int32(0)
 				for _, t := range spec.Clusters {
@@ -95,7 +107,8 @@ func newStatusCommand() *cobra.Command {
 						replicas = t.Replicas
 					}
 				}
-				fmt.Fprintf(w, "%s\t%d\t%v\t%s\t%s\n", item.ClusterName, replicas, item.Applied, orDash(string(item.Health)), orDash(item.AppliedMessage))
+				fmt.Fprintf(w, "%s\t%d\t%v\t%s\t%s\t%s\n", item.ClusterName, replicas, item.Applied, orDash(string(item.Health)),
+					orDash(overrides[item.ClusterName]), orDash(item.AppliedMessage))
 			}
 			return w.Flush()
 		},

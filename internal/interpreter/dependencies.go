@@ -26,6 +26,12 @@ var podSpecPath = map[schema.GroupKind][]string{
 	{Kind: "Pod"}:                        {"spec"},
 }
 
+// PodSpecPath returns where a kind keeps its pod spec; ok is false for kinds without pods.
+func PodSpecPath(gk schema.GroupKind) (path []string, ok bool) {
+	path, ok = podSpecPath[gk]
+	return slices.Clone(path), ok
+}
+
 // Dependencies lists the ConfigMaps, Secrets, ServiceAccount and PVCs a workload's pods refer to, each once,
 // in a stable order. Kinds without pods have none.
 func Dependencies(obj *unstructured.Unstructured) []Dependency {

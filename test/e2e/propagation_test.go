@@ -10,7 +10,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -288,6 +290,80 @@ func TestPropagation(t *testing.T) {
 		testenv.Eventually(t, time.Minute, "the ConfigMap leaves with the workload", func() error {
 			if got := settingsIn(m2); got != "absent" {
 				return fmt.Errorf("m2 still has settings %s", got)
+			}
+			return nil
+		})
+	})
+
+	t.Run("override policies adapt the manifest per cluster, all or nothing", func(t *testing.T) {
+		if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, deployment("tuned", 1), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := hub.Client.Create(ctx, propagationPolicy("tuned", deploymentSelector("tuned"), placementOn("m1", "m3"))); err != nil {
+			t.Fatal(err)
+		}
+		op := &policyv1alpha1.OverridePolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "tuned", Namespace: "default"},
+			Spec: policyv1alpha1.OverrideSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{deploymentSelector("tuned")},
+				OverrideRules: []policyv1alpha1.RuleWithCluster{{
+					TargetCluster: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"m1"}},
+					Overriders: policyv1alpha1.Overriders{
+						ImageOverrider: []policyv1alpha1.ImageOverrider{{Component: "Registry", Operator: "replace", Value: "mirror.eu"}},
+						Plaintext:      []policyv1alpha1.PlaintextOverrider{{Path: "/spec/replicas", Operator: "replace", Value: &apiextensionsv1.JSON{Raw: []byte("3")}}},
+					},
+				}},
+			},
+		}
+		if err := hub.Client.Create(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+		imageIn := func(c *framework.Cluster) string {
+			_, d, _ := replicasIn(ctx, c, "tuned")
+			if d == nil {
+				return "absent"
+			}
+			return fmt.Sprintf("%s x%d", d.Spec.Template.Spec.Containers[0].Image, ptr.Deref(d.Spec.Replicas, 1))
+		}
+		testenv.Eventually(t, time.Minute, "m1 gets the override, m3 does not", func() error {
+			if a, b := imageIn(m1), imageIn(m3); a != "mirror.eu/nginx x3" || b != "nginx x1" {
+				return fmt.Errorf("m1 %s, m3 %s", a, b)
+			}
+			return nil
+		})
+		if out := hub.Flotilla("status", "deployment/tuned", "-n", "default"); !strings.Contains(out, "OverridePolicy/default/tuned") {
+			t.Fatalf("status does not show the override:\n%s", out)
+		}
+		// A rule that cannot apply is reported on the binding; m1 keeps its last good manifest.
+		if err := hub.Client.Get(ctx, client.ObjectKeyFromObject(op), op); err != nil {
+			t.Fatal(err)
+		}
+		op.Spec.OverrideRules[0].Overriders.Plaintext = append(op.Spec.OverrideRules[0].Overriders.Plaintext,
+			policyv1alpha1.PlaintextOverrider{Path: "/spec/nothing/here", Operator: "replace", Value: &apiextensionsv1.JSON{Raw: []byte("1")}})
+		op.Spec.OverrideRules[0].Overriders.ImageOverrider[0].Value = "mirror.other"
+		if err := hub.Client.Update(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "the binding says the override fails", func() error {
+			rb := &workv1alpha1.ResourceBinding{}
+			if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "tuned-deployment"}, rb); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionOverridden)
+			if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "/spec/nothing/here") {
+				return fmt.Errorf("condition %+v", c)
+			}
+			return nil
+		})
+		if got := imageIn(m1); got != "mirror.eu/nginx x3" {
+			t.Fatalf("m1 runs %s: a failing override must not half-apply", got)
+		}
+		if err := hub.Client.Delete(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, time.Minute, "without the policy m1 runs the template as is", func() error {
+			if got := imageIn(m1); got != "nginx x1" {
+				return fmt.Errorf("m1 %s", got)
 			}
 			return nil
 		})

@@ -19,6 +19,14 @@ const (
 	// AnnotationTemplateGeneration on a rendered manifest is the template generation it was rendered from.
 	AnnotationTemplateGeneration = "work.flotilla.io/template-generation"
 
+	// AnnotationOverrides on a Work lists the override policies that changed its manifests, in the order
+	// they applied.
+	AnnotationOverrides = "work.flotilla.io/overrides"
+
+	// ConditionOverridden on a binding is False when an override policy cannot apply to it; the Works keep
+	// their last good manifests.
+	ConditionOverridden = "Overridden"
+
 	// FinalizerExecution keeps a Work until its objects are removed from the member (or released).
 	FinalizerExecution = "work.flotilla.io/execution"
 	// FinalizerBinding keeps a binding until its Works are gone.

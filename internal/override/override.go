@@ -1,0 +1,142 @@
+// Package override changes a rendered manifest for one cluster according to the OverridePolicies and
+// ClusterOverridePolicies that select it. ClusterOverridePolicies apply first, then OverridePolicies, each
+// kind in name order; within a rule the overriders apply in a fixed order: image, command, args, labels,
+// annotations, field, plaintext. Either every change applies or none does: an error leaves the manifest as it
+// was and says which policy and overrider failed.
+package override
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+)
+
+// Policy is an OverridePolicy (Namespace set) or a ClusterOverridePolicy.
+type Policy struct {
+	Namespace, Name string
+	Spec            *policyv1alpha1.OverrideSpec
+}
+
+// ID names the policy as the Work records it.
+func (p Policy) ID() string {
+	if p.Namespace == "" {
+		return "ClusterOverridePolicy/" + p.Name
+	}
+	return "OverridePolicy/" + p.Namespace + "/" + p.Name
+}
+
+// Sort orders policies as they apply: cluster policies first, then by namespace and name.
+func Sort(policies []Policy) {
+	slices.SortFunc(policies, func(a, b Policy) int {
+		if (a.Namespace == "") != (b.Namespace == "") {
+			if a.Namespace == "" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+}
+
+// selects reports whether a policy selects the template the manifest was rendered from. Omitted selectors
+// select everything the policy can see; an OverridePolicy sees only its own namespace.
+func (p Policy) selects(m *unstructured.Unstructured) bool {
+	if p.Namespace != "" && p.Namespace != m.GetNamespace() {
+		return false
+	}
+	if len(p.Spec.ResourceSelectors) == 0 {
+		return true
+	}
+	cp := detector.Policy{Namespace: p.Namespace, Name: p.Name, Spec: &policyv1alpha1.PropagationSpec{ResourceSelectors: p.Spec.ResourceSelectors}}
+	return detector.Choose(m, []detector.Policy{cp}, nil) != nil
+}
+
+// Apply changes manifest for cluster with every rule of policies (sorted with Sort) that selects it and
+// targets the cluster, and returns the IDs of the policies that changed something. On error the manifest is
+// unchanged.
+func Apply(manifest *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster, policies []Policy) ([]string, error) {
+	work := manifest.DeepCopy()
+	var applied []string
+	for _, p := range policies {
+		if !p.selects(work) {
+			continue
+		}
+		used := false
+		for i, rule := range p.Spec.OverrideRules {
+			if rule.TargetCluster != nil && !scheduler.AffinityMatches(rule.TargetCluster, cluster) {
+				continue
+			}
+			if err := applyOverriders(work, &rule.Overriders); err != nil {
+				return nil, fmt.Errorf("%s, overrideRules[%d]: %w", p.ID(), i, err)
+			}
+			used = true
+		}
+		if used {
+			applied = append(applied, p.ID())
+		}
+	}
+	manifest.Object = work.Object
+	return applied, nil
+}
+
+func applyOverriders(m *unstructured.Unstructured, o *policyv1alpha1.Overriders) error {
+	for i, io := range o.ImageOverrider {
+		if err := overrideImages(m, io); err != nil {
+			return fmt.Errorf("imageOverrider[%d]: %w", i, err)
+		}
+	}
+	for i, c := range o.CommandOverrider {
+		if err := overrideCommandArgs(m, c, "command"); err != nil {
+			return fmt.Errorf("commandOverrider[%d]: %w", i, err)
+		}
+	}
+	for i, c := range o.ArgsOverrider {
+		if err := overrideCommandArgs(m, c, "args"); err != nil {
+			return fmt.Errorf("argsOverrider[%d]: %w", i, err)
+		}
+	}
+	for _, l := range o.LabelsOverrider {
+		m.SetLabels(overrideMap(m.GetLabels(), l))
+	}
+	for _, a := range o.AnnotationsOverrider {
+		m.SetAnnotations(overrideMap(m.GetAnnotations(), a))
+	}
+	for i, f := range o.FieldOverrider {
+		if err := overrideField(m, f); err != nil {
+			return fmt.Errorf("fieldOverrider[%d]: %w", i, err)
+		}
+	}
+	if len(o.Plaintext) > 0 {
+		if err := overridePlaintext(m, o.Plaintext); err != nil {
+			return fmt.Errorf("plaintext: %w", err)
+		}
+	}
+	return nil
+}
+
+// overrideMap adds (or overwrites), replaces (existing keys only) or removes keys of labels or annotations.
+func overrideMap(current map[string]string, o policyv1alpha1.LabelAnnotationOverrider) map[string]string {
+	if current == nil {
+		current = map[string]string{}
+	}
+	for k, v := range o.Value {
+		switch o.Operator {
+		case policyv1alpha1.OverriderOpAdd:
+			current[k] = v
+		case policyv1alpha1.OverriderOpReplace:
+			if _, ok := current[k]; ok {
+				current[k] = v
+			}
+		case policyv1alpha1.OverriderOpRemove:
+			delete(current, k)
+		}
+	}
+	return current
+}
