@@ -44,10 +44,12 @@ verify: generate
 ## test: every tier — verify, unit, integration, e2e — and no process left behind
 test: verify test-unit test-integration test-e2e no-leftovers
 
-## test-unit: fast tests of pure logic
+## test-unit: fast tests of pure logic, and a short run of each fuzz target
 test-unit:
 	$(GO) test $(UNIT_PKGS)
 	cd api && $(GO) test ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime 5s ./internal/override
+	$(GO) test -run '^$$' -fuzz '^FuzzAffinityMatches$$' -fuzztime 5s ./internal/scheduler
 
 ## test-integration: real control planes in-process and hub processes started by the tests
 test-integration:

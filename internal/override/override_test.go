@@ -13,7 +13,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 )
 
-func manifest(t *testing.T, doc string) *unstructured.Unstructured {
+func manifest(t testing.TB, doc string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := utiljson.Unmarshal([]byte(doc), &u.Object); err != nil {
