@@ -11,7 +11,8 @@ import (
 
 // assignReplicas gives each feasible cluster its replicas. Duplicated (the default when replicaScheduling
 // is omitted, and for kinds without replicas): every cluster runs them all. Divided: the replicas are shared
-// by static weight (equal weights when none are given); a cluster no weight entry selects gets none.
+// by static weight (equal weights when none are given; a cluster no weight entry selects gets none), by
+// dynamic weight (each cluster's room for more replicas), or Aggregated into the fewest clusters with room.
 func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster) []workv1alpha1.TargetCluster {
 	rs := (*policyv1alpha1.ReplicaSchedulingStrategy)(nil)
 	if b.Placement != nil {
@@ -25,8 +26,24 @@ func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1al
 		return sortedByName(out)
 	}
 	weights := make([]int64, len(feasible))
-	for i, c := range feasible {
-		weights[i] = staticWeight(rs.WeightPreference, c)
+	switch {
+	case rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionAggregated:
+		feasible, weights = aggregate(b, feasible)
+	case rs.WeightPreference != nil && rs.WeightPreference.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas:
+		var total int64
+		for i, c := range feasible {
+			weights[i] = availableReplicas(b, c)
+			total += weights[i]
+		}
+		if total == 0 { // no room reported anywhere: share equally rather than not at all
+			for i := range weights {
+				weights[i] = 1
+			}
+		}
+	default:
+		for i, c := range feasible {
+			weights[i] = staticWeight(rs.WeightPreference, c)
+		}
 	}
 	return sortedByName(divide(b.Replicas, feasible, weights, b.Clusters))
 }

@@ -82,7 +82,8 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	spec, status := b.BindingSpec(), b.BindingStatus()
-	targets, err := r.Framework.Schedule(spec, clusters.Items)
+	result, err := r.Framework.Schedule(spec, clusters.Items, status.SchedulerObservedAffinityName)
+	targets := result.Clusters
 	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: b.GetGeneration()}
 	if err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonNoClusterFit, err.Error()
@@ -97,9 +98,16 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			}
 		}
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonScheduled, "placed on "+describe(targets)
+		if result.AffinityName != "" {
+			cond.Message += " (affinity group " + result.AffinityName + ")"
+		}
 		cond.ObservedGeneration = b.GetGeneration()
 	}
 	changed := meta.SetStatusCondition(&status.Conditions, cond)
+	if err == nil && status.SchedulerObservedAffinityName != result.AffinityName {
+		status.SchedulerObservedAffinityName = result.AffinityName
+		changed = true
+	}
 	if err == nil && status.SchedulerObservedGeneration != b.GetGeneration() {
 		status.SchedulerObservedGeneration = b.GetGeneration()
 		now := metav1.Now()

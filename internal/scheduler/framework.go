@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
@@ -61,9 +62,39 @@ func (e *NoFitError) Error() string {
 	return fmt.Sprintf("0/%d clusters fit: %s", len(e.Reasons), strings.Join(parts, "; "))
 }
 
-// Schedule returns the clusters for a binding and their replicas. Clusters are considered in name order so
-// results are deterministic.
-func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, error) {
+// Result is a placement: the clusters with their replicas and, with clusterAffinities, the group used.
+type Result struct {
+	Clusters     []workv1alpha1.TargetCluster
+	AffinityName string
+}
+
+// Schedule places a binding. With clusterAffinities the groups are tried in order, starting with the group
+// in use (observedAffinity), so a binding falls through to the next group when its group cannot host it and
+// does not move back on its own. Clusters are considered in name order so results are deterministic.
+func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, observedAffinity string) (Result, error) {
+	if b.Placement == nil || len(b.Placement.ClusterAffinities) == 0 {
+		targets, err := f.scheduleOne(b, clusters)
+		return Result{Clusters: targets}, err
+	}
+	terms := b.Placement.ClusterAffinities
+	start := max(0, slices.IndexFunc(terms, func(t policyv1alpha1.ClusterAffinityTerm) bool { return t.AffinityName == observedAffinity }))
+	var reasons []string
+	for _, term := range terms[start:] {
+		spec := *b
+		placement := *b.Placement
+		placement.ClusterAffinity, placement.ClusterAffinities = &term.ClusterAffinity, nil
+		spec.Placement = &placement
+		targets, err := f.scheduleOne(&spec, clusters)
+		if err == nil {
+			return Result{Clusters: targets, AffinityName: term.AffinityName}, nil
+		}
+		reasons = append(reasons, fmt.Sprintf("group %s: %v", term.AffinityName, err))
+	}
+	return Result{}, fmt.Errorf("no clusterAffinities group fits: %s", strings.Join(reasons, "; "))
+}
+
+// scheduleOne filters, ranks, spreads and assigns replicas under one cluster affinity.
+func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, error) {
 	reasons := map[string]string{}
 	var feasible []*clusterv1alpha1.Cluster
 	for i := range clusters {
@@ -90,6 +121,13 @@ func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clu
 	slices.SortFunc(feasible, func(a, c *clusterv1alpha1.Cluster) int {
 		return cmp.Or(cmp.Compare(scores[c.Name], scores[a.Name]), cmp.Compare(a.Name, c.Name))
 	})
+	if b.Placement != nil {
+		picked, err := spread(b.Placement.SpreadConstraints, feasible)
+		if err != nil {
+			return nil, err
+		}
+		feasible = picked
+	}
 	return assignReplicas(b, feasible), nil
 }
 

@@ -20,7 +20,7 @@ func BenchmarkSchedule(b *testing.B) {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := f.Schedule(spec, clusters); err != nil {
+				if _, err := f.Schedule(spec, clusters, ""); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -80,7 +80,8 @@ func TestSchedule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Default().Schedule(tt.binding, tt.clusters)
+			res, err := Default().Schedule(tt.binding, tt.clusters, "")
+			got := res.Clusters
 			if tt.wantErr != "" {
 				var nofit *NoFitError
 				if !errors.As(err, &nofit) || err.Error() != tt.wantErr {

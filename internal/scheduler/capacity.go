@@ -1,0 +1,74 @@
+package scheduler
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// availableReplicas is how many more replicas of a binding a cluster can take, from its resource summary:
+// the least, over pods and every requested resource, of (allocatable − allocated − allocating) ÷ request.
+func availableReplicas(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) int64 {
+	rs := c.Status.ResourceSummary
+	if rs == nil {
+		return 0
+	}
+	free := func(name corev1.ResourceName) resource.Quantity {
+		q := rs.Allocatable[name].DeepCopy()
+		q.Sub(rs.Allocated[name])
+		q.Sub(rs.Allocating[name])
+		return q
+	}
+	available := int64(math.MaxInt32)
+	if _, ok := rs.Allocatable[corev1.ResourcePods]; ok {
+		pods := free(corev1.ResourcePods)
+		available = pods.Value()
+	}
+	if b.ReplicaRequirements != nil {
+		for name, request := range b.ReplicaRequirements.ResourceRequest {
+			if request.IsZero() {
+				continue
+			}
+			f := free(name)
+			available = min(available, f.MilliValue()/request.MilliValue())
+		}
+	}
+	return max(available, 0)
+}
+
+// aggregate keeps the fewest clusters (most room first, then rank) whose room fits the replicas, and weighs
+// them by that room. When even every cluster together lacks the room, all are kept.
+func aggregate(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster) ([]*clusterv1alpha1.Cluster, []int64) {
+	type room struct {
+		c     *clusterv1alpha1.Cluster
+		n     int64
+		index int
+	}
+	rooms := make([]room, len(feasible))
+	for i, c := range feasible {
+		rooms[i] = room{c, availableReplicas(b, c), i}
+	}
+	slices.SortFunc(rooms, func(a, c room) int { return cmp.Or(cmp.Compare(c.n, a.n), cmp.Compare(a.index, c.index)) })
+	var chosen []*clusterv1alpha1.Cluster
+	var weights []int64
+	var total int64
+	for _, r := range rooms {
+		if total >= int64(b.Replicas) {
+			break
+		}
+		chosen, weights = append(chosen, r.c), append(weights, r.n)
+		total += r.n
+	}
+	if total == 0 {
+		for i := range weights {
+			weights[i] = 1
+		}
+	}
+	return chosen, weights
+}

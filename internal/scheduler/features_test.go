@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+func withRoom(c clusterv1alpha1.Cluster, cpu string) clusterv1alpha1.Cluster {
+	c.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("110")},
+	}
+	return c
+}
+
+func TestSpreadConstraints(t *testing.T) {
+	clusters := []clusterv1alpha1.Cluster{cluster("a", "eu"), cluster("b", "eu"), cluster("c", "us")}
+	spreadBy := func(s ...policyv1alpha1.SpreadConstraint) *workv1alpha1.ResourceBindingSpec {
+		return deployment(2, &policyv1alpha1.Placement{SpreadConstraints: s})
+	}
+	tests := []struct {
+		name    string
+		binding *workv1alpha1.ResourceBindingSpec
+		want    string
+		wantErr string
+	}{
+		{"one cluster in each of two regions", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster", MaxGroups: 2},
+			policyv1alpha1.SpreadConstraint{SpreadByField: "region", MinGroups: 2, MaxGroups: 2}), "a=2,c=2", ""},
+		{"at most one cluster", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster", MaxGroups: 1}), "a=2", ""},
+		{"three regions wanted, two exist", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster"},
+			policyv1alpha1.SpreadConstraint{SpreadByField: "region", MinGroups: 3}), "", "spread by region needs at least 3 groups and 2 fit"},
+		{"by label", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster", MaxGroups: 3},
+			policyv1alpha1.SpreadConstraint{SpreadByLabel: "region", MaxGroups: 1}), "a=2,b=2", ""},
+		{"more clusters than allowed groups", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster", MinGroups: 4}), "",
+			"spread needs at least 4 clusters and 3 fit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Default().Schedule(tt.binding, clusters, "")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || result(res.Clusters) != tt.want {
+				t.Fatalf("got %s (%v), want %s", result(res.Clusters), err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDynamicWeightsAndAggregated(t *testing.T) {
+	clusters := []clusterv1alpha1.Cluster{withRoom(cluster("a", "eu"), "6"), withRoom(cluster("b", "eu"), "3"), withRoom(cluster("c", "us"), "1")}
+	request := &workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+
+	dynamic := deployment(5, &policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionWeighted,
+		WeightPreference: &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas}}})
+	dynamic.ReplicaRequirements = request
+	res, err := Default().Schedule(dynamic, clusters, "")
+	if err != nil || result(res.Clusters) != "a=3,b=2" {
+		t.Fatalf("dynamic weights 6:3:1 of 5: got %s (%v), want a=3,b=2", result(res.Clusters), err)
+	}
+
+	aggregated := deployment(5, &policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionAggregated}})
+	aggregated.ReplicaRequirements = request
+	if res, err := Default().Schedule(aggregated, clusters, ""); err != nil || result(res.Clusters) != "a=5" {
+		t.Fatalf("aggregated 5 into room 6: got %s (%v), want a=5", result(res.Clusters), err)
+	}
+	aggregated.Replicas = 8
+	if res, err := Default().Schedule(aggregated, clusters, ""); err != nil || result(res.Clusters) != "a=5,b=3" {
+		t.Fatalf("aggregated 8 into rooms 6 and 3: got %s (%v), want a=5,b=3", result(res.Clusters), err)
+	}
+}
+
+func TestClusterAffinitiesFallBack(t *testing.T) {
+	tainted := corev1.Taint{Key: clusterv1alpha1.TaintClusterNotReady, Effect: corev1.TaintEffectNoSchedule}
+	clusters := []clusterv1alpha1.Cluster{cluster("primary-1", "eu", tainted), cluster("backup-1", "us")}
+	groups := &policyv1alpha1.Placement{ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
+		{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"primary-1"}}},
+		{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"backup-1"}}},
+	}}
+	res, err := Default().Schedule(deployment(1, groups), clusters, "")
+	if err != nil || res.AffinityName != "backup" || result(res.Clusters) != "backup-1=1" {
+		t.Fatalf("got %s in %q (%v), want backup-1 in backup", result(res.Clusters), res.AffinityName, err)
+	}
+	clusters[0].Spec.Taints = nil
+	if res, _ := Default().Schedule(deployment(1, groups), clusters, "backup"); res.AffinityName != "backup" {
+		t.Fatalf("a binding in the backup group moved back on its own to %q", res.AffinityName)
+	}
+	if res, _ := Default().Schedule(deployment(1, groups), clusters, ""); res.AffinityName != "primary" {
+		t.Fatalf("a fresh binding starts in the first group, not %q", res.AffinityName)
+	}
+	clusters[1].Spec.Taints = []corev1.Taint{tainted}
+	clusters[0].Spec.Taints = []corev1.Taint{tainted}
+	if _, err := Default().Schedule(deployment(1, groups), clusters, ""); err == nil || !strings.Contains(err.Error(), "no clusterAffinities group fits: group primary") {
+		t.Fatalf("error = %v", err)
+	}
+}
