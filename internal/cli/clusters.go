@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -323,24 +324,28 @@ func newTaintCommand() *cobra.Command {
 				return err
 			}
 			cl := &clusterv1alpha1.Cluster{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[1]}, cl); err != nil {
-				return err
-			}
-			var kept []corev1.Taint
-			for _, t := range cl.Spec.Taints {
-				if t.Key != taint.Key || t.Effect != taint.Effect {
-					kept = append(kept, t)
+			// The hub's health monitor updates Clusters too; a conflict is read again and retried.
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[1]}, cl); err != nil {
+					return err
 				}
-			}
-			if remove && len(kept) == len(cl.Spec.Taints) {
-				return fmt.Errorf("cluster %s has no taint %s:%s", cl.Name, taint.Key, taint.Effect)
-			}
-			if !remove {
-				taint.TimeAdded = &metav1.Time{Time: time.Now()}
-				kept = append(kept, taint)
-			}
-			cl.Spec.Taints = kept
-			if err := c.Update(cmd.Context(), cl); err != nil {
+				var kept []corev1.Taint
+				for _, t := range cl.Spec.Taints {
+					if t.Key != taint.Key || t.Effect != taint.Effect {
+						kept = append(kept, t)
+					}
+				}
+				if remove && len(kept) == len(cl.Spec.Taints) {
+					return fmt.Errorf("cluster %s has no taint %s:%s", cl.Name, taint.Key, taint.Effect)
+				}
+				if !remove {
+					taint.TimeAdded = &metav1.Time{Time: time.Now()}
+					kept = append(kept, taint)
+				}
+				cl.Spec.Taints = kept
+				return c.Update(cmd.Context(), cl)
+			})
+			if err != nil {
 				return err
 			}
 			verb := "tainted"

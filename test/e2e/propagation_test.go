@@ -14,9 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -77,9 +79,9 @@ func TestPropagation(t *testing.T) {
 	ctx := context.Background()
 	hub := framework.StartHub(t, "--cluster-grace-period", "20s")
 	m1, m2, m3 := framework.StartMember(t, "m1"), framework.StartMember(t, "m2"), framework.StartMember(t, "m3")
-	framework.JoinPull(t, hub, m1)
-	framework.JoinPull(t, hub, m2)
-	framework.JoinPush(t, hub, m3)
+	framework.JoinPull(t, hub, m1, "--region", "eu-west-1", "--labels", "team=blue")
+	framework.JoinPull(t, hub, m2, "--region", "eu-west-1")
+	framework.JoinPush(t, hub, m3, "--region", "us-east-1")
 	framework.WaitClustersReady(t, hub, "m1", "m2", "m3")
 
 	t.Run("a Deployment reaches two named clusters, pull and push alike, and its status sums on the hub", func(t *testing.T) {
@@ -367,6 +369,104 @@ func TestPropagation(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("spread over two regions picks one cluster in each", func(t *testing.T) {
+		if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, deployment("spread", 1), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := propagationPolicy("spread", deploymentSelector("spread"), policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{
+			{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 2},
+			{SpreadByField: policyv1alpha1.SpreadByFieldRegion, MinGroups: 2, MaxGroups: 2},
+		}})
+		if err := hub.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "spread", map[*framework.Cluster]int32{m1: 1, m2: -1, m3: 1})
+	})
+
+	t.Run("affinity groups fall back when the first group's cluster is tainted", func(t *testing.T) {
+		hub.Flotilla("taint", "cluster", "m2", "maintenance:NoSchedule")
+		if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, deployment("groups", 1), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := propagationPolicy("groups", deploymentSelector("groups"), policyv1alpha1.Placement{ClusterAffinities: []policyv1alpha1.ClusterAffinityTerm{
+			{AffinityName: "primary", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"m2"}}},
+			{AffinityName: "backup", ClusterAffinity: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"m1"}}},
+		}})
+		if err := hub.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "groups", map[*framework.Cluster]int32{m1: 1, m2: -1})
+		rb := &workv1alpha1.ResourceBinding{}
+		if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "groups-deployment"}, rb); err != nil {
+			t.Fatal(err)
+		}
+		if rb.Status.SchedulerObservedAffinityName != "backup" {
+			t.Fatalf("binding uses group %q, want backup", rb.Status.SchedulerObservedAffinityName)
+		}
+		hub.Flotilla("taint", "cluster", "m2", "maintenance:NoSchedule-")
+	})
+
+	t.Run("rescheduling follows a cluster's labels; with no cluster left the placement stays", func(t *testing.T) {
+		if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, deployment("labelled", 1), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := propagationPolicy("labelled", deploymentSelector("labelled"), policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "blue"}}}})
+		if err := hub.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "labelled", map[*framework.Cluster]int32{m1: 1, m2: -1, m3: -1})
+		relabel := func(name, value string) {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the health monitor writes Clusters too
+				c := &clusterv1alpha1.Cluster{}
+				if err := hub.Client.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
+					return err
+				}
+				if value == "" {
+					delete(c.Labels, "team")
+				} else {
+					metav1.SetMetaDataLabel(&c.ObjectMeta, "team", value)
+				}
+				return hub.Client.Update(ctx, c)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		relabel("m2", "blue")
+		relabel("m1", "")
+		waitPlaced(t, "labelled", map[*framework.Cluster]int32{m1: -1, m2: 1, m3: -1})
+		relabel("m2", "")
+		testenv.Eventually(t, time.Minute, "Scheduled=False says why", func() error {
+			rb := &workv1alpha1.ResourceBinding{}
+			if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "labelled-deployment"}, rb); err != nil {
+				return err
+			}
+			if c := meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionScheduled); c == nil || c.Status != metav1.ConditionFalse ||
+				!strings.Contains(c.Message, "the current placement stays") {
+				return fmt.Errorf("condition %+v", c)
+			}
+			return nil
+		})
+		waitPlaced(t, "labelled", map[*framework.Cluster]int32{m1: -1, m2: 1, m3: -1})
+	})
+
+	t.Run("a higher-priority policy with preemption Always takes a claimed template", func(t *testing.T) {
+		if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, deployment("contested", 1), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := hub.Client.Create(ctx, propagationPolicy("contested-low", deploymentSelector("contested"), placementOn("m1"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "contested", map[*framework.Cluster]int32{m1: 1, m2: -1})
+		high := propagationPolicy("contested-high", deploymentSelector("contested"), placementOn("m2"))
+		high.Spec.Priority, high.Spec.Preemption = ptr.To[int32](10), policyv1alpha1.PreemptAlways
+		if err := hub.Client.Create(ctx, high); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "contested", map[*framework.Cluster]int32{m1: -1, m2: 1})
 	})
 
 	t.Run("killing the hub while it propagates 50 objects loses and duplicates nothing", func(t *testing.T) {

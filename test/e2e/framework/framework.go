@@ -174,9 +174,9 @@ func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.
 }
 
 // JoinPush joins member to hub as a Push cluster.
-func JoinPush(t *testing.T, hub, member *Cluster) {
+func JoinPush(t *testing.T, hub, member *Cluster, extraArgs ...string) {
 	t.Helper()
-	hub.Flotilla("join", "--mode", "push", "--cluster-name", member.Name, "--cluster-kubeconfig", member.Kubeconfig)
+	hub.Flotilla(append([]string{"join", "--mode", "push", "--cluster-name", member.Name, "--cluster-kubeconfig", member.Kubeconfig}, extraArgs...)...)
 }
 
 func (c *Cluster) start() {
