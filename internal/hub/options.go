@@ -94,7 +94,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--advertise-address %q: not an IP address", o.AdvertiseAddress))
 		}
 		for _, san := range o.TLSSANs {
-			if strings.TrimSpace(san) == "" || strings.ContainsAny(san, " /:") && net.ParseIP(san) == nil {
+			if strings.TrimSpace(san) == "" || (strings.ContainsAny(san, " /:") && net.ParseIP(san) == nil) {
 				errs = append(errs, fmt.Errorf("--tls-san %q: not a DNS name or IP address", san))
 			}
 		}
