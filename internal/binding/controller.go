@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -171,15 +172,57 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	setOverridden(b.BindingStatus(), b.GetGeneration(), overrideErrs)
+	inNamespace := func(w *workv1alpha1.Work) func(string) bool {
+		return func(cluster string) bool { return registration.ClusterNamespace(cluster) == w.Namespace }
+	}
 	for i := range works.Items {
 		w := &works.Items[i]
-		if !slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return registration.ClusterNamespace(t.Name) == w.Namespace }) {
+		targeted := slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return inNamespace(w)(t.Name) })
+		evicting := slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return inNamespace(w)(t.FromCluster) })
+		if !targeted && !evicting {
 			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
 				return ctrl.Result{}, err
 			}
 		}
 	}
-	return ctrl.Result{}, r.aggregate(ctx, b, template, works.Items)
+	if err := r.aggregate(ctx, b, template, works.Items); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.finishEvictions(ctx, b, works.Items)
+}
+
+// finishEvictions removes the copies on clusters being left once the new placement is healthy everywhere,
+// or once an eviction's grace period has passed, and drops those eviction tasks.
+func (r *Controller[T]) finishEvictions(ctx context.Context, b T, works []workv1alpha1.Work) (ctrl.Result, error) {
+	spec := b.BindingSpec()
+	if len(spec.GracefulEvictionTasks) == 0 {
+		return ctrl.Result{}, nil
+	}
+	healthy := meta.IsStatusConditionTrue(b.BindingStatus().Conditions, workv1alpha1.ConditionHealthy)
+	var remaining []workv1alpha1.GracefulEvictionTask
+	var wait time.Duration
+	for _, task := range spec.GracefulEvictionTasks {
+		deadline := task.CreationTimestamp.Add(time.Duration(ptr.Deref(task.GracePeriodSeconds, 600)) * time.Second)
+		if !healthy && time.Now().Before(deadline) {
+			remaining = append(remaining, task)
+			if d := time.Until(deadline); wait == 0 || d < wait {
+				wait = d
+			}
+			continue
+		}
+		if w := workOf(works, task.FromCluster); w != nil {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+	}
+	if len(remaining) != len(spec.GracefulEvictionTasks) {
+		spec.GracefulEvictionTasks = remaining
+		if err := r.Client.Update(ctx, b); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
 func (r *Controller[T]) template(ctx context.Context, ref workv1alpha1.ObjectReference) (*unstructured.Unstructured, error) {

@@ -255,8 +255,22 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 		return nil
 	}
 	if !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+		// The manifests as well as the reported statuses: a Work deleted before its status was written
+		// (or whose status write lost a race) still owns what it applied. deleteObject only removes
+		// objects that carry this Work's annotation.
+		ids := make([]workv1alpha1.ResourceIdentifier, 0, len(w.Status.ManifestStatuses)+len(w.Spec.Workload.Manifests))
 		for _, s := range w.Status.ManifestStatuses {
-			if err := e.deleteObject(ctx, m, w, s.Identifier); err != nil {
+			ids = append(ids, s.Identifier)
+		}
+		if manifests, err := decode(w); err == nil {
+			for i, obj := range manifests {
+				gvk := obj.GroupVersionKind()
+				ids = append(ids, workv1alpha1.ResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+					Namespace: obj.GetNamespace(), Name: obj.GetName()})
+			}
+		}
+		for _, id := range ids {
+			if err := e.deleteObject(ctx, m, w, id); err != nil {
 				return err
 			}
 		}

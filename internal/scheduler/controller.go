@@ -3,7 +3,9 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,7 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"k8s.io/utils/ptr"
+
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
@@ -92,6 +97,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	} else {
 		if !equality.Semantic.DeepEqual(spec.Clusters, targets) {
+			addEvictionTasks(spec, targets, result.Evicted)
 			spec.Clusters = targets
 			if err := r.Client.Update(ctx, b); err != nil {
 				return ctrl.Result{}, err
@@ -115,9 +121,35 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		changed = true
 	}
 	if changed {
-		return ctrl.Result{}, r.Client.Status().Update(ctx, b)
+		if err := r.Client.Status().Update(ctx, b); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if next, ok := NextNoExecuteExpiry(spec, clusters.Items, time.Now()); ok {
+		return ctrl.Result{RequeueAfter: next + time.Second}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// DefaultEvictionGrace is how long an evicted copy waits for its replacement to become healthy.
+const DefaultEvictionGrace = 600 * time.Second
+
+// addEvictionTasks records the clusters a NoExecute taint moves the binding away from, so their copies stay
+// until the new placement is healthy (or the grace period passes).
+func addEvictionTasks(spec *workv1alpha1.ResourceBindingSpec, targets []workv1alpha1.TargetCluster, evicted map[string]string) {
+	now := metav1.Now()
+	for _, old := range spec.Clusters {
+		reason, ok := evicted[old.Name]
+		if !ok || slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == old.Name }) ||
+			slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == old.Name }) {
+			continue
+		}
+		spec.GracefulEvictionTasks = append(spec.GracefulEvictionTasks, workv1alpha1.GracefulEvictionTask{
+			FromCluster: old.Name, PurgeMode: policyv1alpha1.PurgeGracefully, Replicas: ptr.To(old.Replicas),
+			Reason: "TaintUntolerated", Message: "the cluster " + reason, Producer: "scheduler",
+			GracePeriodSeconds: ptr.To(int32(DefaultEvictionGrace.Seconds())), CreationTimestamp: &now,
+		})
+	}
 }
 
 func describe(targets []workv1alpha1.TargetCluster) string {

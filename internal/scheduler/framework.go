@@ -66,6 +66,8 @@ func (e *NoFitError) Error() string {
 type Result struct {
 	Clusters     []workv1alpha1.TargetCluster
 	AffinityName string
+	// Evicted names the clusters the binding runs on that a NoExecute taint moves it away from, and why.
+	Evicted map[string]string
 }
 
 // Schedule places a binding. With clusterAffinities the groups are tried in order, starting with the group
@@ -74,7 +76,7 @@ type Result struct {
 func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, observedAffinity string) (Result, error) {
 	if b.Placement == nil || len(b.Placement.ClusterAffinities) == 0 {
 		targets, err := f.scheduleOne(b, clusters)
-		return Result{Clusters: targets}, err
+		return Result{Clusters: targets, Evicted: evicted(b, clusters)}, err
 	}
 	terms := b.Placement.ClusterAffinities
 	start := max(0, slices.IndexFunc(terms, func(t policyv1alpha1.ClusterAffinityTerm) bool { return t.AffinityName == observedAffinity }))
@@ -86,11 +88,24 @@ func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clu
 		spec.Placement = &placement
 		targets, err := f.scheduleOne(&spec, clusters)
 		if err == nil {
-			return Result{Clusters: targets, AffinityName: term.AffinityName}, nil
+			return Result{Clusters: targets, AffinityName: term.AffinityName, Evicted: evicted(b, clusters)}, nil
 		}
 		reasons = append(reasons, fmt.Sprintf("group %s: %v", term.AffinityName, err))
 	}
 	return Result{}, fmt.Errorf("no clusterAffinities group fits: %s", strings.Join(reasons, "; "))
+}
+
+// evicted lists the clusters the binding runs on that TaintToleration now refuses.
+func evicted(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) map[string]string {
+	out := map[string]string{}
+	for i := range clusters {
+		if placedOn(b, clusters[i].Name) {
+			if reason := (TaintToleration{}).Filter(b, &clusters[i]); reason != "" {
+				out[clusters[i].Name] = reason
+			}
+		}
+	}
+	return out
 }
 
 // scheduleOne filters, ranks, spreads and assigns replicas under one cluster affinity.

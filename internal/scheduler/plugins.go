@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"slices"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,29 +85,68 @@ func AffinityMatches(a *policyv1alpha1.ClusterAffinity, c *clusterv1alpha1.Clust
 }
 
 // TaintToleration keeps a binding off clusters with NoSchedule or NoExecute taints it does not tolerate.
-// It only keeps new placements away: a cluster the binding already runs on stays, so a cluster that turns
-// unreachable or not ready (the hub taints it) never loses its workloads because of it.
+// NoSchedule only keeps new placements away: a cluster the binding already runs on stays, so a cluster that
+// turns unreachable or not ready (the hub taints it NoSchedule) never loses its workloads because of it. An
+// untolerated NoExecute taint, or one tolerated for tolerationSeconds that have passed, also moves the
+// binding away from a cluster it runs on; the old copy is removed only once the replacement is healthy.
 type TaintToleration struct{}
 
 func (TaintToleration) Name() string { return "TaintToleration" }
 
 func (TaintToleration) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {
-	if placedOn(b, c.Name) {
-		return ""
-	}
 	var tolerations []corev1.Toleration
 	if b.Placement != nil {
 		tolerations = b.Placement.ClusterTolerations
 	}
+	placed := placedOn(b, c.Name)
 	for _, t := range c.Spec.Taints {
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule || (placed && t.Effect == corev1.TaintEffectNoSchedule) {
 			continue
 		}
-		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &t, false) }) {
+		i := slices.IndexFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &t, false) })
+		if i < 0 {
 			return "have the untolerated taint " + t.Key + ":" + string(t.Effect)
+		}
+		if placed && t.Effect == corev1.TaintEffectNoExecute && noExecuteExpired(tolerations[i], t, time.Now()) {
+			return "have the taint " + t.Key + ":NoExecute tolerated only for " + strconv.FormatInt(*tolerations[i].TolerationSeconds, 10) + "s"
 		}
 	}
 	return ""
+}
+
+// noExecuteExpired reports whether a NoExecute toleration with tolerationSeconds has run out.
+func noExecuteExpired(tol corev1.Toleration, t corev1.Taint, now time.Time) bool {
+	return tol.TolerationSeconds != nil && t.TimeAdded != nil &&
+		!now.Before(t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds)*time.Second))
+}
+
+// NextNoExecuteExpiry returns how long until a tolerated NoExecute taint on a cluster the binding runs on
+// runs out, so the scheduler can look again then.
+func NextNoExecuteExpiry(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, now time.Time) (time.Duration, bool) {
+	if b.Placement == nil {
+		return 0, false
+	}
+	var next time.Duration
+	found := false
+	for _, c := range clusters {
+		if !placedOn(b, c.Name) {
+			continue
+		}
+		for _, t := range c.Spec.Taints {
+			if t.Effect != corev1.TaintEffectNoExecute || t.TimeAdded == nil {
+				continue
+			}
+			for _, tol := range b.Placement.ClusterTolerations {
+				if tol.TolerationSeconds != nil && tol.ToleratesTaint(klog.Background(), &t, false) {
+					d := t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds) * time.Second).Sub(now)
+					if d > 0 && (!found || d < next) {
+						next, found = d, true
+					}
+				}
+			}
+		}
+	}
+	return next, found
 }
 
 // Locality prefers the clusters a binding already runs on, so rescheduling does not move it without need.

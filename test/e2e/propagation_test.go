@@ -437,6 +437,16 @@ func TestPropagation(t *testing.T) {
 		}
 		relabel("m2", "blue")
 		relabel("m1", "")
+		testenv.Eventually(t, time.Minute, "labelled follows the label", func() error {
+			rb := &workv1alpha1.ResourceBinding{}
+			if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "labelled-deployment"}, rb); err != nil {
+				return err
+			}
+			if len(rb.Spec.Clusters) != 1 || rb.Spec.Clusters[0].Name != "m2" {
+				return fmt.Errorf("placed on %+v: %+v", rb.Spec.Clusters, meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionScheduled))
+			}
+			return nil
+		})
 		waitPlaced(t, "labelled", map[*framework.Cluster]int32{m1: -1, m2: 1, m3: -1})
 		relabel("m2", "")
 		testenv.Eventually(t, time.Minute, "Scheduled=False says why", func() error {
@@ -467,6 +477,37 @@ func TestPropagation(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitPlaced(t, "contested", map[*framework.Cluster]int32{m1: -1, m2: 1})
+	})
+
+	t.Run("a NoExecute taint moves a workload without a gap in availability", func(t *testing.T) {
+		if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, deployment("mover", 2), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		placement := placementOn("m1", "m2")
+		placement.SpreadConstraints = []policyv1alpha1.SpreadConstraint{{SpreadByField: policyv1alpha1.SpreadByFieldCluster, MaxGroups: 1}}
+		if err := hub.Client.Create(ctx, propagationPolicy("mover", deploymentSelector("mover"), placement)); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "mover", map[*framework.Cluster]int32{m1: 2, m2: -1})
+		hub.Flotilla("taint", "cluster", "m1", "evacuate:NoExecute")
+		available := func(c *framework.Cluster) int32 {
+			_, d, _ := replicasIn(ctx, c, "mover")
+			if d == nil {
+				return 0
+			}
+			return d.Status.AvailableReplicas
+		}
+		testenv.Eventually(t, 2*time.Minute, "the workload leaves m1 for m2, never below 2 available", func() error {
+			a1, a2 := available(m1), available(m2)
+			if a1+a2 < 2 {
+				t.Fatalf("availability gap: m1 %d + m2 %d available", a1, a2)
+			}
+			if got, _, _ := replicasIn(ctx, m1, "mover"); got != -1 || a2 != 2 {
+				return fmt.Errorf("m1 %d available (present: %v), m2 %d", a1, got != -1, a2)
+			}
+			return nil
+		})
+		hub.Flotilla("taint", "cluster", "m1", "evacuate:NoExecute-")
 	})
 
 	t.Run("killing the hub while it propagates 50 objects loses and duplicates nothing", func(t *testing.T) {
