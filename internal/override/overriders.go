@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -162,15 +163,9 @@ func overrideField(m *unstructured.Unstructured, o policyv1alpha1.FieldOverrider
 			return fmt.Errorf("%s is not YAML: %w", o.FieldPath, err)
 		}
 	}
-	patch := make([]map[string]any, len(ops))
+	patch := make([]patchOp, len(ops))
 	for i, op := range ops {
-		patch[i] = map[string]any{"op": string(op.Operator), "path": op.SubPath}
-		if op.Operator != policyv1alpha1.OverriderOpRemove {
-			if op.Value == nil {
-				return fmt.Errorf("operation %d (%s %s) needs a value", i, op.Operator, op.SubPath)
-			}
-			patch[i]["value"] = json.RawMessage(op.Value.Raw)
-		}
+		patch[i] = patchOp{op.Operator, op.SubPath, op.Value}
 	}
 	out, err := applyPatch(raw, patch)
 	if err != nil {
@@ -186,15 +181,9 @@ func overrideField(m *unstructured.Unstructured, o policyv1alpha1.FieldOverrider
 
 // overridePlaintext applies JSON patch operations to the whole manifest.
 func overridePlaintext(m *unstructured.Unstructured, ops []policyv1alpha1.PlaintextOverrider) error {
-	patch := make([]map[string]any, len(ops))
+	patch := make([]patchOp, len(ops))
 	for i, op := range ops {
-		patch[i] = map[string]any{"op": string(op.Operator), "path": op.Path}
-		if op.Operator != policyv1alpha1.OverriderOpRemove {
-			if op.Value == nil {
-				return fmt.Errorf("operation %d (%s %s) needs a value", i, op.Operator, op.Path)
-			}
-			patch[i]["value"] = json.RawMessage(op.Value.Raw)
-		}
+		patch[i] = patchOp{op.Operator, op.Path, op.Value}
 	}
 	raw, err := m.MarshalJSON()
 	if err != nil {
@@ -207,14 +196,32 @@ func overridePlaintext(m *unstructured.Unstructured, ops []policyv1alpha1.Plaint
 	return m.UnmarshalJSON(out)
 }
 
-func applyPatch(doc []byte, ops []map[string]any) ([]byte, error) {
-	data, err := json.Marshal(ops)
+// patchOp is one JSON patch operation of a fieldOverrider or plaintext overrider.
+type patchOp struct {
+	operator policyv1alpha1.OverriderOperator
+	path     string
+	value    *apiextensionsv1.JSON
+}
+
+// applyPatch applies JSON patch operations to doc; add and replace need a value.
+func applyPatch(doc []byte, ops []patchOp) ([]byte, error) {
+	patch := make([]map[string]any, len(ops))
+	for i, op := range ops {
+		patch[i] = map[string]any{"op": string(op.operator), "path": op.path}
+		if op.operator != policyv1alpha1.OverriderOpRemove {
+			if op.value == nil {
+				return nil, fmt.Errorf("operation %d (%s %s) needs a value", i, op.operator, op.path)
+			}
+			patch[i]["value"] = json.RawMessage(op.value.Raw)
+		}
+	}
+	data, err := json.Marshal(patch)
 	if err != nil {
 		return nil, err
 	}
-	patch, err := jsonpatch.DecodePatch(data)
+	decoded, err := jsonpatch.DecodePatch(data)
 	if err != nil {
 		return nil, err
 	}
-	return patch.Apply(doc)
+	return decoded.Apply(doc)
 }
