@@ -59,24 +59,11 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 	if err := controlplane.SetupLogging(0, filepath.Join(dir, "hub.log")); err != nil {
 		return err
 	}
-	ports, err := controlplane.FreePorts(1)
+	h, stop, err := hub.StartLocal(filepath.Join(dir, "hub"), progress)
 	if err != nil {
 		return err
 	}
-	ho := hub.NewOptions()
-	ho.DataDir, ho.BindAddress, ho.SecurePort = filepath.Join(dir, "hub"), "127.0.0.1", ports[0]
-	if err := ho.Validate(); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	h, err := hub.Start(ctx, ho, progress)
-	if err != nil {
-		return err
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer stop()
 
 	kube, err := kubernetes.NewForConfig(h.Config)
 	if err != nil {

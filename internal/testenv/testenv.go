@@ -115,32 +115,15 @@ func startLogging(dataDir string) error {
 	return controlplane.SetupLogging(2, filepath.Join(dataDir, "hub.log"))
 }
 
-// StartHub starts a hub in this process with its data in dataDir and returns it with a function that stops
-// it. A process can run only one: the embedded Kubernetes components keep process-wide state.
+// StartHub starts a hub in this process (hub.StartLocal) with its data in dataDir and returns it with a
+// function that stops it.
 func StartHub(dataDir string) (*Env, func(), error) {
 	if err := startLogging(dataDir); err != nil {
 		return nil, nil, err
 	}
-	ports, err := controlplane.FreePorts(1)
+	h, stop, err := hub.StartLocal(dataDir, func(string) {})
 	if err != nil {
 		return nil, nil, err
-	}
-	o := hub.NewOptions()
-	o.DataDir, o.BindAddress, o.SecurePort = dataDir, "127.0.0.1", ports[0]
-	if err := o.Validate(); err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h, err := hub.Start(ctx, o, func(string) {})
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	stop := func() {
-		cancel()
-		<-done
 	}
 	env, err := newEnv(h.Config, h.AdminKubeconfig, dataDir)
 	if err != nil {
