@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,10 +14,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -153,6 +156,78 @@ func TestPropagation(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitPlaced(t, "split", map[*framework.Cluster]int32{m1: 2, m2: 1, m3: -1})
+	})
+
+	t.Run("dynamic weights follow each cluster's free capacity", func(t *testing.T) {
+		// ballast takes 72 of a member's 96 CPUs (3 nodes × 32), leaving room for 6 replicas of 4 CPUs
+		// against 24 on the other member: 5 replicas divide 4:1 towards the emptier one.
+		ballast := func(c *framework.Cluster) {
+			d := deployment("ballast", 3)
+			d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("24")}
+			if _, err := c.Kube.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitAllocatedCPU := func(c *framework.Cluster, cpus int64) {
+			testenv.Eventually(t, time.Minute, fmt.Sprintf("the hub sees %d CPUs allocated in %s", cpus, c.Name), func() error {
+				cluster := &clusterv1alpha1.Cluster{}
+				if err := hub.Client.Get(ctx, client.ObjectKey{Name: c.Name}, cluster); err != nil {
+					return err
+				}
+				var got resource.Quantity
+				if rs := cluster.Status.ResourceSummary; rs != nil {
+					got = rs.Allocated[corev1.ResourceCPU]
+				}
+				if got.Value() != cpus {
+					return fmt.Errorf("%s allocated", got.String())
+				}
+				return nil
+			})
+		}
+		dynamic := func(name string) {
+			d := deployment(name, 5)
+			d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+			if _, err := hub.Kube.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			placement := placementOn("m1", "m2")
+			placement.ReplicaScheduling = &policyv1alpha1.ReplicaSchedulingStrategy{
+				ReplicaSchedulingType:     policyv1alpha1.ReplicaSchedulingDivided,
+				ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionWeighted,
+				WeightPreference:          &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas},
+			}
+			if err := hub.Client.Create(ctx, propagationPolicy(name, deploymentSelector(name), placement)); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		ballast(m2)
+		waitAllocatedCPU(m2, 72)
+		dynamic("roomy")
+		waitPlaced(t, "roomy", map[*framework.Cluster]int32{m1: 4, m2: 1, m3: -1})
+		if err := hub.Kube.AppsV1().Deployments("default").Delete(ctx, "roomy", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitPlaced(t, "roomy", map[*framework.Cluster]int32{m1: -1, m2: -1})
+
+		// The capacity moves to the other member; a new workload follows it.
+		if err := m2.Kube.AppsV1().Deployments("default").Delete(ctx, "ballast", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ballast(m1)
+		waitAllocatedCPU(m2, 0)
+		waitAllocatedCPU(m1, 72)
+		dynamic("roomy2")
+		waitPlaced(t, "roomy2", map[*framework.Cluster]int32{m1: 1, m2: 4, m3: -1})
+		for _, err := range []error{
+			hub.Kube.AppsV1().Deployments("default").Delete(ctx, "roomy2", metav1.DeleteOptions{}),
+			m1.Kube.AppsV1().Deployments("default").Delete(ctx, "ballast", metav1.DeleteOptions{}),
+		} {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitAllocatedCPU(m1, 0)
 	})
 
 	t.Run("deleting the policy leaves the workload running everywhere", func(t *testing.T) {
@@ -366,6 +441,55 @@ func TestPropagation(t *testing.T) {
 		testenv.Eventually(t, time.Minute, "without the policy m1 runs the template as is", func() error {
 			if got := imageIn(m1); got != "nginx x1" {
 				return fmt.Errorf("m1 %s", got)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a fieldOverrider changes one value inside a ConfigMap's YAML on one cluster", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: "default"},
+			Data: map[string]string{"config.yaml": "log:\n  level: info\nport: 8080\n"}}
+		if _, err := hub.Kube.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		selector := policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Name: "app-config"}
+		if err := hub.Client.Create(ctx, propagationPolicy("app-config", selector, placementOn("m1", "m2"))); err != nil {
+			t.Fatal(err)
+		}
+		op := &policyv1alpha1.OverridePolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "app-config", Namespace: "default"},
+			Spec: policyv1alpha1.OverrideSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{selector},
+				OverrideRules: []policyv1alpha1.RuleWithCluster{{
+					TargetCluster: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"m2"}},
+					Overriders: policyv1alpha1.Overriders{FieldOverrider: []policyv1alpha1.FieldOverrider{{
+						FieldPath: "/data/config.yaml",
+						YAML: []policyv1alpha1.JSONPatchOperation{{SubPath: "/log/level", Operator: "replace",
+							Value: &apiextensionsv1.JSON{Raw: []byte(`"debug"`)}}},
+					}}},
+				}},
+			},
+		}
+		if err := hub.Client.Create(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+		configIn := func(c *framework.Cluster) (map[string]any, error) {
+			got, err := c.Kube.CoreV1().ConfigMaps("default").Get(ctx, "app-config", metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			config := map[string]any{}
+			return config, yaml.Unmarshal([]byte(got.Data["config.yaml"]), &config)
+		}
+		testenv.Eventually(t, time.Minute, "m2's config says debug, m1's info, both keep the port", func() error {
+			for c, level := range map[*framework.Cluster]string{m1: "info", m2: "debug"} {
+				config, err := configIn(c)
+				if err != nil {
+					return err
+				}
+				if want := map[string]any{"log": map[string]any{"level": level}, "port": float64(8080)}; !reflect.DeepEqual(config, want) {
+					return fmt.Errorf("%s holds %v, want %v", c.Name, config, want)
+				}
 			}
 			return nil
 		})
