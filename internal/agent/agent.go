@@ -134,6 +134,9 @@ func report(ctx context.Context, cred registration.Credential, member *execution
 	if err != nil {
 		return err
 	}
+	// client-go's default of 5 requests/s made a burst of Works queue for seconds on the agent's side; the
+	// hub's API priority and fairness, not a client limit, is what protects it from many agents.
+	hubConfig.QPS, hubConfig.Burst = 100, 200
 	namespace := registration.ClusterNamespace(cluster)
 	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{
 		Scheme:                 scheme.New(),
@@ -146,7 +149,7 @@ func report(ctx context.Context, cred registration.Credential, member *execution
 	}
 	executor := &execution.Executor{Hub: mgr.GetClient(), MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("execution").For(&workv1alpha1.Work{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, SkipNameValidation: ptr.To(true)}).Complete(executor); err != nil {
+		WithOptions(controller.Options{MaxConcurrentReconciles: 8, SkipNameValidation: ptr.To(true)}).Complete(executor); err != nil {
 		return err
 	}
 	hub, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})

@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -133,14 +132,7 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 	}{{"sequential", result.Sequential}, {"concurrent", result.Concurrent}} {
 		fmt.Fprintf(out, "%-12s %8.3f %8.3f %8.3f %8.3f\n", row.name, row.p["p50"], row.p["p90"], row.p["p99"], row.p["max"])
 	}
-	if o.Out != "" {
-		data, err := json.MarshalIndent(result, "", "  ")
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(o.Out, append(data, '\n'), 0o644)
-	}
-	return nil
+	return writeJSON(o.Out, &result)
 }
 
 // hollowHeartbeat does what an agent's first report does, for a member that does not exist: renew the

@@ -5,7 +5,6 @@ package binding
 import (
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -342,15 +341,3 @@ func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.
 	return nil
 }
 
-// templateGeneration reads the template generation a Work's first manifest was rendered from.
-func templateGeneration(w *workv1alpha1.Work) int64 {
-	if len(w.Spec.Workload.Manifests) == 0 {
-		return 0
-	}
-	m := &unstructured.Unstructured{}
-	if err := m.UnmarshalJSON(w.Spec.Workload.Manifests[0].Raw); err != nil {
-		return 0
-	}
-	g, _ := strconv.ParseInt(m.GetAnnotations()[workv1alpha1.AnnotationTemplateGeneration], 10, 64)
-	return g
-}

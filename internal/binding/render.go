@@ -53,5 +53,25 @@ func Render(template *unstructured.Unstructured, target workv1alpha1.TargetClust
 	if divided {
 		interpreter.ReviseReplicas(m, target.Replicas)
 	}
+	dropNulls(m.Object)
 	return m
+}
+
+// dropNulls removes null fields, as the API server does when it stores a Work: the rendered manifest then
+// equals the stored one byte for byte, and an unchanged Work is not written again.
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(v)
+		case []any:
+			for _, item := range v {
+				if item, ok := item.(map[string]any); ok {
+					dropNulls(item)
+				}
+			}
+		}
+	}
 }

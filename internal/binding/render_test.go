@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -23,7 +24,8 @@ func TestRender(t *testing.T) {
 		"uid":"u","resourceVersion":"9","generation":4,"creationTimestamp":"2026-01-01T00:00:00Z","managedFields":[{}],
 		"labels":{"app":"web","propagationpolicy.flotilla.io/name":"p","propagationpolicy.flotilla.io/namespace":"shop"},
 		"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","team":"a"}},
-		"spec":{"replicas":6},"status":{"replicas":6}}`)
+		"spec":{"replicas":6,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":[{"name":"a","resources":{"limits":null}}]}}},
+		"status":{"replicas":6}}`)
 	m := Render(template, workv1alpha1.TargetCluster{Name: "m1", Replicas: 2}, true)
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
 		if _, found, _ := unstructured.NestedFieldNoCopy(m.Object, "metadata", f); found {
@@ -32,6 +34,9 @@ func TestRender(t *testing.T) {
 	}
 	if _, found := m.Object["status"]; found {
 		t.Error("status kept")
+	}
+	if data, _ := m.MarshalJSON(); strings.Contains(string(data), "null") {
+		t.Errorf("null fields kept (the API server drops them, so the stored Work would always differ): %s", data)
 	}
 	if got := m.GetLabels(); len(got) != 1 || got["app"] != "web" {
 		t.Errorf("labels %v", got)

@@ -18,10 +18,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
-// ConditionObserved on a manifest status says the member's controllers have observed the object's current
-// generation (status.observedGeneration ≥ metadata.generation).
-const ConditionObserved = "Observed"
-
 // aggregate writes the binding's per-cluster status and its FullyApplied and Healthy conditions, and sums
 // the members' status into the template's for the kinds the interpreter knows.
 func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructured.Unstructured, works []workv1alpha1.Work) error {
@@ -46,9 +42,9 @@ func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructur
 				}
 			}
 			workApplied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
-			caughtUp = caughtUp && ms.Applied && templateGeneration(w) == template.GetGeneration() &&
+			caughtUp = caughtUp && ms.Applied && w.TemplateGeneration() == template.GetGeneration() &&
 				workApplied != nil && workApplied.ObservedGeneration == w.Generation &&
-				meta.IsStatusConditionTrue(ms.Conditions, ConditionObserved)
+				meta.IsStatusConditionTrue(ms.Conditions, workv1alpha1.ManifestConditionObserved)
 		} else {
 			caughtUp = false
 		}
@@ -108,8 +104,9 @@ func (r *Controller[T]) recordTransitions(template *unstructured.Unstructured, b
 		return
 	}
 	for _, c := range after {
-		if c.Type == workv1alpha1.ConditionScheduled || before[c.Type] == c.Status {
-			continue
+		previous, known := before[c.Type]
+		if c.Type == workv1alpha1.ConditionScheduled || previous == c.Status || !known && c.Status != metav1.ConditionTrue {
+			continue // not a transition; a new binding not yet applied or healthy is no news
 		}
 		eventType := corev1.EventTypeNormal
 		if c.Status != metav1.ConditionTrue {

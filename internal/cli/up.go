@@ -19,8 +19,8 @@ func newUpCommand() *cobra.Command {
 		Use:   "up",
 		Short: "Run a local fleet: a hub and member clusters, joined and Ready, until Ctrl-C",
 		Long: `Run a local fleet: a hub and --members member clusters (real control planes with simulated
-nodes), each a child process of this command. member1 and member2 join through agents (pull),
-member3 in push mode; each member has its own region and zone. Writes DATA_DIR/hub.kubeconfig and
+nodes), each a child process of this command. By default (--mode mixed) member1 and member2 join
+through agents (pull) and every third member in push mode; each member has its own region and zone. Writes DATA_DIR/hub.kubeconfig and
 DATA_DIR/members/NAME.kubeconfig, then stays in the foreground until Ctrl-C. Running it again on the
 same --data-dir brings the same fleet back with everything in it.`,
 		Args: cobra.NoArgs,
@@ -72,6 +72,7 @@ same --data-dir brings the same fleet back with everything in it.`,
 	cmd.Flags().IntVar(&o.Members, "members", o.Members, "number of member clusters")
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", "", "directory for the whole fleet (default $HOME/.flotilla/up)")
 	cmd.Flags().IntVar(&o.HubPort, "hub-port", o.HubPort, "port of the hub API on 127.0.0.1")
+	cmd.Flags().StringVar(&o.Mode, "mode", devenv.ModeMixed, "how members join: pull, push or mixed (every third push)")
 	return cmd
 }
 

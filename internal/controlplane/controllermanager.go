@@ -34,6 +34,10 @@ func runControllerManager(ctx context.Context, c *Config, pki PKI, kubeconfig st
 	s.Generic.ClientConnection.Kubeconfig = kubeconfig
 	s.Generic.Controllers = c.Controllers
 	s.Generic.LeaderElection.LeaderElect = c.LeaderElect
+	// The default 50 requests/s made a burst of 100 Deployments take ~20 s to become Available on a member:
+	// every pod costs the deployment and replica-set controllers several writes. A control plane on one
+	// machine is protected by the API server's priority and fairness, not by client limits.
+	s.Generic.ClientConnection.QPS, s.Generic.ClientConnection.Burst = 500, 1000
 	s.KubeCloudShared.UseServiceAccountCredentials = !c.SharedControllerCredentials
 	s.SecureServing.BindPort = 0 // no serving port: health is the API server's business here
 	s.SAController.ServiceAccountKeyFile = pki.ServiceAccountKey()

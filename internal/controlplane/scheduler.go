@@ -15,8 +15,8 @@ const schedulerConfig = `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 clientConnection:
   kubeconfig: %q
-  qps: 100
-  burst: 200
+  qps: 500
+  burst: 1000
 leaderElection:
   leaderElect: false
 `

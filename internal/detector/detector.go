@@ -58,7 +58,7 @@ type Detector struct {
 // controller for policies that adds those watches and re-examines the templates a policy change affects.
 func Setup(mgr ctrl.Manager) error {
 	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), watched: map[schema.GroupVersionKind]bool{}}
-	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d, MaxConcurrentReconciles: 4})
+	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d})
 	if err != nil {
 		return err
 	}
@@ -167,9 +167,14 @@ func (d *Detector) policies(ctx context.Context, namespace string) ([]Policy, er
 func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, error) {
 	t := &unstructured.Unstructured{}
 	t.SetGroupVersionKind(key.GVK)
-	if err := d.client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, t); err != nil {
-		// A deleted template's binding is garbage-collected through its owner reference.
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	if err := d.client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, t); apierrors.IsNotFound(err) {
+		// The template is gone: its binding goes now. (Its owner reference lets the garbage collector do the
+		// same, but only seconds later.)
+		t.SetNamespace(key.Namespace)
+		t.SetName(key.Name)
+		return reconcile.Result{}, client.IgnoreNotFound(d.client.Delete(ctx, newBinding(t)))
+	} else if err != nil {
+		return reconcile.Result{}, err
 	}
 	if t.GetDeletionTimestamp() != nil {
 		return reconcile.Result{}, nil

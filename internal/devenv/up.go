@@ -32,7 +32,18 @@ type UpOptions struct {
 	DataDir string
 	// HubPort is the hub API's port.
 	HubPort int
+	// Mode is how members join: pull (agents), push, or mixed (every third member push).
+	Mode string
+	// MemberArgs are extra flags for every `flotilla dev member`, such as --node-pods.
+	MemberArgs []string
 }
+
+// Join modes of UpOptions.Mode.
+const (
+	ModePull  = "pull"
+	ModePush  = "push"
+	ModeMixed = "mixed"
+)
 
 // Validate checks the options before anything starts.
 func (o *UpOptions) Validate(home string) error {
@@ -41,6 +52,13 @@ func (o *UpOptions) Validate(home string) error {
 	}
 	if o.HubPort < 1 || o.HubPort > 65535 {
 		return fmt.Errorf("--hub-port %d: must be between 1 and 65535", o.HubPort)
+	}
+	switch o.Mode {
+	case "":
+		o.Mode = ModeMixed
+	case ModePull, ModePush, ModeMixed:
+	default:
+		return fmt.Errorf("--mode %q: must be pull, push or mixed", o.Mode)
 	}
 	if o.DataDir == "" {
 		o.DataDir = filepath.Join(home, ".flotilla", "up")
@@ -67,8 +85,8 @@ type Environment struct {
 // MemberName is the name of member i (from 1).
 func MemberName(i int) string { return "member" + strconv.Itoa(i) }
 
-// Up starts a hub and members as child processes of this binary, joins the members (every third one in push
-// mode, the others through agents), and returns once every cluster is Ready. A second Up on the same
+// Up starts a hub and members as child processes of this binary, joins the members (as o.Mode says; in mixed
+// mode every third one in push mode, the others through agents), and returns once every cluster is Ready. A second Up on the same
 // DataDir picks everything up where it was.
 func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environment, err error) {
 	self, err := os.Executable()
@@ -101,7 +119,8 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 		name := MemberName(i + 1)
 		env.MemberKubeconfigs[name] = filepath.Join(o.DataDir, "members", name+".kubeconfig")
 		dir := filepath.Join(o.DataDir, "members", name)
-		if members[i], err = start(name, dir, "dev", "member", "--name", name, "--data-dir", dir); err != nil {
+		args := append([]string{"dev", "member", "--name", name, "--data-dir", dir}, o.MemberArgs...)
+		if members[i], err = start(name, dir, args...); err != nil {
 			return nil, err
 		}
 	}
@@ -150,8 +169,8 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 	return env, nil
 }
 
-// joinMember waits for member i and joins it: in push mode for every third member, else through an agent
-// (restarted from its credential when it joined before).
+// joinMember waits for member i and joins it in push mode or through an agent (restarted from its
+// credential when it joined before).
 func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, member *process.Process,
 	start func(name, dir string, args ...string) (*process.Process, error), hubURL, token, hash string, progress func(string)) error {
 	name := MemberName(i + 1)
@@ -164,7 +183,7 @@ func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, mem
 	}
 	loc := locations[i%len(locations)]
 	labels := "environment=dev,member=" + name
-	if (i+1)%3 == 0 {
+	if o.Mode == ModePush || o.Mode == ModeMixed && (i+1)%3 == 0 {
 		cfg, err := clientcmd.LoadFromFile(kubeconfig)
 		if err != nil {
 			return err
@@ -222,6 +241,9 @@ func (env *Environment) waitReady(ctx context.Context, members int) error {
 		return true, nil
 	})
 }
+
+// Processes returns the fleet's processes: "hub", each member by name, and "agent-" + member name.
+func (env *Environment) Processes() []*process.Process { return env.processes }
 
 // Failed returns the first child that exited, or nil.
 func (env *Environment) Failed() *process.Process {

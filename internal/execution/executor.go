@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,13 +43,12 @@ const (
 	ReasonApplyFailed   = "ApplyFailed"
 	ReasonConflictAbort = "ConflictAbort"
 	ReasonSuspended     = "Suspended"
-	conditionObserved   = "Observed"
 )
 
 // Requeue periods: while something is not healthy yet the executor looks again soon; afterwards it checks
 // for drift now and then.
 const (
-	progressingPeriod = time.Second
+	progressingPeriod = 500 * time.Millisecond
 	steadyPeriod      = 30 * time.Second
 )
 
@@ -56,6 +57,15 @@ const (
 type Executor struct {
 	Hub       client.Client
 	MemberFor func(ctx context.Context, workNamespace string) (*Member, error)
+
+	mu sync.Mutex
+	// applied remembers when each Work (by UID) was last applied in full, and at which generation.
+	applied map[types.UID]appliedAt
+}
+
+type appliedAt struct {
+	generation int64
+	at         time.Time
 }
 
 // Reconcile applies one Work.
@@ -79,15 +89,20 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if ptr.Deref(w.Spec.SuspendDispatching, false) {
 		return ctrl.Result{}, e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, ReasonSuspended, "dispatching is suspended")
 	}
-	var statuses []workv1alpha1.ManifestStatus
-	for _, i := range applyOrder(manifests) {
-		statuses = append(statuses, e.apply(ctx, member, w, manifests[i], i, previousConditions(w, i)))
-	}
-	slices.SortFunc(statuses, func(a, b workv1alpha1.ManifestStatus) int { return a.Identifier.Ordinal - b.Identifier.Ordinal })
-	if err := e.prune(ctx, member, w, statuses); err != nil {
-		return ctrl.Result{}, err
+	statuses, refreshed := e.refresh(ctx, member, w, manifests)
+	if !refreshed {
+		for _, i := range applyOrder(manifests) {
+			statuses = append(statuses, e.apply(ctx, member, w, manifests[i], i, previousConditions(w, i)))
+		}
+		slices.SortFunc(statuses, func(a, b workv1alpha1.ManifestStatus) int { return a.Identifier.Ordinal - b.Identifier.Ordinal })
+		if err := e.prune(ctx, member, w, statuses); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	applied, healthy, message := summarize(statuses)
+	if applied && !refreshed {
+		e.rememberApplied(w)
+	}
 	reason := ReasonApplied
 	if !applied {
 		reason = ReasonApplyFailed
@@ -143,6 +158,67 @@ func previousConditions(w *workv1alpha1.Work, ordinal int) []metav1.Condition {
 }
 
 func workRef(w *workv1alpha1.Work) string { return w.Namespace + "/" + w.Name }
+
+// refresh reads the Work's objects back from the member instead of applying them again, when everything was
+// applied at this generation less than steadyPeriod ago: while a workload rolls out, its status is followed
+// with one GET per object rather than a server-side apply. It reports false when a full apply is due.
+func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work, manifests []*unstructured.Unstructured) ([]workv1alpha1.ManifestStatus, bool) {
+	e.mu.Lock()
+	last, ok := e.applied[w.UID]
+	e.mu.Unlock()
+	if !ok || last.generation != w.Generation || time.Since(last.at) >= steadyPeriod || len(w.Status.ManifestStatuses) != len(manifests) {
+		return nil, false
+	}
+	statuses := make([]workv1alpha1.ManifestStatus, len(manifests))
+	for i, obj := range manifests {
+		ms := w.Status.ManifestStatuses[i]
+		ms.Conditions = slices.Clone(ms.Conditions)
+		if !ms.Applied || ms.Identifier.Ordinal != i {
+			return nil, false
+		}
+		ri, _, err := m.resource(obj.GroupVersionKind(), obj.GetNamespace())
+		if err != nil {
+			return nil, false
+		}
+		out, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return nil, false // gone or unreadable: apply again
+		}
+		if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Reason == ReasonApplied {
+			observe(&ms, out) // a shared dependency's status belongs to the Work that manages it
+		}
+		statuses[i] = ms
+	}
+	return statuses, true
+}
+
+func (e *Executor) rememberApplied(w *workv1alpha1.Work) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.applied == nil {
+		e.applied = map[types.UID]appliedAt{}
+	}
+	e.applied[w.UID] = appliedAt{generation: w.Generation, at: time.Now()}
+}
+
+func (e *Executor) forget(w *workv1alpha1.Work) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.applied, w.UID)
+}
+
+// observe reflects a member object's status, whether its controllers observed its generation, and its health.
+func observe(ms *workv1alpha1.ManifestStatus, out *unstructured.Unstructured) {
+	ms.Status = nil
+	if status, ok := out.Object["status"]; ok {
+		raw, _ := json.Marshal(status)
+		ms.Status = &runtime.RawExtension{Raw: raw}
+	}
+	observed, found, _ := unstructured.NestedInt64(out.Object, "status", "observedGeneration")
+	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.ManifestConditionObserved, Status: boolStatus(!found || observed >= out.GetGeneration()),
+		Reason: "ObservedGeneration", Message: fmt.Sprintf("generation %d, observed %d", out.GetGeneration(), observed)})
+	ms.Health = interpreter.Health(out)
+}
 
 // apply applies one manifest and reflects the object's status and health.
 func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, obj *unstructured.Unstructured, ordinal int,
@@ -201,14 +277,7 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 	}
 	ms.Applied = true
 	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: ReasonApplied, Message: "applied"})
-	if status, ok := out.Object["status"]; ok {
-		raw, _ := json.Marshal(status)
-		ms.Status = &runtime.RawExtension{Raw: raw}
-	}
-	observed, found, _ := unstructured.NestedInt64(out.Object, "status", "observedGeneration")
-	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: conditionObserved, Status: boolStatus(!found || observed >= out.GetGeneration()),
-		Reason: "ObservedGeneration", Message: fmt.Sprintf("generation %d, observed %d", out.GetGeneration(), observed)})
-	ms.Health = interpreter.Health(out)
+	observe(&ms, out)
 	return ms
 }
 
@@ -276,6 +345,7 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 		}
 	}
 	controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution)
+	e.forget(w)
 	return client.IgnoreNotFound(e.Hub.Update(ctx, w))
 }
 

@@ -7,7 +7,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -25,7 +24,7 @@ func SetupPush(mgr ctrl.Manager) error {
 	members := &pushMembers{client: mgr.GetClient(), secrets: mgr.GetAPIReader(), cache: map[string]cachedMember{}}
 	e := &Executor{Hub: mgr.GetClient(), MemberFor: members.memberFor}
 	return ctrl.NewControllerManagedBy(mgr).Named("push-execution").For(&workv1alpha1.Work{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8}).Complete(e)
+		Complete(e)
 }
 
 type cachedMember struct {

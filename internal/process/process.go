@@ -4,9 +4,13 @@
 package process
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -96,4 +100,57 @@ func (p *Process) Exited() bool {
 func (p *Process) Output() string {
 	data, _ := os.ReadFile(p.LogPath)
 	return string(data)
+}
+
+// Usage is a process's CPU time and memory, read from /proc.
+type Usage struct {
+	// CPU is user plus system time so far.
+	CPU time.Duration
+	// RSS is the resident set size now; PeakRSS the most it ever was (VmHWM), in bytes.
+	RSS, PeakRSS int64
+}
+
+// Usage reads the child's resource usage.
+func (p *Process) Usage() (Usage, error) { return ReadUsage(p.cmd.Process.Pid) }
+
+// ReadUsage reads the resource usage of process pid from /proc.
+func ReadUsage(pid int) (Usage, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	// The command name (field 2) may hold spaces; the fields after it start behind its closing parenthesis.
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 13 {
+		return Usage{}, fmt.Errorf("/proc/%d/stat: too few fields", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Usage{}, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	// Linux reports CPU time in clock ticks of 1/100 s (USER_HZ) on every architecture Go supports.
+	u := Usage{CPU: time.Duration(utime+stime) * 10 * time.Millisecond}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	for line := range strings.Lines(string(status)) {
+		key, value, _ := strings.Cut(line, ":")
+		var target *int64
+		switch key {
+		case "VmRSS":
+			target = &u.RSS
+		case "VmHWM":
+			target = &u.PeakRSS
+		default:
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
+		if err != nil {
+			return Usage{}, fmt.Errorf("/proc/%d/status %s: %w", pid, key, err)
+		}
+		*target = kb * 1024
+	}
+	return u, nil
 }

@@ -1,6 +1,9 @@
 package v1alpha1
 
 import (
+	"encoding/json"
+	"strconv"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -13,6 +16,9 @@ const (
 	WorkConditionApplied = "Applied"
 	// WorkConditionAvailable is True once every manifest is healthy in the member.
 	WorkConditionAvailable = "Available"
+	// ManifestConditionObserved on a manifest status is True once the member's controllers observed the
+	// object's current generation (or the object has no observedGeneration).
+	ManifestConditionObserved = "Observed"
 )
 
 // Work holds the rendered manifests for one member cluster. It lives in the cluster's namespace,
@@ -150,4 +156,22 @@ type WorkList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Work `json:"items"`
+}
+
+// TemplateGeneration is the generation of the template the Work's first manifest was rendered from (the
+// work.flotilla.io/template-generation annotation), or 0 when it is not known.
+func (w *Work) TemplateGeneration() int64 {
+	if len(w.Spec.Workload.Manifests) == 0 {
+		return 0
+	}
+	var m struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m); err != nil {
+		return 0
+	}
+	g, _ := strconv.ParseInt(m.Metadata.Annotations[AnnotationTemplateGeneration], 10, 64)
+	return g
 }

@@ -1,0 +1,490 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/devenv"
+	"github.com/flotilla-io/flotilla/internal/process"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+// PropagationOptions configure `flotilla bench propagation`.
+type PropagationOptions struct {
+	// Members is the number of member clusters; Objects the number of Deployments, each placed on every member.
+	Members, Objects int
+	// Replicas of each Deployment.
+	Replicas int32
+	// Mode is how members join: pull, push or mixed.
+	Mode string
+	// Sequential creates (updates, deletes) one object at a time, waiting for it to finish everywhere;
+	// otherwise all at once.
+	Sequential bool
+	// Timeout bounds each wave.
+	Timeout time.Duration
+	// Out, if set, receives the results as JSON.
+	Out string
+}
+
+// Validate checks the options before anything starts.
+func (o *PropagationOptions) Validate() error {
+	switch {
+	case o.Members < 1 || o.Members > 20:
+		return fmt.Errorf("--members %d: must be between 1 and 20", o.Members)
+	case o.Objects < 1:
+		return fmt.Errorf("--objects %d: must be at least 1", o.Objects)
+	case o.Replicas < 1:
+		return fmt.Errorf("--replicas %d: must be at least 1", o.Replicas)
+	case o.Mode != devenv.ModePull && o.Mode != devenv.ModePush && o.Mode != devenv.ModeMixed:
+		return fmt.Errorf("--mode %q: must be pull, push or mixed", o.Mode)
+	case o.Timeout <= 0:
+		return fmt.Errorf("--timeout %s: must be positive", o.Timeout)
+	}
+	return nil
+}
+
+// PropagationResult is what `flotilla bench propagation` measured.
+type PropagationResult struct {
+	Members    int    `json:"members"`
+	Objects    int    `json:"objects"`
+	Replicas   int32  `json:"replicas"`
+	Mode       string `json:"mode"`
+	Sequential bool   `json:"sequential"`
+	// Waves are create, update and delete.
+	Waves map[string]WaveResult `json:"waves"`
+}
+
+// WaveResult is one wave: per stage, seconds from the hub request to the stage (p50, p90, p99, max).
+type WaveResult struct {
+	Stages map[string]map[string]float64 `json:"stages"`
+	// MemberOpsPerSecond is how many object × member changes per second reached the members.
+	MemberOpsPerSecond float64 `json:"memberOpsPerSecond"`
+	// CPUSeconds used during the wave by the hub, the members (API servers, controllers, simulated nodes)
+	// and the agents.
+	CPUSeconds map[string]float64 `json:"cpuSeconds"`
+	// HubPeakRSSMiB is the hub's peak resident memory since it started, at the end of the wave.
+	HubPeakRSSMiB float64 `json:"hubPeakRSSMiB"`
+}
+
+// Stages, in the order they happen. Object stages happen once per object, the others once per object and
+// member.
+const (
+	stageScheduled       = "scheduled"
+	stageWorkWritten     = "workWritten"
+	stageApplied         = "applied"
+	stageAvailable       = "available"
+	stageHubStatus       = "hubStatus"
+	stageWorkDeleted     = "workDeleted"
+	stageMemberDeleted   = "memberDeleted"
+	stageBindingDeleted  = "bindingDeleted"
+	stageTemplateDeleted = "templateDeleted"
+)
+
+var objectStages = map[string]bool{stageScheduled: true, stageHubStatus: true, stageBindingDeleted: true, stageTemplateDeleted: true}
+
+// wave says what each wave does to an object and which stages it measures.
+type wave struct {
+	name   string
+	stages []string
+	// image and generation are what the hub template and its Works carry once the wave reached them.
+	image      string
+	generation int64
+	// throughputStage counts the member changes.
+	throughputStage string
+}
+
+var (
+	createWave = &wave{name: "create", image: "nginx:1", generation: 1, throughputStage: stageApplied,
+		stages: []string{stageScheduled, stageWorkWritten, stageApplied, stageAvailable, stageHubStatus}}
+	updateWave = &wave{name: "update", image: "nginx:2", generation: 2, throughputStage: stageApplied,
+		stages: []string{stageWorkWritten, stageApplied, stageAvailable, stageHubStatus}}
+	deleteWave = &wave{name: "delete", throughputStage: stageMemberDeleted,
+		stages: []string{stageWorkDeleted, stageMemberDeleted, stageBindingDeleted, stageTemplateDeleted}}
+)
+
+const benchNamespace = "bench"
+
+// propagation is one run of the benchmark.
+type propagation struct {
+	o        PropagationOptions
+	env      *devenv.Environment
+	hub      kubernetes.Interface
+	members  []string
+	recorder *recorder
+	current  atomic.Pointer[wave]
+}
+
+// RunPropagation starts a hub and members, places Objects Deployments on every member, then changes every
+// image and deletes them all, timing each stage of each object in each member.
+func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, progress func(string)) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "flotilla-bench-propagation-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	// The benchmark's own watches log to a file; the table and progress lines keep the terminal.
+	if err := controlplane.SetupLogging(0, filepath.Join(dir, "bench.log")); err != nil {
+		return err
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		return err
+	}
+	// Three simulated nodes per member must hold every replica.
+	nodePods := max(110, int(o.Replicas)*o.Objects/3+20)
+	env, err := devenv.Up(ctx, &devenv.UpOptions{Members: o.Members, DataDir: dir, HubPort: ports[0], Mode: o.Mode,
+		MemberArgs: []string{"--node-pods", strconv.Itoa(nodePods)}}, progress)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+
+	p := &propagation{o: o, env: env, recorder: newRecorder()}
+	if err := p.watch(ctx); err != nil {
+		return err
+	}
+	if err := p.createPolicy(ctx); err != nil {
+		return err
+	}
+	result := PropagationResult{Members: o.Members, Objects: o.Objects, Replicas: o.Replicas, Mode: o.Mode,
+		Sequential: o.Sequential, Waves: map[string]WaveResult{}}
+	for _, w := range []*wave{createWave, updateWave, deleteWave} {
+		progress(fmt.Sprintf("%s wave: %d objects × %d members", w.name, o.Objects, o.Members))
+		r, err := p.run(ctx, w, progress)
+		if err != nil {
+			return fmt.Errorf("%s wave: %w", w.name, err)
+		}
+		result.Waves[w.name] = r
+	}
+	printPropagation(out, &result)
+	return writeJSON(o.Out, &result)
+}
+
+// watch records stages from watches on the hub and on every member.
+func (p *propagation) watch(ctx context.Context) error {
+	hubConfig, err := loadConfig(p.env.HubKubeconfig)
+	if err != nil {
+		return err
+	}
+	if p.hub, err = kubernetes.NewForConfig(hubConfig); err != nil {
+		return err
+	}
+	for name := range p.env.MemberKubeconfigs {
+		p.members = append(p.members, name)
+	}
+	err = watchKind(ctx, hubConfig, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
+		rb := obj.(*workv1alpha1.ResourceBinding)
+		object := strings.TrimSuffix(rb.Name, "-deployment")
+		switch {
+		case deleted:
+			p.recorder.mark(stageBindingDeleted, object, "")
+		case meta.IsStatusConditionTrue(rb.Status.Conditions, workv1alpha1.ConditionScheduled):
+			p.recorder.mark(stageScheduled, object, "")
+		}
+	})
+	if err != nil {
+		return err
+	}
+	err = watchKind(ctx, hubConfig, &workv1alpha1.Work{}, "", func(obj client.Object, deleted bool) {
+		w := obj.(*workv1alpha1.Work)
+		cluster, ok := registration.ClusterOfNamespace(w.Namespace)
+		if !ok || w.Labels[workv1alpha1.LabelBindingNamespace] != benchNamespace {
+			return
+		}
+		object := strings.TrimSuffix(w.Labels[workv1alpha1.LabelBindingName], "-deployment")
+		switch {
+		case deleted:
+			p.recorder.mark(stageWorkDeleted, object, cluster)
+		case w.TemplateGeneration() >= p.current.Load().generation:
+			p.recorder.mark(stageWorkWritten, object, cluster)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	total := p.o.Replicas * int32(len(p.members))
+	err = watchKind(ctx, hubConfig, &appsv1.Deployment{}, benchNamespace, func(obj client.Object, deleted bool) {
+		d := obj.(*appsv1.Deployment)
+		switch {
+		case deleted:
+			p.recorder.mark(stageTemplateDeleted, d.Name, "")
+		case image(d) == p.current.Load().image && d.Status.ObservedGeneration >= d.Generation &&
+			d.Status.UpdatedReplicas == total && d.Status.AvailableReplicas == total:
+			p.recorder.mark(stageHubStatus, d.Name, "")
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for name, kubeconfig := range p.env.MemberKubeconfigs {
+		cfg, err := loadConfig(kubeconfig)
+		if err != nil {
+			return err
+		}
+		err = watchKind(ctx, cfg, &appsv1.Deployment{}, benchNamespace, func(obj client.Object, deleted bool) {
+			d := obj.(*appsv1.Deployment)
+			if deleted {
+				p.recorder.mark(stageMemberDeleted, d.Name, name)
+				return
+			}
+			if image(d) != p.current.Load().image {
+				return
+			}
+			p.recorder.mark(stageApplied, d.Name, name)
+			replicas := ptr.Deref(d.Spec.Replicas, 1)
+			if d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == replicas &&
+				d.Status.AvailableReplicas == replicas && d.Status.Replicas == replicas {
+				p.recorder.mark(stageAvailable, d.Name, name)
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func image(d *appsv1.Deployment) string {
+	if len(d.Spec.Template.Spec.Containers) == 0 {
+		return ""
+	}
+	return d.Spec.Template.Spec.Containers[0].Image
+}
+
+// createPolicy makes the namespace and a policy placing every Deployment in it on every member.
+func (p *propagation) createPolicy(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	if _, err := p.hub.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return p.env.Hub.Create(ctx, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "everywhere", Namespace: benchNamespace},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+			Placement:         policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: p.members}},
+		},
+	})
+}
+
+// run runs one wave over every object, all at once or one after another, and measures it.
+func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (WaveResult, error) {
+	p.recorder.reset()
+	p.current.Store(w)
+	before, err := p.usage()
+	if err != nil {
+		return WaveResult{}, err
+	}
+	want := map[string]int{}
+	for _, s := range w.stages {
+		want[s] = p.o.Objects
+		if !objectStages[s] {
+			want[s] *= len(p.members)
+		}
+	}
+	if p.o.Sequential {
+		for i := range p.o.Objects {
+			name := objectName(i)
+			p.recorder.begin(name)
+			if err := p.act(ctx, w, name); err != nil {
+				return WaveResult{}, err
+			}
+			if err := p.waitObject(ctx, w, name); err != nil {
+				return WaveResult{}, err
+			}
+		}
+	} else {
+		if err := p.actOnAll(ctx, w); err != nil {
+			return WaveResult{}, err
+		}
+	}
+	if err := p.recorder.waitCounts(ctx, want, p.o.Timeout, progress); err != nil {
+		return WaveResult{}, err
+	}
+	after, err := p.usage()
+	if err != nil {
+		return WaveResult{}, err
+	}
+	r := WaveResult{Stages: map[string]map[string]float64{}, MemberOpsPerSecond: p.recorder.rate(w.throughputStage),
+		CPUSeconds: map[string]float64{}, HubPeakRSSMiB: float64(after["hub"].PeakRSS) / (1 << 20)}
+	for _, s := range w.stages {
+		r.Stages[s] = percentiles(p.recorder.durations(s))
+	}
+	for kind, u := range after {
+		r.CPUSeconds[kind] = (u.CPU - before[kind].CPU).Seconds()
+	}
+	return r, nil
+}
+
+func objectName(i int) string { return fmt.Sprintf("bench-%04d", i) }
+
+// act does the wave's change to one object on the hub.
+func (p *propagation) act(ctx context.Context, w *wave, name string) error {
+	deployments := p.hub.AppsV1().Deployments(benchNamespace)
+	switch w {
+	case createWave:
+		_, err := deployments.Create(ctx, benchDeployment(name, p.o.Replicas, w.image), metav1.CreateOptions{})
+		return err
+	case updateWave:
+		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":%q}]}}}}`, w.image)
+		_, err := deployments.Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	default:
+		return deployments.Delete(ctx, name, metav1.DeleteOptions{})
+	}
+}
+
+// actOnAll does the wave's change to every object at once, from a few clients in parallel.
+func (p *propagation) actOnAll(ctx context.Context, w *wave) error {
+	const workers = 16
+	names := make(chan string)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for name := range names {
+				p.recorder.begin(name)
+				if err := p.act(ctx, w, name); err != nil {
+					errs <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for i := range p.o.Objects {
+		select {
+		case names <- objectName(i):
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(names)
+	wg.Wait()
+	close(errs)
+	if err != nil {
+		return err
+	}
+	return <-errs
+}
+
+// waitObject waits until the object reached every stage of the wave everywhere.
+func (p *propagation) waitObject(ctx context.Context, w *wave, name string) error {
+	deadline := time.Now().Add(p.o.Timeout)
+	for {
+		done := true
+		for _, s := range w.stages {
+			clusters := p.members
+			if objectStages[s] {
+				clusters = []string{""}
+			}
+			done = done && p.recorder.reached(s, name, clusters)
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not finish within %s", name, p.o.Timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// usage sums the CPU time of the fleet's processes by kind: hub, members, agents; the hub's memory as is.
+func (p *propagation) usage() (map[string]process.Usage, error) {
+	sums := map[string]process.Usage{}
+	for _, proc := range p.env.Processes() {
+		u, err := proc.Usage()
+		if err != nil {
+			return nil, err
+		}
+		kind := "members"
+		switch {
+		case proc.Name == "hub":
+			kind = "hub"
+		case strings.HasPrefix(proc.Name, "agent-"):
+			kind = "agents"
+		}
+		s := sums[kind]
+		s.CPU += u.CPU
+		s.RSS += u.RSS
+		s.PeakRSS += u.PeakRSS
+		sums[kind] = s
+	}
+	return sums, nil
+}
+
+func benchDeployment(name string, replicas int32, image string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: image}}},
+			},
+		},
+	}
+}
+
+// loadConfig reads a kubeconfig for a benchmark client, without client-side rate limits: the benchmark
+// measures the control plane, not its own throttling.
+func loadConfig(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = -1, 0
+	return cfg, nil
+}
+
+func printPropagation(out io.Writer, r *PropagationResult) {
+	how := "all at once"
+	if r.Sequential {
+		how = "one at a time"
+	}
+	fmt.Fprintf(out, "%d Deployments × %d members (%s), %s; seconds from the hub request\n", r.Objects, r.Members, r.Mode, how)
+	for _, w := range []*wave{createWave, updateWave, deleteWave} {
+		wr := r.Waves[w.name]
+		fmt.Fprintf(out, "\n%-8s %-16s %8s %8s %8s %8s\n", w.name, "stage", "p50", "p90", "p99", "max")
+		for _, s := range w.stages {
+			q := wr.Stages[s]
+			fmt.Fprintf(out, "%-8s %-16s %8.3f %8.3f %8.3f %8.3f\n", "", s, q["p50"], q["p90"], q["p99"], q["max"])
+		}
+		fmt.Fprintf(out, "%-8s %.1f member changes/s; CPU s: hub %.1f, members %.1f, agents %.1f; hub peak RSS %.0f MiB\n", "",
+			wr.MemberOpsPerSecond, wr.CPUSeconds["hub"], wr.CPUSeconds["members"], wr.CPUSeconds["agents"], wr.HubPeakRSSMiB)
+	}
+}
