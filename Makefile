@@ -14,7 +14,7 @@ LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli.Version=$(VERSI
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
-.PHONY: all build run generate verify test test-unit test-integration test-e2e no-leftovers clean
+.PHONY: all build run generate verify test test-unit test-integration test-e2e bench-smoke no-leftovers clean
 
 all: build
 
@@ -41,8 +41,8 @@ verify: generate
 	$(GO) vet ./...
 	cd api && $(GO) vet ./...
 
-## test: every tier — verify, unit, integration, e2e — and no process left behind
-test: verify test-unit test-integration test-e2e no-leftovers
+## test: every tier — verify, unit, integration, e2e, a tiny run of each benchmark — and no process left behind
+test: verify test-unit test-integration test-e2e bench-smoke no-leftovers
 
 ## test-unit: fast tests of pure logic, and a short run of each fuzz target
 test-unit:
@@ -58,6 +58,15 @@ test-integration:
 ## test-e2e: hub and member clusters as processes of bin/flotilla (test/e2e)
 test-e2e: build
 	FLOTILLA_BIN=$(BIN)/flotilla $(GO) test -timeout 30m ./test/e2e/...
+
+## bench-smoke: each benchmark at a tiny size, so the commands keep working (figures are printed, never checked)
+BENCH_OUT := $(BIN)/bench-smoke
+bench-smoke: build
+	mkdir -p $(BENCH_OUT)
+	$(BIN)/flotilla bench propagation --members 2 --objects 20 --out $(BENCH_OUT)/propagation.json
+	$(BIN)/flotilla bench scale --clusters 2 --objects 2 --settle 10s --out $(BENCH_OUT)/scale.json
+	$(BIN)/flotilla bench register --clusters 2
+	$(BIN)/flotilla bench plot --out-dir $(BENCH_OUT) $(BENCH_OUT)/propagation.json $(BENCH_OUT)/scale.json
 
 # Every process a test starts must end with it. (The brackets keep the pattern from matching this shell.)
 LEFTOVERS := $(BIN)/flotill[a] |/(integration|existingcluster|e2e)\.tes[t]

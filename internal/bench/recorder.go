@@ -63,6 +63,23 @@ func (r *recorder) durations(stage string) []time.Duration {
 	return ds
 }
 
+// latest returns, for each object, how long it took to reach stage in its last cluster.
+func (r *recorder) latest(stage string) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last := map[string]time.Duration{}
+	for k, at := range r.seen {
+		if d := at.Sub(r.begun[k.object]); k.stage == stage && d > last[k.object] {
+			last[k.object] = d
+		}
+	}
+	ds := make([]time.Duration, 0, len(last))
+	for _, d := range last {
+		ds = append(ds, d)
+	}
+	return ds
+}
+
 // rate is how many times per second stage was reached, from the first object's begin to the last time
 // the stage was reached.
 func (r *recorder) rate(stage string) float64 {

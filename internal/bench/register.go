@@ -12,13 +12,9 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -80,15 +76,15 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 	if err != nil {
 		return err
 	}
+	access := hubAccess{url: h.Config.Host, token: token.String(), caHash: hash}
+	mapper := hollowMapper()
 	join := func(name string) (time.Duration, error) {
 		start := time.Now()
-		cred := registration.NewCredential(filepath.Join(dir, "agents", name))
-		req := registration.JoinRequest{HubURL: h.Config.Host, Token: token.String(), CACertHash: hash,
-			ClusterName: name, ClusterID: "hollow-" + name, CertTTL: time.Hour}
-		if err := registration.Join(ctx, req, cred, func(string) {}); err != nil {
+		a, err := joinHollow(ctx, access, dir, name, mapper)
+		if err != nil {
 			return 0, err
 		}
-		if err := hollowHeartbeat(ctx, cred, name); err != nil {
+		if err := a.firstHeartbeat(ctx); err != nil {
 			return 0, err
 		}
 		if err := waitReady(ctx, admin, name); err != nil {
@@ -133,37 +129,6 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 		fmt.Fprintf(out, "%-12s %8.3f %8.3f %8.3f %8.3f\n", row.name, row.p["p50"], row.p["p90"], row.p["p99"], row.p["max"])
 	}
 	return writeJSON(o.Out, &result)
-}
-
-// hollowHeartbeat does what an agent's first report does, for a member that does not exist: renew the
-// Lease and report a healthy status, with the agent's own credential.
-func hollowHeartbeat(ctx context.Context, cred registration.Credential, name string) error {
-	cfg, err := cred.RESTConfig()
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return err
-	}
-	return retry.OnError(retry.DefaultBackoff, func(error) bool { return true }, func() error {
-		lease := &coordinationv1.Lease{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(name), Name: name}, lease); err != nil {
-			return err
-		}
-		lease.Spec.HolderIdentity = ptr.To(registration.AgentUser(name))
-		lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-		if err := c.Update(ctx, lease); err != nil {
-			return err
-		}
-		cluster := &clusterv1alpha1.Cluster{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
-			return err
-		}
-		cluster.Status.KubernetesVersion = "v1.37.2"
-		cluster.Status.Health = &clusterv1alpha1.HealthEndpoints{Livez: "ok", Readyz: "ok"}
-		return c.Status().Update(ctx, cluster)
-	})
 }
 
 func waitReady(ctx context.Context, c client.Client, name string) error {

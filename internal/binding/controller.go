@@ -4,10 +4,13 @@ package binding
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -119,6 +122,9 @@ func WorkName(b client.Object) string {
 	return b.GetNamespace() + "." + b.GetName()
 }
 
+// workWriters is how many Works of one binding are written at once.
+const workWriters = 16
+
 func workLabels(b client.Object) map[string]string {
 	return map[string]string{workv1alpha1.LabelBindingNamespace: b.GetNamespace(), workv1alpha1.LabelBindingName: b.GetName()}
 }
@@ -154,22 +160,32 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Works are written a few at a time: one binding may place its template on a thousand clusters.
+	var mu sync.Mutex
 	var overrideErrs []string
+	writes, writesCtx := errgroup.WithContext(ctx)
+	writes.SetLimit(workWriters)
 	for _, target := range spec.Clusters {
-		manifests := []*unstructured.Unstructured{Render(template, target, divided)}
-		for _, d := range deps {
-			manifests = append(manifests, Render(d, target, false))
-		}
-		applied, err := r.override(ctx, manifests, target.Name, overrides)
-		if err != nil {
-			// Never a half-applied manifest: this cluster's Work keeps its last good version.
-			overrideErrs = append(overrideErrs, target.Name+": "+err.Error())
-			continue
-		}
-		if err := r.ensureWork(ctx, b, manifests, applied, target.Name); err != nil {
-			return ctrl.Result{}, err
-		}
+		writes.Go(func() error {
+			manifests := []*unstructured.Unstructured{Render(template, target, divided)}
+			for _, d := range deps {
+				manifests = append(manifests, Render(d, target, false))
+			}
+			applied, err := r.override(writesCtx, manifests, target.Name, overrides)
+			if err != nil {
+				// Never a half-applied manifest: this cluster's Work keeps its last good version.
+				mu.Lock()
+				defer mu.Unlock()
+				overrideErrs = append(overrideErrs, target.Name+": "+err.Error())
+				return nil
+			}
+			return r.ensureWork(writesCtx, b, manifests, applied, target.Name)
+		})
 	}
+	if err := writes.Wait(); err != nil {
+		return ctrl.Result{}, err
+	}
+	slices.Sort(overrideErrs)
 	setOverridden(b.BindingStatus(), b.GetGeneration(), overrideErrs)
 	inNamespace := func(w *workv1alpha1.Work) func(string) bool {
 		return func(cluster string) bool { return registration.ClusterNamespace(cluster) == w.Namespace }
@@ -266,13 +282,9 @@ func (r *Controller[T]) dependencies(ctx context.Context, template *unstructured
 // ensureWork creates or updates the Work of one cluster; nothing is written when nothing changed.
 func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstructured.Unstructured, overrides []string, cluster string) error {
 	spec := b.BindingSpec()
-	manifests := make([]workv1alpha1.Manifest, len(rendered))
-	for i, m := range rendered {
-		raw, err := m.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		manifests[i] = workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
+	manifests, err := encodeManifests(rendered)
+	if err != nil {
+		return err
 	}
 	suspend := spec.Suspension != nil && (ptr.Deref(spec.Suspension.Dispatching, false) ||
 		(spec.Suspension.DispatchingOnClusters != nil && slices.Contains(spec.Suspension.DispatchingOnClusters.ClusterNames, cluster)))
@@ -288,7 +300,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		want.ConflictResolution = policyv1alpha1.ConflictAbort
 	}
 	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: WorkName(b), Namespace: registration.ClusterNamespace(cluster)}}
-	err := r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
+	err = r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
 	annotation := strings.Join(overrides, ",")
 	if apierrors.IsNotFound(err) {
 		work.Labels = workLabels(b)
@@ -312,6 +324,21 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		metav1.SetMetaDataAnnotation(&work.ObjectMeta, workv1alpha1.AnnotationOverrides, annotation)
 	}
 	return r.Client.Update(ctx, work)
+}
+
+// encodeManifests encodes rendered manifests as the API server stores them, so that an unchanged Work
+// compares equal byte for byte. (json.Marshal rather than MarshalJSON, whose trailing newline the API server
+// does not keep: the stored Work would never equal the rendered one and be written again on every reconcile.)
+func encodeManifests(rendered []*unstructured.Unstructured) ([]workv1alpha1.Manifest, error) {
+	manifests := make([]workv1alpha1.Manifest, len(rendered))
+	for i, m := range rendered {
+		raw, err := json.Marshal(m.Object)
+		if err != nil {
+			return nil, err
+		}
+		manifests[i] = workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
+	}
+	return manifests, nil
 }
 
 // finalize deletes the binding's Works, letting go of their member objects first when the template was
@@ -340,4 +367,3 @@ func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.
 	}
 	return nil
 }
-

@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -58,5 +59,24 @@ func TestRender(t *testing.T) {
 		workv1alpha1.TargetCluster{Name: "m1"}, false)
 	if _, found, _ := unstructured.NestedFieldNoCopy(svc.Object, "spec", "clusterIP"); found {
 		t.Error("the hub's cluster IP went to the member")
+	}
+}
+
+// TestEncodedManifestsAreStoredForm: what the API server stores and returns is the manifest's JSON decoded and
+// encoded again. Unless the encoding is already that form, an unchanged Work never compares equal and is
+// rewritten on every reconcile.
+func TestEncodedManifestsAreStoredForm(t *testing.T) {
+	template := parse(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"b"},"data":{"html":"<b>&</b>","n":"1"}}`)
+	manifests, err := encodeManifests([]*unstructured.Unstructured{Render(template, workv1alpha1.TargetCluster{Name: "m1"}, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded any
+	if err := json.Unmarshal(manifests[0].Raw, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := json.Marshal(decoded)
+	if string(stored) != string(manifests[0].Raw) {
+		t.Fatalf("encoded %q\nstored  %q", manifests[0].Raw, stored)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,7 +12,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -59,5 +60,52 @@ changes per second and the CPU time of the hub, the members and the agents.`,
 	cmd.Flags().BoolVar(&o.Sequential, "sequential", false, "one object at a time, each finished everywhere before the next")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for one wave")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
+func newBenchScaleCommand() *cobra.Command {
+	o := bench.ScaleOptions{Clusters: 100, WorksPerCluster: 1, Objects: 5, Settle: 30 * time.Second}
+	cmd := &cobra.Command{
+		Use:   "scale",
+		Short: "A hub with many simulated (hollow) pull agents: steady-state cost, heartbeat handling, fan-out",
+		Long: `Start a hub as a child process and --clusters hollow pull agents in this process. Each joins
+through the real protocol, renews its Lease every 10 s, reports its status when it changes and
+acknowledges its Works as applied and healthy, with no member cluster behind it. Reports the hub's CPU
+and memory at steady state (--works-per-cluster Deployments placed on every cluster), the time from an
+agent's report to the Cluster's Ready condition, and the time to fan --objects objects out to every
+cluster, one after another.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			return bench.RunScale(ctx, o, cmd.OutOrStdout(), newProgress(cmd.ErrOrStderr()).step)
+		},
+	}
+	cmd.Flags().IntVar(&o.Clusters, "clusters", o.Clusters, "number of hollow clusters")
+	cmd.Flags().IntVar(&o.WorksPerCluster, "works-per-cluster", o.WorksPerCluster, "Deployments placed on every cluster before the steady state is measured")
+	cmd.Flags().IntVar(&o.Objects, "objects", o.Objects, "objects fanned out to every cluster, one after another")
+	cmd.Flags().DurationVar(&o.Settle, "settle", o.Settle, "how long the fleet settles before the steady state is sampled (and how long it is sampled)")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
+func newBenchPlotCommand() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "plot FILE.json...",
+		Short: "Draw PNG charts from the JSON that bench propagation and bench scale write with --out",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, files []string) error {
+			written, err := bench.Plot(dir, files)
+			for _, f := range written {
+				fmt.Fprintln(cmd.OutOrStdout(), f)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&dir, "out-dir", ".", "directory for the PNG files")
 	return cmd
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -124,7 +123,7 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 			return nil, err
 		}
 	}
-	if err := waitFor(ctx, hub, "hub ready"); err != nil {
+	if err := process.WaitFor(ctx, hub, "hub ready"); err != nil {
 		return nil, err
 	}
 	if err := copyFile(filepath.Join(hubDir, "admin.kubeconfig"), env.HubKubeconfig); err != nil {
@@ -174,7 +173,7 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, member *process.Process,
 	start func(name, dir string, args ...string) (*process.Process, error), hubURL, token, hash string, progress func(string)) error {
 	name := MemberName(i + 1)
-	if err := waitFor(ctx, member, "member "+name+" ready"); err != nil {
+	if err := process.WaitFor(ctx, member, "member "+name+" ready"); err != nil {
 		return err
 	}
 	kubeconfig := env.MemberKubeconfigs[name]
@@ -220,7 +219,7 @@ func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, mem
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, agent, "reporting to the hub"); err != nil {
+	if err := process.WaitFor(ctx, agent, "reporting to the hub"); err != nil {
 		return err
 	}
 	progress(name + " joined (pull)")
@@ -271,22 +270,6 @@ func (env *Environment) Stop() {
 			_ = p.Stop(30 * time.Second)
 		}
 	}
-}
-
-// waitFor waits until a child printed marker, failing when it exits first.
-func waitFor(ctx context.Context, p *process.Process, marker string) error {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
-		if p.Exited() {
-			return false, fmt.Errorf("%s exited; its output (%s):\n%s", p.Name, p.LogPath, tailLines(p.Output(), 20))
-		}
-		return strings.Contains(p.Output(), marker), nil
-	})
-	return err
-}
-
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 func copyFile(from, to string) error {

@@ -5,6 +5,7 @@ package process
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -100,6 +101,27 @@ func (p *Process) Exited() bool {
 func (p *Process) Output() string {
 	data, _ := os.ReadFile(p.LogPath)
 	return string(data)
+}
+
+// WaitFor waits until p printed marker, failing with the end of its output when it exits first.
+func WaitFor(ctx context.Context, p *Process, marker string) error {
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	timeout := time.After(3 * time.Minute)
+	for !strings.Contains(p.Output(), marker) {
+		if p.Exited() {
+			lines := strings.Split(strings.TrimRight(p.Output(), "\n"), "\n")
+			return fmt.Errorf("%s exited; its output (%s):\n%s", p.Name, p.LogPath, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout:
+			return fmt.Errorf("%s did not print %q within 3 minutes; its output is in %s", p.Name, marker, p.LogPath)
+		case <-ticker.C:
+		}
+	}
+	return nil
 }
 
 // Usage is a process's CPU time and memory, read from /proc.

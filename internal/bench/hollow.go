@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// heartbeatPeriod is how often a hollow agent renews its Lease, as a real agent does.
+const heartbeatPeriod = 10 * time.Second
+
+// hub is what hollow agents need to join a hub.
+type hubAccess struct {
+	url, token, caHash string
+}
+
+// hollowAgent is a pull agent without a member cluster behind it. It joins through the real protocol
+// (discovery, CSR, approval), renews its Lease every heartbeat, reports a fixed status when it changes, and
+// acknowledges its Works as applied and healthy, with its own credential and the access the hub gave it.
+type hollowAgent struct {
+	name   string
+	client client.Client
+	works  cache.Cache
+	queue  chan string
+
+	mu      sync.Mutex
+	healthy bool
+	lease   *coordinationv1.Lease
+}
+
+// hollowMapper knows the few kinds a hollow agent uses, so that a thousand agents do not each read the hub's
+// discovery.
+func hollowMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	m.Add(workv1alpha1.GroupVersion.WithKind("Work"), meta.RESTScopeNamespace)
+	m.Add(clusterv1alpha1.GroupVersion.WithKind("Cluster"), meta.RESTScopeRoot)
+	m.Add(coordinationv1.SchemeGroupVersion.WithKind("Lease"), meta.RESTScopeNamespace)
+	return m
+}
+
+// joinHollow joins one hollow agent, keeping its credential under dir, and returns it ready to start.
+func joinHollow(ctx context.Context, hub hubAccess, dir, name string, mapper meta.RESTMapper) (*hollowAgent, error) {
+	cred := registration.NewCredential(filepath.Join(dir, "agents", name))
+	req := registration.JoinRequest{HubURL: hub.url, Token: hub.token, CACertHash: hub.caHash,
+		ClusterName: name, ClusterID: "hollow-" + name, Labels: "bench=hollow", CertTTL: 24 * time.Hour}
+	if err := registration.Join(ctx, req, cred, func(string) {}); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	cfg, err := cred.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 100, 200 // as the real agent
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New(), Mapper: mapper})
+	if err != nil {
+		return nil, err
+	}
+	works, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), Mapper: mapper,
+		DefaultNamespaces: map[string]cache.Config{registration.ClusterNamespace(name): {}}})
+	if err != nil {
+		return nil, err
+	}
+	return &hollowAgent{name: name, client: c, works: works, queue: make(chan string, 1024), healthy: true}, nil
+}
+
+// start reports once, then keeps the heartbeat and the Work acknowledgements going until ctx ends.
+func (a *hollowAgent) start(ctx context.Context) error {
+	if err := a.firstHeartbeat(ctx); err != nil {
+		return err
+	}
+	informer, err := a.works.GetInformer(ctx, &workv1alpha1.Work{})
+	if err != nil {
+		return err
+	}
+	enqueue := func(o any) {
+		if w, ok := o.(*workv1alpha1.Work); ok {
+			a.queue <- w.Name
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: enqueue, UpdateFunc: func(_, o any) { enqueue(o) },
+	}); err != nil {
+		return err
+	}
+	go func() { _ = a.works.Start(ctx) }()
+	go a.acknowledge(ctx)
+	go func() {
+		// Heartbeats of many agents spread over the period, as they would in a real fleet.
+		timer := time.NewTimer(rand.N(heartbeatPeriod))
+		defer timer.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+				_ = a.heartbeat(ctx, false)
+				timer.Reset(heartbeatPeriod)
+			}
+		}
+	}()
+	return nil
+}
+
+// firstHeartbeat reports for the first time, retrying briefly: the access the hub granted at approval may
+// take a moment to reach its authorizer.
+func (a *hollowAgent) firstHeartbeat(ctx context.Context) error {
+	err := retry.OnError(retry.DefaultBackoff, func(error) bool { return ctx.Err() == nil }, func() error { return a.heartbeat(ctx, true) })
+	if err != nil {
+		return fmt.Errorf("%s: first heartbeat: %w", a.name, err)
+	}
+	return nil
+}
+
+// heartbeat renews the Lease, and writes the Cluster's status when report is set.
+func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lease == nil {
+		a.lease = &coordinationv1.Lease{}
+		if err := a.client.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(a.name), Name: a.name}, a.lease); err != nil {
+			a.lease = nil
+			return err
+		}
+	}
+	a.lease.Spec.HolderIdentity = ptr.To(registration.AgentUser(a.name))
+	a.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if err := a.client.Update(ctx, a.lease); err != nil {
+		a.lease = nil // read it again next time
+		return err
+	}
+	if !report {
+		return nil
+	}
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := a.client.Get(ctx, client.ObjectKey{Name: a.name}, cluster); err != nil {
+		return err
+	}
+	readyz := "ok"
+	if !a.healthy {
+		readyz = "[-]etcd failed: hollow agent reports unhealthy"
+	}
+	cluster.Status.KubernetesVersion = "v1.37.2"
+	cluster.Status.Health = &clusterv1alpha1.HealthEndpoints{Livez: "ok", Readyz: readyz}
+	cluster.Status.APIEnablements = []clusterv1alpha1.APIEnablement{
+		{GroupVersion: "v1", Resources: []clusterv1alpha1.APIResource{{Name: "configmaps", Kind: "ConfigMap"}, {Name: "secrets", Kind: "Secret"}, {Name: "services", Kind: "Service"}}},
+		{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
+	}
+	cluster.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("768Gi"), corev1.ResourcePods: resource.MustParse("330"),
+	}}
+	return a.client.Status().Update(ctx, cluster)
+}
+
+// setHealthy changes what the agent reports and reports it at once.
+func (a *hollowAgent) setHealthy(ctx context.Context, healthy bool) error {
+	a.mu.Lock()
+	a.healthy = healthy
+	a.mu.Unlock()
+	return a.heartbeat(ctx, true)
+}
+
+// acknowledge reports each Work applied and healthy, with the status its workload would have, and lets go
+// of deleted Works.
+func (a *hollowAgent) acknowledge(ctx context.Context) {
+	for {
+		var name string
+		select {
+		case <-ctx.Done():
+			return
+		case name = <-a.queue:
+		}
+		w := &workv1alpha1.Work{}
+		if err := a.works.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(a.name), Name: name}, w); err != nil {
+			continue
+		}
+		var err error
+		switch {
+		case w.DeletionTimestamp != nil:
+			if controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution) {
+				err = a.client.Update(ctx, w)
+			}
+		case !acknowledged(w):
+			w.Status = hollowStatus(w)
+			err = a.client.Status().Update(ctx, w)
+		}
+		if apierrors.IsConflict(err) {
+			// The cache is behind; the newer version's event queues the Work again.
+			continue
+		}
+	}
+}
+
+func acknowledged(w *workv1alpha1.Work) bool {
+	c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
+	return c != nil && c.ObservedGeneration == w.Generation
+}
+
+// hollowStatus is the status a Work would get from a member where every object runs as asked.
+func hollowStatus(w *workv1alpha1.Work) workv1alpha1.WorkStatus {
+	var status workv1alpha1.WorkStatus
+	for i, m := range w.Spec.Workload.Manifests {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(m.Raw); err != nil {
+			continue
+		}
+		gvk := obj.GroupVersionKind()
+		ms := workv1alpha1.ManifestStatus{
+			Identifier: workv1alpha1.ResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+				Namespace: obj.GetNamespace(), Name: obj.GetName()},
+			Applied: true, Health: workv1alpha1.ResourceHealthy,
+		}
+		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", Message: "applied"})
+		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue, Reason: "ObservedGeneration", Message: "observed"})
+		if replicas, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas"); found {
+			raw, _ := json.Marshal(map[string]int64{"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas,
+				"readyReplicas": replicas, "availableReplicas": replicas})
+			ms.Status = &runtime.RawExtension{Raw: raw}
+		}
+		status.ManifestStatuses = append(status.ManifestStatuses, ms)
+	}
+	for _, t := range []string{workv1alpha1.WorkConditionApplied, workv1alpha1.WorkConditionAvailable} {
+		meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: t,
+			Message: "hollow agent", ObservedGeneration: w.Generation})
+	}
+	return status
+}

@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Plot reads results written by the benchmarks' --out and draws PNG charts into dir: for each propagation
+// run, the latency percentiles of every stage of its create wave; across propagation runs, member changes
+// per second against member count; across scale runs, the hub's memory against cluster count. It returns
+// the files written.
+func Plot(dir string, files []string) ([]string, error) {
+	var propagations []PropagationResult
+	var scales []ScaleResult
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var kind struct {
+			Waves  json.RawMessage `json:"waves"`
+			Steady json.RawMessage `json:"steady"`
+		}
+		if err := json.Unmarshal(data, &kind); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		switch {
+		case kind.Waves != nil:
+			var r PropagationResult
+			if err := json.Unmarshal(data, &r); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			propagations = append(propagations, r)
+		case kind.Steady != nil:
+			var r ScaleResult
+			if err := json.Unmarshal(data, &r); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			scales = append(scales, r)
+		default:
+			return nil, fmt.Errorf("%s: not the output of bench propagation or bench scale", f)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	save := func(p *plot.Plot, name string) error {
+		path := filepath.Join(dir, name)
+		written = append(written, path)
+		return p.Save(8*vg.Inch, 4*vg.Inch, path)
+	}
+	for _, r := range propagations {
+		p, err := stageChart(r)
+		if err != nil {
+			return nil, err
+		}
+		how := "burst"
+		if r.Sequential {
+			how = "sequential"
+		}
+		if err := save(p, fmt.Sprintf("propagation-%dx%d-%s-%s.png", r.Objects, r.Members, r.Mode, how)); err != nil {
+			return nil, err
+		}
+	}
+	if len(propagations) > 1 {
+		p, err := lineChart("Member changes per second (create wave, all at once)", "members", "changes/s",
+			propagations, func(r PropagationResult) (string, float64, float64, bool) {
+				return fmt.Sprintf("%d objects", r.Objects), float64(r.Members), r.Waves[createWave.name].MemberOpsPerSecond, !r.Sequential
+			})
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, "throughput-by-members.png"); err != nil {
+			return nil, err
+		}
+	}
+	if len(scales) > 0 {
+		p, err := lineChart("Hub memory at steady state", "hollow clusters", "RSS (MiB)",
+			scales, func(r ScaleResult) (string, float64, float64, bool) {
+				return fmt.Sprintf("%d Deployments per cluster", r.WorksPerCluster), float64(r.Clusters), r.Steady.HubRSSMiB, true
+			})
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, "hub-rss-by-clusters.png"); err != nil {
+			return nil, err
+		}
+	}
+	return written, nil
+}
+
+// stageChart draws p50, p90, p99 and max of each stage of a propagation run's create wave as grouped bars.
+func stageChart(r PropagationResult) (*plot.Plot, error) {
+	p := plot.New()
+	how := "all at once"
+	if r.Sequential {
+		how = "one at a time"
+	}
+	p.Title.Text = fmt.Sprintf("%d Deployments × %d members (%s, %s): seconds from the hub request", r.Objects, r.Members, r.Mode, how)
+	p.Y.Label.Text = "seconds"
+	wave := r.Waves[createWave.name]
+	width := vg.Points(12)
+	for i, q := range []string{"p50", "p90", "p99", "max"} {
+		values := make(plotter.Values, len(createWave.stages))
+		for j, s := range createWave.stages {
+			values[j] = wave.Stages[s][q]
+			p.Y.Max = max(p.Y.Max, values[j]*1.3) // room for the legend
+		}
+		bars, err := plotter.NewBarChart(values, width)
+		if err != nil {
+			return nil, err
+		}
+		bars.LineStyle.Width = 0
+		bars.Color = plotutil.Color(i)
+		bars.Offset = vg.Length(i-2)*width + width/2
+		p.Add(bars)
+		p.Legend.Add(q, bars)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.NominalX(createWave.stages...)
+	return p, nil
+}
+
+// lineChart draws one line per series, each point (x, y) of a result that point accepts.
+func lineChart[R any](title, xLabel, yLabel string, results []R, point func(R) (series string, x, y float64, ok bool)) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xLabel, yLabel
+	series := map[string]plotter.XYs{}
+	for _, r := range results {
+		if name, x, y, ok := point(r); ok {
+			series[name] = append(series[name], plotter.XY{X: x, Y: y})
+		}
+	}
+	names := make([]string, 0, len(series))
+	for name := range series {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var args []any
+	for _, name := range names {
+		xys := series[name]
+		slices.SortFunc(xys, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		args = append(args, name, xys)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		return nil, fmt.Errorf("%s: %w", strings.ToLower(title), err)
+	}
+	p.Y.Min = 0
+	p.Legend.Top = true
+	return p, nil
+}

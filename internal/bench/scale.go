@@ -1,0 +1,424 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/process"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// ScaleOptions configure `flotilla bench scale`.
+type ScaleOptions struct {
+	// Clusters is the number of hollow agents.
+	Clusters int
+	// WorksPerCluster is how many Deployments, each placed on every cluster, the fleet holds at steady state.
+	WorksPerCluster int
+	// Objects is how many objects are fanned out to every cluster, one after another, to time the fan-out.
+	Objects int
+	// Settle is how long the fleet runs before the steady state is sampled, and how long it is sampled.
+	Settle time.Duration
+	// Out, if set, receives the results as JSON.
+	Out string
+}
+
+// Validate checks the options before anything starts.
+func (o *ScaleOptions) Validate() error {
+	switch {
+	case o.Clusters < 1:
+		return fmt.Errorf("--clusters %d: must be at least 1", o.Clusters)
+	case o.WorksPerCluster < 0:
+		return fmt.Errorf("--works-per-cluster %d: must not be negative", o.WorksPerCluster)
+	case o.Objects < 1:
+		return fmt.Errorf("--objects %d: must be at least 1", o.Objects)
+	case o.Settle < heartbeatPeriod:
+		return fmt.Errorf("--settle %s: must be at least one heartbeat (%s)", o.Settle, heartbeatPeriod)
+	}
+	return nil
+}
+
+// ScaleResult is what `flotilla bench scale` measured; durations in seconds.
+type ScaleResult struct {
+	Clusters        int `json:"clusters"`
+	WorksPerCluster int `json:"worksPerCluster"`
+	// RegisterSeconds is how long all clusters took to join and become Ready, 32 joining at a time.
+	RegisterSeconds float64 `json:"registerSeconds"`
+	// Steady is the hub at rest with every cluster heartbeating and every Work acknowledged.
+	Steady SteadyState `json:"steady"`
+	// HeartbeatToStatus is from an agent reporting its member unhealthy (or healthy again) to the
+	// Cluster's Ready condition saying so.
+	HeartbeatToStatus map[string]float64 `json:"heartbeatToStatus"`
+	// FanOut is, per object placed on every cluster: created → scheduled, → the last cluster's Work written,
+	// → the last cluster's acknowledgement, → status aggregated on the hub.
+	FanOut map[string]map[string]float64 `json:"fanOut"`
+}
+
+// SteadyState is the hub's resource use at rest.
+type SteadyState struct {
+	HubCPUCores   float64 `json:"hubCPUCores"`
+	HubRSSMiB     float64 `json:"hubRSSMiB"`
+	HubPeakRSSMiB float64 `json:"hubPeakRSSMiB"`
+}
+
+const stageAcknowledged = "acknowledged"
+
+var fanOutStages = []string{stageScheduled, stageWorkWritten, stageAcknowledged, stageHubStatus}
+
+// RunScale starts a hub as a child process and Clusters hollow agents in this process, then measures the
+// hub at steady state, how fast it turns heartbeats into cluster status, and how fast it fans objects out.
+func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(string)) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "flotilla-bench-scale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := controlplane.SetupLogging(0, filepath.Join(dir, "bench.log")); err != nil {
+		return err
+	}
+	hubProcess, hubConfig, err := startHub(ctx, filepath.Join(dir, "hub"))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = hubProcess.Stop(30 * time.Second) }()
+	progress("hub ready at " + hubConfig.Host)
+	kube, err := kubernetes.NewForConfig(hubConfig)
+	if err != nil {
+		return err
+	}
+	admin, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	token, err := registration.CreateToken(ctx, kube, 2*time.Hour, "bench scale")
+	if err != nil {
+		return err
+	}
+	hash, err := registration.CAHash(hubConfig.CAData)
+	if err != nil {
+		return err
+	}
+	result := ScaleResult{Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster}
+
+	// Every cluster joins, 32 at a time.
+	started := time.Now()
+	agents, err := joinAll(ctx, hubAccess{url: hubConfig.Host, token: token.String(), caHash: hash}, dir, o.Clusters, progress)
+	if err != nil {
+		return err
+	}
+	if err := waitAllReady(ctx, admin, o.Clusters); err != nil {
+		return err
+	}
+	result.RegisterSeconds = time.Since(started).Seconds()
+	progress(fmt.Sprintf("%d clusters Ready after %.1fs", o.Clusters, result.RegisterSeconds))
+
+	f := &fanOut{hub: kube, recorder: newRecorder(), clusters: make([]string, len(agents))}
+	for i, a := range agents {
+		f.clusters[i] = a.name
+	}
+	if err := f.watch(ctx, hubConfig, int32(o.Clusters)); err != nil {
+		return err
+	}
+	if err := f.createPolicy(ctx, admin); err != nil {
+		return err
+	}
+	if o.WorksPerCluster > 0 {
+		progress(fmt.Sprintf("placing %d Deployments on every cluster", o.WorksPerCluster))
+		if err := f.place(ctx, "steady", o.WorksPerCluster, false); err != nil {
+			return err
+		}
+	}
+
+	progress(fmt.Sprintf("letting the fleet settle for %s, then sampling the hub for %s", o.Settle, o.Settle))
+	if err := sleep(ctx, o.Settle); err != nil {
+		return err
+	}
+	if result.Steady, err = sampleSteady(ctx, hubProcess, o.Settle); err != nil {
+		return err
+	}
+
+	progress("heartbeat to cluster status, 10 clusters")
+	if result.HeartbeatToStatus, err = heartbeatToStatus(ctx, admin, agents[:min(10, len(agents))]); err != nil {
+		return err
+	}
+
+	progress(fmt.Sprintf("fanning %d objects out to %d clusters, one after another", o.Objects, o.Clusters))
+	f.recorder.reset()
+	if err := f.place(ctx, "fanout", o.Objects, true); err != nil {
+		return err
+	}
+	result.FanOut = map[string]map[string]float64{}
+	for _, s := range fanOutStages {
+		result.FanOut[s] = percentiles(f.recorder.latest(s))
+	}
+	printScale(out, &result)
+	return writeJSON(o.Out, &result)
+}
+
+// startHub runs `flotilla hub` as a child, so that its CPU and memory are its own, and returns its admin
+// client configuration once it is ready.
+func startHub(ctx context.Context, dir string) (*process.Process, *rest.Config, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	p, err := process.Start("hub", filepath.Join(dir, "hub.out"), nil, self, "hub", "--data-dir", dir,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0]))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := process.WaitFor(ctx, p, "hub ready"); err != nil {
+		p.Kill()
+		return nil, nil, err
+	}
+	cfg, err := loadConfig(filepath.Join(dir, "admin.kubeconfig"))
+	if err != nil {
+		p.Kill()
+		return nil, nil, err
+	}
+	return p, cfg, nil
+}
+
+// joinAll joins n hollow agents, a few at a time, and starts them.
+func joinAll(ctx context.Context, hub hubAccess, dir string, n int, progress func(string)) ([]*hollowAgent, error) {
+	const parallel = 32
+	mapper := hollowMapper()
+	agents := make([]*hollowAgent, n)
+	errs := make([]error, n)
+	slots := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	joined := 0
+	for i := range n {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			a, err := joinHollow(ctx, hub, dir, fmt.Sprintf("hollow-%04d", i), mapper)
+			if err == nil {
+				err = a.start(ctx)
+			}
+			agents[i], errs[i] = a, err
+			mu.Lock()
+			defer mu.Unlock()
+			if joined++; joined%100 == 0 {
+				progress(fmt.Sprintf("%d/%d clusters joined", joined, n))
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return agents, nil
+}
+
+func waitAllReady(ctx context.Context, admin client.Client, n int) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		clusters := &clusterv1alpha1.ClusterList{}
+		if err := admin.List(ctx, clusters); err != nil {
+			return err
+		}
+		ready := 0
+		for _, c := range clusters.Items {
+			if meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
+				ready++
+			}
+		}
+		if ready >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d clusters Ready after 5 minutes", ready, n)
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// sampleSteady measures the hub's CPU over d, and its memory.
+func sampleSteady(ctx context.Context, hub *process.Process, d time.Duration) (SteadyState, error) {
+	before, err := hub.Usage()
+	if err != nil {
+		return SteadyState{}, err
+	}
+	start := time.Now()
+	if err := sleep(ctx, d); err != nil {
+		return SteadyState{}, err
+	}
+	after, err := hub.Usage()
+	if err != nil {
+		return SteadyState{}, err
+	}
+	return SteadyState{
+		HubCPUCores: (after.CPU - before.CPU).Seconds() / time.Since(start).Seconds(),
+		HubRSSMiB:   float64(after.RSS) / (1 << 20), HubPeakRSSMiB: float64(after.PeakRSS) / (1 << 20),
+	}, nil
+}
+
+// heartbeatToStatus has each agent report its member unhealthy, then healthy again, and times how long the
+// hub takes to say so on the Cluster.
+func heartbeatToStatus(ctx context.Context, admin client.Client, agents []*hollowAgent) (map[string]float64, error) {
+	var ds []time.Duration
+	for _, a := range agents {
+		for _, healthy := range []bool{false, true} {
+			start := time.Now()
+			if err := a.setHealthy(ctx, healthy); err != nil {
+				return nil, err
+			}
+			want := metav1.ConditionFalse
+			if healthy {
+				want = metav1.ConditionTrue
+			}
+			for {
+				c := &clusterv1alpha1.Cluster{}
+				if err := admin.Get(ctx, client.ObjectKey{Name: a.name}, c); err != nil {
+					return nil, err
+				}
+				if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady); cond != nil && cond.Status == want {
+					break
+				}
+				if time.Since(start) > time.Minute {
+					return nil, fmt.Errorf("cluster %s did not become Ready=%s within a minute", a.name, want)
+				}
+				if err := sleep(ctx, 5*time.Millisecond); err != nil {
+					return nil, err
+				}
+			}
+			ds = append(ds, time.Since(start))
+		}
+	}
+	return percentiles(ds), nil
+}
+
+// fanOut places Deployments on every hollow cluster and records their stages.
+type fanOut struct {
+	hub      kubernetes.Interface
+	recorder *recorder
+	clusters []string
+}
+
+func (f *fanOut) watch(ctx context.Context, cfg *rest.Config, clusters int32) error {
+	err := watchKind(ctx, cfg, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
+		rb := obj.(*workv1alpha1.ResourceBinding)
+		if !deleted && meta.IsStatusConditionTrue(rb.Status.Conditions, workv1alpha1.ConditionScheduled) {
+			f.recorder.mark(stageScheduled, strings.TrimSuffix(rb.Name, "-deployment"), "")
+		}
+	})
+	if err != nil {
+		return err
+	}
+	err = watchKind(ctx, cfg, &workv1alpha1.Work{}, "", func(obj client.Object, deleted bool) {
+		w := obj.(*workv1alpha1.Work)
+		cluster, ok := registration.ClusterOfNamespace(w.Namespace)
+		if deleted || !ok || w.Labels[workv1alpha1.LabelBindingNamespace] != benchNamespace {
+			return
+		}
+		object := strings.TrimSuffix(w.Labels[workv1alpha1.LabelBindingName], "-deployment")
+		f.recorder.mark(stageWorkWritten, object, cluster)
+		if acknowledged(w) {
+			f.recorder.mark(stageAcknowledged, object, cluster)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return watchKind(ctx, cfg, &appsv1.Deployment{}, benchNamespace, func(obj client.Object, deleted bool) {
+		d := obj.(*appsv1.Deployment)
+		if !deleted && d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas == clusters {
+			f.recorder.mark(stageHubStatus, d.Name, "")
+		}
+	})
+}
+
+// createPolicy places every Deployment of the bench namespace on every hollow cluster.
+func (f *fanOut) createPolicy(ctx context.Context, admin client.Client) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
+	if _, err := f.hub.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	return admin.Create(ctx, &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "everywhere", Namespace: benchNamespace},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "hollow"}}}},
+		},
+	})
+}
+
+// place creates n one-replica Deployments, one after another when sequential (each acknowledged by every
+// cluster and aggregated before the next), and waits until all are.
+func (f *fanOut) place(ctx context.Context, prefix string, n int, sequential bool) error {
+	for i := range n {
+		name := fmt.Sprintf("%s-%04d", prefix, i)
+		f.recorder.begin(name)
+		if _, err := f.hub.AppsV1().Deployments(benchNamespace).Create(ctx, benchDeployment(name, 1, "nginx:1"), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		if sequential {
+			if err := f.recorder.waitCounts(ctx, map[string]int{stageHubStatus: i + 1}, 5*time.Minute, func(string) {}); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return f.recorder.waitCounts(ctx, map[string]int{stageAcknowledged: n * len(f.clusters), stageHubStatus: n}, 10*time.Minute, func(string) {})
+}
+
+func printScale(out io.Writer, r *ScaleResult) {
+	fmt.Fprintf(out, "%d hollow clusters, %d Deployments on each; seconds\n", r.Clusters, r.WorksPerCluster)
+	fmt.Fprintf(out, "all joined and Ready           %8.1f\n", r.RegisterSeconds)
+	fmt.Fprintf(out, "hub at steady state            %8.2f cores, %.0f MiB RSS (peak %.0f MiB)\n",
+		r.Steady.HubCPUCores, r.Steady.HubRSSMiB, r.Steady.HubPeakRSSMiB)
+	fmt.Fprintf(out, "\n%-30s %8s %8s %8s %8s\n", "", "p50", "p90", "p99", "max")
+	row := func(name string, q map[string]float64) {
+		fmt.Fprintf(out, "%-30s %8.3f %8.3f %8.3f %8.3f\n", name, q["p50"], q["p90"], q["p99"], q["max"])
+	}
+	row("heartbeat → cluster status", r.HeartbeatToStatus)
+	for _, s := range fanOutStages {
+		row("fan-out: "+s, r.FanOut[s])
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
