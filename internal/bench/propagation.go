@@ -72,6 +72,8 @@ type PropagationResult struct {
 	Replicas   int32  `json:"replicas"`
 	Mode       string `json:"mode"`
 	Sequential bool   `json:"sequential"`
+	// HubIdleRSSMiB is the hub's resident memory with every member joined, before the first wave.
+	HubIdleRSSMiB float64 `json:"hubIdleRSSMiB"`
 	// Waves are create, update and delete.
 	Waves map[string]WaveResult `json:"waves"`
 }
@@ -175,6 +177,15 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 	}
 	result := PropagationResult{Members: o.Members, Objects: o.Objects, Replicas: o.Replicas, Mode: o.Mode,
 		Sequential: o.Sequential, Waves: map[string]WaveResult{}}
+	// The fleet settles (first status reports, leases, caches filled) before the hub's idle memory is read.
+	if err := sleep(ctx, 15*time.Second); err != nil {
+		return err
+	}
+	idle, err := p.usage()
+	if err != nil {
+		return err
+	}
+	result.HubIdleRSSMiB = float64(idle["hub"].RSS) / (1 << 20)
 	for _, w := range []*wave{createWave, updateWave, deleteWave} {
 		progress(fmt.Sprintf("%s wave: %d objects × %d members", w.name, o.Objects, o.Members))
 		r, err := p.run(ctx, w, progress)
@@ -477,6 +488,7 @@ func printPropagation(out io.Writer, r *PropagationResult) {
 		how = "one at a time"
 	}
 	fmt.Fprintf(out, "%d Deployments × %d members (%s), %s; seconds from the hub request\n", r.Objects, r.Members, r.Mode, how)
+	fmt.Fprintf(out, "hub idle with the members joined: %.0f MiB RSS\n", r.HubIdleRSSMiB)
 	for _, w := range []*wave{createWave, updateWave, deleteWave} {
 		wr := r.Waves[w.name]
 		fmt.Fprintf(out, "\n%-8s %-16s %8s %8s %8s %8s\n", w.name, "stage", "p50", "p90", "p99", "max")

@@ -26,11 +26,13 @@ type Placement struct {
 	ClusterTolerations []corev1.Toleration `json:"clusterTolerations,omitempty"`
 
 	// SpreadConstraints spread the template over groups of clusters (by cluster, region, zone, provider or
-	// a label). A spread by region, zone or provider needs a spread by cluster too; each field appears once.
+	// a label). A spread by region, zone or provider needs a spread by cluster too; each field appears once,
+	// and there is at most one spread by region, zone, provider or label.
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.spreadByField) || self.exists_one(d, has(d.spreadByField) && d.spreadByField == c.spreadByField))",message="spreadConstraints: each spreadByField may appear only once"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(c, has(c.spreadByField) && c.spreadByField != 'cluster') || self.exists(c, has(c.spreadByField) && c.spreadByField == 'cluster')",message="spreadConstraints: a spread by region, zone or provider requires a spread by cluster too"
+	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.spreadByLabel) || (has(c.spreadByField) && c.spreadByField != 'cluster')).size() <= 1",message="spreadConstraints: at most one spread by region, zone, provider or label (beside the spread by cluster)"
 	SpreadConstraints []SpreadConstraint `json:"spreadConstraints,omitempty"`
 
 	// ReplicaScheduling says how replicas are divided. Omitted: every cluster runs all replicas (Duplicated).

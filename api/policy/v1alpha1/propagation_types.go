@@ -20,7 +20,8 @@ type PropagationPolicy struct {
 }
 
 // ClusterPropagationPolicy is a PropagationPolicy for cluster-scoped templates and for namespaced templates of
-// every namespace. A PropagationPolicy in a template's namespace wins over any ClusterPropagationPolicy.
+// every namespace. Of the policies selecting a template the highest priority wins, then the most precise
+// selector; only then does a PropagationPolicy in the template's namespace win over a ClusterPropagationPolicy.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=cpp,categories=flotilla
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
