@@ -5,6 +5,7 @@ package binding
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -19,12 +20,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -44,6 +49,11 @@ type Controller[T binding] struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	New      func() T
+
+	mu sync.Mutex
+	// templateStatus remembers the status last written to each template (by UID): the cached template may
+	// not show it yet, and writing it again would cost the API server a request for nothing.
+	templateStatus map[types.UID]string
 }
 
 // Setup registers the controller for both binding kinds; a change of one of its Works brings the binding
@@ -80,11 +90,17 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], namespace
 		}
 		return out
 	})
-	builder := ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New()).
+	// The binding's own status changes (written here and by the scheduler) are no reason to render again.
+	bindingChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+			!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) || !slices.Equal(o.GetFinalizers(), n.GetFinalizers())
+	}}
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(bindingChanged)).
 		Watches(&workv1alpha1.Work{}, workToBinding).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, overridden)
 	if namespaced {
-		builder = builder.Watches(&policyv1alpha1.OverridePolicy{}, overridden)
+		b = b.Watches(&policyv1alpha1.OverridePolicy{}, overridden)
 	}
 	if namespaced {
 		// A changed ConfigMap or Secret reaches the clusters of the workloads that take it along.
@@ -101,9 +117,9 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], namespace
 			}
 			return out
 		})
-		builder = builder.Watches(&corev1.ConfigMap{}, dependents).Watches(&corev1.Secret{}, dependents)
+		b = b.Watches(&corev1.ConfigMap{}, dependents).Watches(&corev1.Secret{}, dependents)
 	}
-	return builder.Complete(r)
+	return b.Complete(r)
 }
 
 func listOf(namespaced bool) client.ObjectList {
@@ -362,6 +378,9 @@ func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.
 	if len(works) > 0 {
 		return nil // the Works' deletion brings the binding back
 	}
+	r.mu.Lock()
+	delete(r.templateStatus, b.BindingSpec().Resource.UID)
+	r.mu.Unlock()
 	if controllerutil.RemoveFinalizer(b, workv1alpha1.FinalizerBinding) {
 		return client.IgnoreNotFound(r.Client.Update(ctx, b))
 	}

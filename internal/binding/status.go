@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -94,7 +95,22 @@ func (r *Controller[T]) aggregateTemplate(ctx context.Context, template *unstruc
 	if err != nil {
 		return err
 	}
-	return r.Client.Status().Patch(ctx, template, client.RawPatch("application/merge-patch+json", patch))
+	r.mu.Lock()
+	written := r.templateStatus[template.GetUID()] == string(patch)
+	r.mu.Unlock()
+	if written {
+		return nil // the cache is behind our last write
+	}
+	if err := r.Client.Status().Patch(ctx, template, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.templateStatus == nil {
+		r.templateStatus = map[types.UID]string{}
+	}
+	r.templateStatus[template.GetUID()] = string(patch)
+	return nil
 }
 
 // recordTransitions puts an event on the template when it becomes (or stops being) applied or healthy
