@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 
@@ -39,6 +41,12 @@ leads the controllers.`,
 				}
 			} else if err := setupLogging(*verbosity); err != nil {
 				return err
+			}
+			if os.Getenv("GOGC") == "" {
+				// Half the default heap headroom: the idle hub holds ~140 MB of live heap, and with the
+				// default the heap grows to twice that before a collection. This keeps it under 400 MB RSS
+				// with a few members for a few percent more CPU under load. GOGC overrides it.
+				debug.SetGCPercent(50)
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
