@@ -6,6 +6,7 @@ package detector
 
 import (
 	"context"
+	"maps"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -82,12 +83,32 @@ func templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unst
 			add(e.Object, q)
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
-			add(e.ObjectNew, q)
+			if contentChanged(e.ObjectOld, e.ObjectNew) {
+				add(e.ObjectNew, q)
+			}
 		},
 		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			add(e.Object, q)
 		},
 	}
+}
+
+// contentChanged says whether an update changed more than the template's status and the bookkeeping every
+// write brings: only then can its binding or the manifests rendered from it change. (The status the binding
+// controller aggregates into the template would otherwise bring the binding back after every write.)
+func contentChanged(old, updated *unstructured.Unstructured) bool {
+	content := func(u *unstructured.Unstructured) map[string]any {
+		c := maps.Clone(u.Object)
+		delete(c, "status")
+		if m, ok := c["metadata"].(map[string]any); ok {
+			m = maps.Clone(m)
+			delete(m, "resourceVersion")
+			delete(m, "managedFields")
+			c["metadata"] = m
+		}
+		return c
+	}
+	return !equality.Semantic.DeepEqual(content(old), content(updated))
 }
 
 // policiesChanged makes sure every selected kind is watched and re-examines every template of those kinds:

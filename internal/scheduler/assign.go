@@ -25,11 +25,18 @@ func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1al
 		}
 		return sortedByName(out)
 	}
+	aggregated := rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionAggregated
+	dynamic := rs.WeightPreference != nil && rs.WeightPreference.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas
+	if (aggregated || dynamic) && len(b.Clusters) > 0 {
+		// Capacity changes all the time, not least because of this binding's own pods: a placement by
+		// capacity is not divided anew each time, only adjusted.
+		return sortedByName(adjust(b, feasible, aggregated))
+	}
 	weights := make([]int64, len(feasible))
 	switch {
-	case rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionAggregated:
+	case aggregated:
 		feasible, weights = aggregate(b, feasible)
-	case rs.WeightPreference != nil && rs.WeightPreference.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas:
+	case dynamic:
 		var total int64
 		for i, c := range feasible {
 			weights[i] = availableReplicas(b, c)
@@ -110,6 +117,86 @@ func divide(replicas int32, clusters []*clusterv1alpha1.Cluster, weights []int64
 		}
 	}
 	return out
+}
+
+// adjust keeps a placement by capacity where it is, on the clusters that are still feasible, and moves only
+// what must move: the replicas of clusters no longer feasible and those a scale adds go where there is room
+// (Aggregated: the clusters already used first, most room first; dynamic weights: in proportion to room),
+// and those a scale removes come off each cluster in proportion to what it runs.
+func adjust(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, aggregated bool) []workv1alpha1.TargetCluster {
+	byName := map[string]*clusterv1alpha1.Cluster{}
+	for _, c := range feasible {
+		byName[c.Name] = c
+	}
+	kept := map[string]int32{}
+	var keptClusters []*clusterv1alpha1.Cluster
+	var keptWeights []int64
+	var sum int32
+	for _, t := range b.Clusters {
+		if c := byName[t.Name]; c != nil && t.Replicas > 0 {
+			kept[t.Name] = t.Replicas
+			keptClusters, keptWeights = append(keptClusters, c), append(keptWeights, int64(t.Replicas))
+			sum += t.Replicas
+		}
+	}
+	switch {
+	case sum > b.Replicas:
+		for _, t := range divide(sum-b.Replicas, keptClusters, keptWeights, nil) {
+			kept[t.Name] -= t.Replicas
+		}
+	case sum < b.Replicas && aggregated:
+		fill(b, feasible, kept, b.Replicas-sum)
+	case sum < b.Replicas:
+		weights := make([]int64, len(feasible))
+		var total int64
+		for i, c := range feasible {
+			weights[i] = availableReplicas(b, c)
+			total += weights[i]
+		}
+		if total == 0 {
+			for i := range weights {
+				weights[i] = 1
+			}
+		}
+		for _, t := range divide(b.Replicas-sum, feasible, weights, b.Clusters) {
+			kept[t.Name] += t.Replicas
+		}
+	}
+	var out []workv1alpha1.TargetCluster
+	for name, n := range kept {
+		if n > 0 {
+			out = append(out, workv1alpha1.TargetCluster{Name: name, Replicas: n})
+		}
+	}
+	return out
+}
+
+// fill places n more replicas as Aggregated does: into the clusters already used, then the others, each in
+// order of most room; what no cluster has room for goes to the first of them.
+func fill(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, placed map[string]int32, n int32) {
+	order := slices.Clone(feasible)
+	slices.SortStableFunc(order, func(x, y *clusterv1alpha1.Cluster) int {
+		_, xUsed := placed[x.Name]
+		_, yUsed := placed[y.Name]
+		return cmp.Or(-cmp.Compare(boolRank(xUsed), boolRank(yUsed)), cmp.Compare(availableReplicas(b, y), availableReplicas(b, x)))
+	})
+	for _, c := range order {
+		take := int32(min(int64(n), availableReplicas(b, c)))
+		if take > 0 {
+			placed[c.Name] += take
+			n -= take
+		}
+	}
+	if n > 0 && len(order) > 0 {
+		placed[order[0].Name] += n
+	}
+}
+
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func sortedByName(t []workv1alpha1.TargetCluster) []workv1alpha1.TargetCluster {

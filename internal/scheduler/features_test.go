@@ -105,3 +105,50 @@ func TestClusterAffinitiesFallBack(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// A placement by capacity moves only what must move when capacity, the feasible clusters or the replicas
+// change.
+func TestCapacityPlacementMovesLittle(t *testing.T) {
+	request := &workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	byCapacity := func(aggregated bool, replicas int32, current string) *workv1alpha1.ResourceBindingSpec {
+		rs := &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided,
+			ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionWeighted,
+			WeightPreference:          &policyv1alpha1.ClusterPreferences{DynamicWeight: policyv1alpha1.DynamicWeightByAvailableReplicas}}
+		if aggregated {
+			rs = &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided,
+				ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionAggregated}
+		}
+		b := deployment(replicas, &policyv1alpha1.Placement{ReplicaScheduling: rs})
+		b.ReplicaRequirements = request
+		for _, part := range strings.Split(current, ",") {
+			name, n, _ := strings.Cut(part, "=")
+			b.Clusters = append(b.Clusters, workv1alpha1.TargetCluster{Name: name, Replicas: int32(n[0] - '0')})
+		}
+		return b
+	}
+	// c now has by far the most room; a placement made when it had none stays as it is.
+	clusters := []clusterv1alpha1.Cluster{withRoom(cluster("a", "eu"), "2"), withRoom(cluster("b", "eu"), "2"), withRoom(cluster("c", "us"), "60")}
+	withoutB := []clusterv1alpha1.Cluster{clusters[0], clusters[2]} // b left the fleet
+	tests := []struct {
+		name     string
+		binding  *workv1alpha1.ResourceBindingSpec
+		clusters []clusterv1alpha1.Cluster
+		want     string
+	}{
+		{"capacity changed: nothing moves", byCapacity(false, 5, "a=3,b=2"), clusters, "a=3,b=2"},
+		{"scaled up: only the new replicas go by room", byCapacity(false, 8, "a=3,b=2"), clusters, "a=3,b=2,c=3"},
+		{"scaled down: each cluster gives up in proportion", byCapacity(false, 2, "a=3,b=2"), clusters, "a=1,b=1"},
+		{"a cluster no longer fits: only its replicas move", byCapacity(false, 5, "a=3,b=2"), withoutB, "a=3,c=2"},
+		{"aggregated, capacity changed: nothing moves", byCapacity(true, 5, "a=5"), clusters, "a=5"},
+		{"aggregated, scaled up: the used cluster first, then the roomiest", byCapacity(true, 8, "a=5"), clusters, "a=7,c=1"},
+		{"aggregated, a cluster no longer fits: into the roomiest", byCapacity(true, 4, "a=2,b=2"), withoutB, "a=4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Default().Schedule(tt.binding, tt.clusters, "")
+			if err != nil || result(res.Clusters) != tt.want {
+				t.Fatalf("got %s (%v), want %s", result(res.Clusters), err, tt.want)
+			}
+		})
+	}
+}
