@@ -6,9 +6,9 @@ package detector
 
 import (
 	"context"
-	"maps"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strings"
 	"sync"
 
