@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -149,7 +150,7 @@ func lineChart[R any](title, xLabel, yLabel string, results []R, point func(R) (
 	var args []any
 	for _, name := range names {
 		xys := series[name]
-		slices.SortFunc(xys, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 		args = append(args, name, xys)
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {

@@ -42,6 +42,8 @@ type PropagationOptions struct {
 	// Sequential creates (updates, deletes) one object at a time, waiting for it to finish everywhere;
 	// otherwise all at once.
 	Sequential bool
+	// Waves to run, in order: create, then optionally update, then delete.
+	Waves []string
 	// Timeout bounds each wave.
 	Timeout time.Duration
 	// Out, if set, receives the results as JSON.
@@ -61,6 +63,13 @@ func (o *PropagationOptions) Validate() error {
 		return fmt.Errorf("--mode %q: must be pull, push or mixed", o.Mode)
 	case o.Timeout <= 0:
 		return fmt.Errorf("--timeout %s: must be positive", o.Timeout)
+	case len(o.Waves) == 0 || len(o.Waves) > len(allWaves):
+		return fmt.Errorf("--waves %s: must be create, create,update or create,update,delete", strings.Join(o.Waves, ","))
+	}
+	for i, w := range o.Waves {
+		if w != allWaves[i].name {
+			return fmt.Errorf("--waves %s: must be create, create,update or create,update,delete", strings.Join(o.Waves, ","))
+		}
 	}
 	return nil
 }
@@ -124,6 +133,7 @@ var (
 		stages: []string{stageWorkWritten, stageApplied, stageAvailable, stageHubStatus}}
 	deleteWave = &wave{name: "delete", throughputStage: stageMemberDeleted,
 		stages: []string{stageWorkDeleted, stageMemberDeleted, stageBindingDeleted, stageTemplateDeleted}}
+	allWaves = []*wave{createWave, updateWave, deleteWave}
 )
 
 const benchNamespace = "bench"
@@ -186,7 +196,7 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 		return err
 	}
 	result.HubIdleRSSMiB = float64(idle["hub"].RSS) / (1 << 20)
-	for _, w := range []*wave{createWave, updateWave, deleteWave} {
+	for _, w := range allWaves[:len(o.Waves)] {
 		progress(fmt.Sprintf("%s wave: %d objects × %d members", w.name, o.Objects, o.Members))
 		r, err := p.run(ctx, w, progress)
 		if err != nil {
@@ -489,8 +499,11 @@ func printPropagation(out io.Writer, r *PropagationResult) {
 	}
 	fmt.Fprintf(out, "%d Deployments × %d members (%s), %s; seconds from the hub request\n", r.Objects, r.Members, r.Mode, how)
 	fmt.Fprintf(out, "hub idle with the members joined: %.0f MiB RSS\n", r.HubIdleRSSMiB)
-	for _, w := range []*wave{createWave, updateWave, deleteWave} {
-		wr := r.Waves[w.name]
+	for _, w := range allWaves {
+		wr, ok := r.Waves[w.name]
+		if !ok {
+			continue
+		}
 		fmt.Fprintf(out, "\n%-8s %-16s %8s %8s %8s %8s\n", w.name, "stage", "p50", "p90", "p99", "max")
 		for _, s := range w.stages {
 			q := wr.Stages[s]

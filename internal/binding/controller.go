@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -69,13 +70,33 @@ func Setup(mgr ctrl.Manager) error {
 }
 
 func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], namespaced bool) error {
-	workToBinding := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	bindingOf := func(o client.Object) (reconcile.Request, bool) {
 		l := o.GetLabels()
 		if l[workv1alpha1.LabelBindingName] == "" || (l[workv1alpha1.LabelBindingNamespace] != "") != namespaced {
-			return nil
+			return reconcile.Request{}, false
 		}
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: l[workv1alpha1.LabelBindingNamespace], Name: l[workv1alpha1.LabelBindingName]}}}
-	})
+		return reconcile.Request{NamespacedName: client.ObjectKey{Namespace: l[workv1alpha1.LabelBindingNamespace], Name: l[workv1alpha1.LabelBindingName]}}, true
+	}
+	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+	workToBinding := handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
+			if req, ok := bindingOf(e.Object); ok {
+				q.Add(req)
+			}
+		},
+		// A Work's status changes several times as its workload rolls out, on every cluster at once: the
+		// binding waits a moment so that one reconcile (one status write) takes in several of them.
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			if req, ok := bindingOf(e.ObjectNew); ok {
+				q.AddAfter(req, statusBatchDelay)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
+			if req, ok := bindingOf(e.Object); ok {
+				q.Add(req)
+			}
+		},
+	}
 	// A changed override policy re-renders the bindings it may touch: a cluster policy every binding of this
 	// kind, a namespaced one those of its namespace.
 	overridden := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -140,6 +161,9 @@ func WorkName(b client.Object) string {
 
 // workWriters is how many Works of one binding are written at once.
 const workWriters = 16
+
+// statusBatchDelay is how long a binding waits after a change of one of its Works' status.
+const statusBatchDelay = 100 * time.Millisecond
 
 func workLabels(b client.Object) map[string]string {
 	return map[string]string{workv1alpha1.LabelBindingNamespace: b.GetNamespace(), workv1alpha1.LabelBindingName: b.GetName()}

@@ -34,7 +34,8 @@ func newBenchRegisterCommand() *cobra.Command {
 }
 
 func newBenchPropagationCommand() *cobra.Command {
-	o := bench.PropagationOptions{Members: 2, Objects: 100, Replicas: 1, Mode: devenv.ModePull, Timeout: 10 * time.Minute}
+	o := bench.PropagationOptions{Members: 2, Objects: 100, Replicas: 1, Mode: devenv.ModePull, Timeout: 10 * time.Minute,
+		Waves: []string{"create", "update", "delete"}}
 	cmd := &cobra.Command{
 		Use:   "propagation",
 		Short: "Time each stage from hub to members for Deployments created, updated and deleted on a local fleet",
@@ -58,6 +59,7 @@ changes per second and the CPU time of the hub, the members and the agents.`,
 	cmd.Flags().Int32Var(&o.Replicas, "replicas", o.Replicas, "replicas of each Deployment")
 	cmd.Flags().StringVar(&o.Mode, "mode", o.Mode, "how members join: pull, push or mixed")
 	cmd.Flags().BoolVar(&o.Sequential, "sequential", false, "one object at a time, each finished everywhere before the next")
+	cmd.Flags().StringSliceVar(&o.Waves, "waves", o.Waves, "waves to run: create, create,update or create,update,delete")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for one wave")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd

@@ -1,0 +1,57 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPropagationOptionsValidate(t *testing.T) {
+	valid := func() PropagationOptions {
+		return PropagationOptions{Members: 2, Objects: 20, Replicas: 1, Mode: "pull", Timeout: time.Minute,
+			Waves: []string{"create", "update", "delete"}}
+	}
+	tests := []struct {
+		name   string
+		change func(o *PropagationOptions)
+		want   string
+	}{
+		{"valid", func(*PropagationOptions) {}, ""},
+		{"create only", func(o *PropagationOptions) { o.Waves = []string{"create"} }, ""},
+		{"no members", func(o *PropagationOptions) { o.Members = 0 }, "--members 0"},
+		{"too many members", func(o *PropagationOptions) { o.Members = 21 }, "--members 21"},
+		{"no objects", func(o *PropagationOptions) { o.Objects = 0 }, "--objects 0"},
+		{"no replicas", func(o *PropagationOptions) { o.Replicas = 0 }, "--replicas 0"},
+		{"unknown mode", func(o *PropagationOptions) { o.Mode = "pushy" }, `--mode "pushy"`},
+		{"no timeout", func(o *PropagationOptions) { o.Timeout = 0 }, "--timeout 0s"},
+		{"update without create", func(o *PropagationOptions) { o.Waves = []string{"update"} }, "--waves update"},
+		{"out of order", func(o *PropagationOptions) { o.Waves = []string{"create", "delete"} }, "--waves create,delete"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid()
+			tt.change(&o)
+			err := o.Validate()
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestScaleOptionsValidate(t *testing.T) {
+	valid := ScaleOptions{Clusters: 2, WorksPerCluster: 1, Objects: 2, Settle: 10 * time.Second}
+	if err := valid.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for want, o := range map[string]ScaleOptions{
+		"--clusters 0":           {Clusters: 0, Objects: 1, Settle: time.Minute},
+		"--works-per-cluster -1": {Clusters: 1, WorksPerCluster: -1, Objects: 1, Settle: time.Minute},
+		"--objects 0":            {Clusters: 1, Settle: time.Minute},
+		"--settle 1s":            {Clusters: 1, Objects: 1, Settle: time.Second},
+	} {
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want %q", err, want)
+		}
+	}
+}
