@@ -127,6 +127,24 @@ func TestPropagation(t *testing.T) {
 		})
 	})
 
+	t.Run("a change made in a member is put back, pull and push alike", func(t *testing.T) {
+		for _, m := range []*framework.Cluster{m1, m3} {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				md, err := m.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				md.Spec.Replicas = ptr.To[int32](5)
+				_, err = m.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Update(ctx, md, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitPlaced(t, "web", map[*framework.Cluster]int32{m1: 2, m3: 2})
+	})
+
 	t.Run("removing a cluster from the policy removes the object there; adding one places it", func(t *testing.T) {
 		p := &policyv1alpha1.PropagationPolicy{}
 		if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, p); err != nil {
