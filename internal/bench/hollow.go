@@ -33,7 +33,7 @@ import (
 // heartbeatPeriod is how often a hollow agent renews its Lease, as a real agent does.
 const heartbeatPeriod = 10 * time.Second
 
-// hub is what hollow agents need to join a hub.
+// hubAccess is what hollow agents need to join a hub.
 type hubAccess struct {
 	url, token, caHash string
 }
