@@ -1,0 +1,34 @@
+package devenv
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestUpOptionsValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    UpOptions
+		want string
+	}{
+		{"defaults filled in", UpOptions{Members: 3, HubPort: 6443}, ""},
+		{"push", UpOptions{Members: 3, HubPort: 6443, Mode: ModePush}, ""},
+		{"no members", UpOptions{Members: 0, HubPort: 6443}, "--members 0"},
+		{"too many members", UpOptions{Members: 21, HubPort: 6443}, "--members 21"},
+		{"bad port", UpOptions{Members: 1, HubPort: 70000}, "--hub-port 70000"},
+		{"unknown mode", UpOptions{Members: 1, HubPort: 6443, Mode: "both"}, `--mode "both"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Validate("/home/x")
+			if tt.want == "" {
+				if err != nil || tt.o.Mode == "" || tt.o.DataDir != "/home/x/.flotilla/up" {
+					t.Fatalf("Validate() = %v, mode %q, data dir %q", err, tt.o.Mode, tt.o.DataDir)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
