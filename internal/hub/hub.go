@@ -77,10 +77,13 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if err := InstallCRDs(ctx, h.Config); err != nil {
 		return nil, err
 	}
+	if err := InstallAdmission(ctx, h.Config); err != nil {
+		return nil, err
+	}
 	if err := ensureNamespace(ctx, h.Config, SystemNamespace); err != nil {
 		return nil, err
 	}
-	progress(fmt.Sprintf("Flotilla CRDs established, namespace %s ready", SystemNamespace))
+	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", SystemNamespace))
 
 	if o.Embedded() {
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
