@@ -67,8 +67,8 @@ func overrideValuesAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 	return policy, binding
 }
 
-// InstallAdmission installs (or restores) the hub's admission policies and waits until the API server
-// enforces them: a dry run of an override without a value is rejected.
+// InstallAdmission installs (or restores) the hub's admission policies. The API server enforces them a
+// second or two later (it reloads policies once a second); WaitForAdmission waits for that.
 func InstallAdmission(ctx context.Context, cfg *rest.Config) error {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -99,7 +99,12 @@ func InstallAdmission(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("admission policy binding %s: %w", binding.Name, err)
 	}
+	return nil
+}
 
+// WaitForAdmission waits until the API server enforces the admission policies: a dry run of an override
+// without a value is rejected. Flotilla's CRDs must be established.
+func WaitForAdmission(ctx context.Context, cfg *rest.Config) error {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
@@ -118,7 +123,7 @@ func InstallAdmission(ctx context.Context, cfg *rest.Config) error {
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
 	})
 	if err != nil {
-		return fmt.Errorf("admission policy %s is not enforced: %w", policy.Name, err)
+		return fmt.Errorf("admission policy %s is not enforced: %w", overrideValuesPolicy, err)
 	}
 	return nil
 }

@@ -74,10 +74,15 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	}
 	h.Config.QPS, h.Config.Burst = 200, 400
 
+	// The admission policies go first: the API server takes a second or two to enforce them, time the CRDs
+	// take to be established anyway.
+	if err := InstallAdmission(ctx, h.Config); err != nil {
+		return nil, err
+	}
 	if err := InstallCRDs(ctx, h.Config); err != nil {
 		return nil, err
 	}
-	if err := InstallAdmission(ctx, h.Config); err != nil {
+	if err := WaitForAdmission(ctx, h.Config); err != nil {
 		return nil, err
 	}
 	if err := ensureNamespace(ctx, h.Config, SystemNamespace); err != nil {
