@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -156,15 +154,11 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "flotilla-bench-propagation-")
+	dir, remove, err := workDir("propagation")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	// The benchmark's own watches log to a file; the table and progress lines keep the terminal.
-	if err := controlplane.SetupLogging(0, filepath.Join(dir, "bench.log")); err != nil {
-		return err
-	}
+	defer remove()
 	ports, err := controlplane.FreePorts(1)
 	if err != nil {
 		return err

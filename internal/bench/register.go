@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -46,14 +44,11 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 	if o.Clusters < 1 {
 		return fmt.Errorf("--clusters %d: must be at least 1", o.Clusters)
 	}
-	dir, err := os.MkdirTemp("", "flotilla-bench-register-")
+	dir, remove, err := workDir("register")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if err := controlplane.SetupLogging(0, filepath.Join(dir, "hub.log")); err != nil {
-		return err
-	}
+	defer remove()
 	h, stop, err := hub.StartLocal(filepath.Join(dir, "hub"), progress)
 	if err != nil {
 		return err

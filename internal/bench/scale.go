@@ -92,14 +92,11 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "flotilla-bench-scale-")
+	dir, remove, err := workDir("scale")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	if err := controlplane.SetupLogging(0, filepath.Join(dir, "bench.log")); err != nil {
-		return err
-	}
+	defer remove()
 	hubProcess, hubConfig, err := startHub(ctx, filepath.Join(dir, "hub"))
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,17 +18,25 @@ func newBenchCommand() *cobra.Command {
 	return cmd
 }
 
+// runBench runs a benchmark until it ends or Ctrl-C: its table on stdout, its progress lines on stderr. Each
+// benchmark validates its options before it starts anything.
+func runBench(run func(ctx context.Context, out io.Writer, progress func(string)) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		ctx, cancel := signalContext()
+		defer cancel()
+		return run(ctx, cmd.OutOrStdout(), newProgress(cmd.ErrOrStderr()).step)
+	}
+}
+
 func newBenchRegisterCommand() *cobra.Command {
 	o := bench.RegisterOptions{}
 	cmd := &cobra.Command{
 		Use:   "register",
 		Short: "Time from agent start to Cluster Ready, for simulated agents joining a hub in this process",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := signalContext()
-			defer cancel()
-			return bench.RunRegister(ctx, o, cmd.OutOrStdout(), newProgress(cmd.ErrOrStderr()).step)
-		},
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunRegister(ctx, o, out, progress)
+		}),
 	}
 	cmd.Flags().IntVar(&o.Clusters, "clusters", 20, "number of simulated agents")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
@@ -45,14 +55,9 @@ binding scheduled, Work written, applied in the member, Available in the member,
 the hub (deletes: Work, member object, binding and template gone), and reports percentiles, member
 changes per second and the CPU time of the hub, the members and the agents.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			return bench.RunPropagation(ctx, o, cmd.OutOrStdout(), newProgress(cmd.ErrOrStderr()).step)
-		},
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunPropagation(ctx, o, out, progress)
+		}),
 	}
 	cmd.Flags().IntVar(&o.Members, "members", o.Members, "number of member clusters")
 	cmd.Flags().IntVar(&o.Objects, "objects", o.Objects, "number of Deployments")
@@ -77,14 +82,9 @@ and memory at steady state (--works-per-cluster Deployments placed on every clus
 agent's report to the Cluster's Ready condition, and the time to fan --objects objects out to every
 cluster, one after another.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			return bench.RunScale(ctx, o, cmd.OutOrStdout(), newProgress(cmd.ErrOrStderr()).step)
-		},
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunScale(ctx, o, out, progress)
+		}),
 	}
 	cmd.Flags().IntVar(&o.Clusters, "clusters", o.Clusters, "number of hollow clusters")
 	cmd.Flags().IntVar(&o.WorksPerCluster, "works-per-cluster", o.WorksPerCluster, "Deployments placed on every cluster before the steady state is measured")

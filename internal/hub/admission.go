@@ -6,14 +6,13 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -70,33 +69,16 @@ func overrideValuesAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 // InstallAdmission installs (or restores) the hub's admission policies. The API server enforces them a
 // second or two later (it reloads policies once a second); WaitForAdmission waits for that.
 func InstallAdmission(ctx context.Context, cfg *rest.Config) error {
-	kube, err := kubernetes.NewForConfig(cfg)
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
 	policy, binding := overrideValuesAdmission()
-	policies := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
-	got, err := policies.Get(ctx, policy.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = policies.Create(ctx, policy, metav1.CreateOptions{FieldManager: FieldManager})
-	case err == nil && !equality.Semantic.DeepEqual(got.Spec, policy.Spec):
-		got.Spec = policy.Spec
-		_, err = policies.Update(ctx, got, metav1.UpdateOptions{FieldManager: FieldManager})
-	}
-	if err != nil {
+	wantPolicy, wantBinding := policy.Spec, binding.Spec
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, policy, func() error { policy.Spec = wantPolicy; return nil }); err != nil {
 		return fmt.Errorf("admission policy %s: %w", policy.Name, err)
 	}
-	bindings := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
-	gotBinding, err := bindings.Get(ctx, binding.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = bindings.Create(ctx, binding, metav1.CreateOptions{FieldManager: FieldManager})
-	case err == nil && !equality.Semantic.DeepEqual(gotBinding.Spec, binding.Spec):
-		gotBinding.Spec = binding.Spec
-		_, err = bindings.Update(ctx, gotBinding, metav1.UpdateOptions{FieldManager: FieldManager})
-	}
-	if err != nil {
+	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error { binding.Spec = wantBinding; return nil }); err != nil {
 		return fmt.Errorf("admission policy binding %s: %w", binding.Name, err)
 	}
 	return nil

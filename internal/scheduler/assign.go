@@ -174,12 +174,20 @@ func adjust(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Clu
 // fill places n more replicas as Aggregated does: into the clusters already used, then the others, each in
 // order of most room; what no cluster has room for goes to the first of them.
 func fill(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, placed map[string]int32, n int32) {
-	order := slices.Clone(feasible)
-	slices.SortStableFunc(order, func(x, y *clusterv1alpha1.Cluster) int {
-		_, xUsed := placed[x.Name]
-		_, yUsed := placed[y.Name]
-		return cmp.Or(-cmp.Compare(boolRank(xUsed), boolRank(yUsed)), cmp.Compare(availableReplicas(b, y), availableReplicas(b, x)))
-	})
+	var used, unused []*clusterv1alpha1.Cluster
+	for _, c := range feasible {
+		if _, ok := placed[c.Name]; ok {
+			used = append(used, c)
+		} else {
+			unused = append(unused, c)
+		}
+	}
+	mostRoomFirst := func(x, y *clusterv1alpha1.Cluster) int {
+		return cmp.Compare(availableReplicas(b, y), availableReplicas(b, x))
+	}
+	slices.SortStableFunc(used, mostRoomFirst)
+	slices.SortStableFunc(unused, mostRoomFirst)
+	order := append(used, unused...)
 	for _, c := range order {
 		take := int32(min(int64(n), availableReplicas(b, c)))
 		if take > 0 {
@@ -190,13 +198,6 @@ func fill(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Clust
 	if n > 0 && len(order) > 0 {
 		placed[order[0].Name] += n
 	}
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 func sortedByName(t []workv1alpha1.TargetCluster) []workv1alpha1.TargetCluster {
