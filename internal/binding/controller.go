@@ -138,7 +138,13 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], namespace
 			}
 			return out
 		})
-		b = b.Watches(&corev1.ConfigMap{}, dependents).Watches(&corev1.Secret{}, dependents)
+		// Watched as unstructured objects: dependencies are read that way, so the event and the read come
+		// from one informer and a reconcile never sees an older ConfigMap than the change that woke it.
+		for _, kind := range []string{"ConfigMap", "Secret"} {
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+			b = b.Watches(obj, dependents)
+		}
 	}
 	return b.Complete(r)
 }
