@@ -5,6 +5,7 @@ package clusterstatus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -13,13 +14,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
 // Collect reads a member's version, health, nodes, resources and served APIs. It fails only when the member
-// cannot be reached at all; a failing health endpoint is part of the result.
+// cannot be reached at all; a failing health endpoint or API discovery is part of the result (discovery in
+// the APIsComplete condition, the only condition it returns).
 func Collect(ctx context.Context, member kubernetes.Interface, agentVersion string) (*clusterv1alpha1.ClusterStatus, error) {
 	version, err := member.Discovery().ServerVersion()
 	if err != nil {
@@ -34,9 +37,9 @@ func Collect(ctx context.Context, member kubernetes.Interface, agentVersion stri
 	if status.NodeSummary, status.ResourceSummary, err = resources(ctx, member); err != nil {
 		return nil, err
 	}
-	if status.APIEnablements, err = apiEnablements(member); err != nil {
-		return nil, err
-	}
+	var complete metav1.Condition
+	status.APIEnablements, complete = apiEnablements(member.Discovery())
+	status.Conditions = []metav1.Condition{complete}
 	return status, nil
 }
 
@@ -50,10 +53,7 @@ func probe(ctx context.Context, member kubernetes.Interface, path string) string
 	if msg == "" {
 		msg = err.Error()
 	}
-	if len(msg) > 512 {
-		msg = msg[:512] + "..."
-	}
-	return msg
+	return truncate(msg, 512)
 }
 
 // resources counts nodes and sums allocatable capacity over ready nodes, the requests of non-terminated pods
@@ -125,15 +125,42 @@ func add(sum, more corev1.ResourceList) {
 	}
 }
 
+// Reasons of the APIsComplete condition.
+const (
+	ReasonDiscoveryComplete = "DiscoveryComplete"
+	ReasonDiscoveryPartial  = "DiscoveryPartial"
+	ReasonDiscoveryFailed   = "DiscoveryFailed"
+)
+
 // apiEnablements lists every group/version the member serves with its resources, sorted, subresources left
-// out.
-func apiEnablements(member kubernetes.Interface) ([]clusterv1alpha1.APIEnablement, error) {
-	_, lists, err := member.Discovery().ServerGroupsAndResources()
-	if err != nil && len(lists) == 0 {
-		return nil, fmt.Errorf("discovering member APIs: %w", err)
+// out, and says in an APIsComplete condition whether the list is whole. Discovery of one group fails often
+// (an aggregated API such as metrics-server that is down), and a failure is never read as "not served": the
+// list is marked incomplete, so the scheduler keeps workloads where they are, and the reporter keeps the last
+// known entries of what could not be discovered.
+func apiEnablements(d discovery.ServerResourcesInterface) ([]clusterv1alpha1.APIEnablement, metav1.Condition) {
+	_, lists, err := d.ServerGroupsAndResources()
+	complete := metav1.Condition{Type: clusterv1alpha1.ClusterConditionAPIsComplete, Status: metav1.ConditionTrue,
+		Reason: ReasonDiscoveryComplete, Message: "every API group of the member was discovered"}
+	var failed *discovery.ErrGroupDiscoveryFailed
+	switch {
+	case errors.As(err, &failed):
+		gvs := make([]string, 0, len(failed.Groups))
+		for gv, gvErr := range failed.Groups {
+			gvs = append(gvs, gv.String()+": "+truncate(gvErr.Error(), 200))
+		}
+		sort.Strings(gvs)
+		complete.Status, complete.Reason = metav1.ConditionFalse, ReasonDiscoveryPartial
+		complete.Message = truncate(fmt.Sprintf("discovery failed for %d group/versions, their last known resources are kept: %s",
+			len(gvs), strings.Join(gvs, "; ")), 1024)
+	case err != nil:
+		complete.Status, complete.Reason = metav1.ConditionFalse, ReasonDiscoveryFailed
+		complete.Message = truncate("discovering the member's APIs failed, the last known list is kept: "+err.Error(), 1024)
 	}
 	out := make([]clusterv1alpha1.APIEnablement, 0, len(lists))
 	for _, l := range lists {
+		if l == nil {
+			continue
+		}
 		e := clusterv1alpha1.APIEnablement{GroupVersion: l.GroupVersion}
 		for _, r := range l.APIResources {
 			if !strings.Contains(r.Name, "/") {
@@ -144,5 +171,12 @@ func apiEnablements(member kubernetes.Interface) ([]clusterv1alpha1.APIEnablemen
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GroupVersion < out[j].GroupVersion })
-	return out, nil
+	return out, complete
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
 }

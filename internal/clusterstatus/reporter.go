@@ -2,10 +2,13 @@ package clusterstatus
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -59,19 +62,38 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	if err := r.renewLease(ctx); err != nil {
 		return err
 	}
-	// The hub's health monitor writes the conditions; on a conflict with it, read again and retry.
+	apisComplete := *meta.FindStatusCondition(observed.Conditions, clusterv1alpha1.ClusterConditionAPIsComplete)
+	// The hub's health monitor writes the Ready condition; on a conflict with it, read again and retry.
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cluster := &clusterv1alpha1.Cluster{}
 		if err := r.Hub.Get(ctx, client.ObjectKey{Name: r.Cluster}, cluster); err != nil {
 			return err
 		}
-		observed.Conditions = cluster.Status.Conditions
-		if equality.Semantic.DeepEqual(&cluster.Status, observed) {
+		want := observed.DeepCopy()
+		want.Conditions = slices.Clone(cluster.Status.Conditions)
+		meta.SetStatusCondition(&want.Conditions, apisComplete)
+		if apisComplete.Status != metav1.ConditionTrue {
+			want.APIEnablements = withLastKnown(want.APIEnablements, cluster.Status.APIEnablements)
+		}
+		if equality.Semantic.DeepEqual(&cluster.Status, want) {
 			return nil
 		}
-		cluster.Status = *observed
+		cluster.Status = *want
 		return r.Hub.Status().Update(ctx, cluster)
 	})
+}
+
+// withLastKnown adds to an incomplete API list the last reported entries of the group/versions it lacks:
+// a group whose discovery failed is not thereby gone from the member.
+func withLastKnown(discovered, last []clusterv1alpha1.APIEnablement) []clusterv1alpha1.APIEnablement {
+	out := slices.Clone(discovered)
+	for _, e := range last {
+		if !slices.ContainsFunc(discovered, func(d clusterv1alpha1.APIEnablement) bool { return d.GroupVersion == e.GroupVersion }) {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b clusterv1alpha1.APIEnablement) int { return strings.Compare(a.GroupVersion, b.GroupVersion) })
+	return out
 }
 
 func (r *Reporter) renewLease(ctx context.Context) error {

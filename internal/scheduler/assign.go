@@ -11,9 +11,11 @@ import (
 
 // assignReplicas gives each feasible cluster its replicas. Duplicated (the default when replicaScheduling
 // is omitted, and for kinds without replicas): every cluster runs them all. Divided: the replicas are shared
-// by static weight (equal weights when none are given; a cluster no weight entry selects gets none), by
-// dynamic weight (each cluster's room for more replicas), or Aggregated into the fewest clusters with room.
-func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster) []workv1alpha1.TargetCluster {
+// by static weight (equal weights when none are given; a cluster no weight entry selects gets none, unless
+// no entry selects any feasible cluster, when all share equally), by dynamic weight (each cluster's room
+// for more replicas), or Aggregated into the fewest clusters with room. The note, when not empty, says
+// how the result departs from what the policy asked.
+func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster) (targets []workv1alpha1.TargetCluster, note string) {
 	rs := (*policyv1alpha1.ReplicaSchedulingStrategy)(nil)
 	if b.Placement != nil {
 		rs = b.Placement.ReplicaScheduling
@@ -23,14 +25,14 @@ func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1al
 		for i, c := range feasible {
 			out[i] = workv1alpha1.TargetCluster{Name: c.Name, Replicas: b.Replicas}
 		}
-		return sortedByName(out)
+		return sortedByName(out), ""
 	}
 	aggregated := rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionAggregated
 	dynamic := rs.WeightPreference != nil && rs.WeightPreference.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas
 	if (aggregated || dynamic) && len(b.Clusters) > 0 {
 		// Capacity changes all the time, not least because of this binding's own pods: a placement by
 		// capacity is not divided anew each time, only adjusted.
-		return sortedByName(adjust(b, feasible, aggregated))
+		return sortedByName(adjust(b, feasible, aggregated)), ""
 	}
 	weights := make([]int64, len(feasible))
 	switch {
@@ -51,8 +53,16 @@ func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1al
 		for i, c := range feasible {
 			weights[i] = staticWeight(rs.WeightPreference, c)
 		}
+		if !slices.ContainsFunc(weights, func(w int64) bool { return w > 0 }) {
+			// Weights keyed by a label that was renamed, or by clusters that left, would place the replicas
+			// nowhere and so delete every copy: share them among the clusters the placement allows instead.
+			for i := range weights {
+				weights[i] = 1
+			}
+			note = "no staticWeightList entry selects a feasible cluster, so the replicas are divided equally"
+		}
 	}
-	return sortedByName(divide(b.Replicas, feasible, weights, b.Clusters))
+	return sortedByName(divide(b.Replicas, feasible, weights, b.Clusters)), note
 }
 
 // staticWeight is the weight of the first static entry that selects the cluster; 1 for every cluster when

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -22,10 +24,14 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// Reasons of the Scheduled condition.
+// Reasons of the Scheduled condition, and of the events the scheduler records with it.
 const (
 	ReasonScheduled    = "Scheduled"
 	ReasonNoClusterFit = "NoClusterFit"
+	// ReasonEmptyPlacement: the scheduler chose no cluster at all; the current placement stays.
+	ReasonEmptyPlacement = "EmptyPlacement"
+	// ReasonPlacementFallback (events only): placed, but not quite as the policy asked (Result.Note says how).
+	ReasonPlacementFallback = "PlacementFallback"
 )
 
 // binding is a ResourceBinding or ClusterResourceBinding pointer.
@@ -37,6 +43,7 @@ type binding interface {
 // Controller writes each binding's placement (spec.clusters) and its Scheduled condition.
 type Controller[T binding] struct {
 	Client    client.Client
+	Recorder  events.EventRecorder
 	Framework *Framework
 	New       func() T
 }
@@ -44,12 +51,12 @@ type Controller[T binding] struct {
 // Setup registers the scheduler for both binding kinds. Any change of a cluster (joined, left, labels,
 // taints, served APIs) reschedules every binding.
 func Setup(mgr ctrl.Manager) error {
-	f := Default()
-	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Framework: f,
+	f, recorder := Default(), mgr.GetEventRecorder("flotilla-scheduler")
+	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
 		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, &workv1alpha1.ResourceBindingList{}); err != nil {
 		return err
 	}
-	return setup(mgr, "cluster-scheduler", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Framework: f,
+	return setup(mgr, "cluster-scheduler", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
 		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, &workv1alpha1.ClusterResourceBindingList{})
 }
 
@@ -72,8 +79,9 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], list clie
 		Complete(r)
 }
 
-// Reconcile schedules one binding. When nothing fits, the current placement stays and Scheduled=False
-// says why: a label or health change never removes a workload from every cluster at once.
+// Reconcile schedules one binding. When nothing fits, or the result would place the binding nowhere, the
+// current placement stays and Scheduled=False says why: a label, health or discovery change never removes a
+// workload from every cluster at once.
 func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := r.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -88,33 +96,28 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	result, err := r.Framework.Schedule(spec, clusters.Items, status.SchedulerObservedAffinityName)
-	targets := result.Clusters
-	cond := metav1.Condition{Type: workv1alpha1.ConditionScheduled, ObservedGeneration: b.GetGeneration()}
-	if err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonNoClusterFit, err.Error()
-		if len(spec.Clusters) > 0 {
-			cond.Message += "; the current placement stays"
+	cond, placed := decide(spec.Clusters, result, err)
+	cond.ObservedGeneration = b.GetGeneration()
+	if placed && !equality.Semantic.DeepEqual(spec.Clusters, result.Clusters) {
+		addEvictionTasks(spec, result.Clusters, result.Evicted)
+		spec.Clusters = result.Clusters
+		if err := r.Client.Update(ctx, b); err != nil {
+			return ctrl.Result{}, err
 		}
-	} else {
-		if !equality.Semantic.DeepEqual(spec.Clusters, targets) {
-			addEvictionTasks(spec, targets, result.Evicted)
-			spec.Clusters = targets
-			if err := r.Client.Update(ctx, b); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonScheduled, "placed on "+describe(targets)
-		if result.AffinityName != "" {
-			cond.Message += " (affinity group " + result.AffinityName + ")"
-		}
-		cond.ObservedGeneration = b.GetGeneration()
 	}
 	changed := meta.SetStatusCondition(&status.Conditions, cond)
-	if err == nil && status.SchedulerObservedAffinityName != result.AffinityName {
+	if changed && (!placed || result.Note != "") {
+		reason := cond.Reason
+		if placed {
+			reason = ReasonPlacementFallback
+		}
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", cond.Message)
+	}
+	if placed && status.SchedulerObservedAffinityName != result.AffinityName {
 		status.SchedulerObservedAffinityName = result.AffinityName
 		changed = true
 	}
-	if err == nil && status.SchedulerObservedGeneration != b.GetGeneration() {
+	if placed && status.SchedulerObservedGeneration != b.GetGeneration() {
 		status.SchedulerObservedGeneration = b.GetGeneration()
 		now := metav1.Now()
 		status.LastScheduledTime = &now
@@ -129,6 +132,32 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{RequeueAfter: next + time.Second}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// decide turns a scheduling outcome into the Scheduled condition, and says whether the result becomes the
+// binding's placement. An error or an empty result never does: spec.clusters is never emptied by the
+// scheduler, because the binding controller would delete every member's copy.
+func decide(current []workv1alpha1.TargetCluster, res Result, err error) (cond metav1.Condition, placed bool) {
+	cond = metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse}
+	switch {
+	case err != nil:
+		cond.Reason, cond.Message = ReasonNoClusterFit, err.Error()
+	case len(res.Clusters) == 0:
+		cond.Reason, cond.Message = ReasonEmptyPlacement, "the placement chose no cluster"
+	default:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, ReasonScheduled, "placed on "+describe(res.Clusters)
+		if res.AffinityName != "" {
+			cond.Message += " (affinity group " + res.AffinityName + ")"
+		}
+		if res.Note != "" {
+			cond.Message += "; " + res.Note
+		}
+		return cond, true
+	}
+	if len(current) > 0 {
+		cond.Message += "; the current placement stays"
+	}
+	return cond, false
 }
 
 // DefaultEvictionGrace is how long an evicted copy waits for its replacement to become healthy.

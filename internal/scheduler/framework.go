@@ -68,6 +68,9 @@ type Result struct {
 	AffinityName string
 	// Evicted names the clusters the binding runs on that a NoExecute taint moves it away from, and why.
 	Evicted map[string]string
+	// Note says how the placement departs from what the policy asked, for example equal weights because no
+	// static weight entry selects a feasible cluster; empty when it does not.
+	Note string
 }
 
 // Schedule places a binding. With clusterAffinities the groups are tried in order, starting with the group
@@ -75,8 +78,8 @@ type Result struct {
 // does not move back on its own. Clusters are considered in name order so results are deterministic.
 func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, observedAffinity string) (Result, error) {
 	if b.Placement == nil || len(b.Placement.ClusterAffinities) == 0 {
-		targets, err := f.scheduleOne(b, clusters)
-		return Result{Clusters: targets, Evicted: evicted(b, clusters)}, err
+		targets, note, err := f.scheduleOne(b, clusters)
+		return Result{Clusters: targets, Evicted: evicted(b, clusters), Note: note}, err
 	}
 	terms := b.Placement.ClusterAffinities
 	start := max(0, slices.IndexFunc(terms, func(t policyv1alpha1.ClusterAffinityTerm) bool { return t.AffinityName == observedAffinity }))
@@ -86,9 +89,9 @@ func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clu
 		placement := *b.Placement
 		placement.ClusterAffinity, placement.ClusterAffinities = &term.ClusterAffinity, nil
 		spec.Placement = &placement
-		targets, err := f.scheduleOne(&spec, clusters)
+		targets, note, err := f.scheduleOne(&spec, clusters)
 		if err == nil {
-			return Result{Clusters: targets, AffinityName: term.AffinityName, Evicted: evicted(b, clusters)}, nil
+			return Result{Clusters: targets, AffinityName: term.AffinityName, Evicted: evicted(b, clusters), Note: note}, nil
 		}
 		reasons = append(reasons, fmt.Sprintf("group %s: %v", term.AffinityName, err))
 	}
@@ -109,7 +112,7 @@ func evicted(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Clu
 }
 
 // scheduleOne filters, ranks, spreads and assigns replicas under one cluster affinity.
-func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, error) {
+func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, string, error) {
 	reasons := map[string]string{}
 	var feasible []*clusterv1alpha1.Cluster
 	for i := range clusters {
@@ -125,7 +128,7 @@ func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []
 		feasible = append(feasible, c)
 	}
 	if len(feasible) == 0 {
-		return nil, &NoFitError{Reasons: reasons}
+		return nil, "", &NoFitError{Reasons: reasons}
 	}
 	scores := map[string]int64{}
 	for _, c := range feasible {
@@ -139,11 +142,12 @@ func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []
 	if b.Placement != nil {
 		picked, err := spread(b.Placement.SpreadConstraints, feasible)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		feasible = picked
 	}
-	return assignReplicas(b, feasible), nil
+	targets, note := assignReplicas(b, feasible)
+	return targets, note, nil
 }
 
 func (f *Framework) filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,7 +17,10 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// APIEnablement keeps a binding off clusters that do not serve its kind.
+// APIEnablement keeps a binding off clusters that do not serve its kind. It takes a binding away from a
+// cluster it runs on only when that cluster's API list is complete (APIsComplete=True) and lacks the kind:
+// a list cut short by a failed discovery, or missing because the cluster has not reported since the hub
+// started from a backup without Cluster status, says nothing about what the member serves.
 type APIEnablement struct{}
 
 func (APIEnablement) Name() string { return "APIEnablement" }
@@ -30,6 +34,12 @@ func (APIEnablement) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alp
 		if e.GroupVersion == gv.String() && slices.ContainsFunc(e.Resources, func(r clusterv1alpha1.APIResource) bool { return r.Kind == b.Resource.Kind }) {
 			return ""
 		}
+	}
+	if !meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionAPIsComplete) {
+		if placedOn(b, c.Name) {
+			return ""
+		}
+		return "have not reported " + b.Resource.APIVersion + "/" + b.Resource.Kind + " in an incomplete API list"
 	}
 	return "do not serve " + b.Resource.APIVersion + "/" + b.Resource.Kind
 }

@@ -17,10 +17,25 @@ func cluster(name, region string, taints ...corev1.Taint) clusterv1alpha1.Cluste
 	return clusterv1alpha1.Cluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"region": region}},
 		Spec:       clusterv1alpha1.ClusterSpec{Region: region, Taints: taints},
-		Status: clusterv1alpha1.ClusterStatus{APIEnablements: []clusterv1alpha1.APIEnablement{
-			{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
-		}},
+		Status: clusterv1alpha1.ClusterStatus{
+			Conditions: []metav1.Condition{{Type: clusterv1alpha1.ClusterConditionAPIsComplete, Status: metav1.ConditionTrue}},
+			APIEnablements: []clusterv1alpha1.APIEnablement{
+				{GroupVersion: "apps/v1", Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}},
+			}},
 	}
+}
+
+// withoutDeployments is c with an API list that lacks Deployments: complete (the member really does not
+// serve them), incomplete (discovery failed for apps/v1), or missing (never reported since the hub started).
+func withoutDeployments(c clusterv1alpha1.Cluster, list string) clusterv1alpha1.Cluster {
+	c.Status.APIEnablements = []clusterv1alpha1.APIEnablement{{GroupVersion: "v1", Resources: []clusterv1alpha1.APIResource{{Name: "pods", Kind: "Pod"}}}}
+	switch list {
+	case "incomplete":
+		c.Status.Conditions[0].Status = metav1.ConditionFalse
+	case "missing":
+		c.Status = clusterv1alpha1.ClusterStatus{}
+	}
+	return c
 }
 
 func deployment(replicas int32, placement *policyv1alpha1.Placement, current ...workv1alpha1.TargetCluster) *workv1alpha1.ResourceBindingSpec {
@@ -94,6 +109,71 @@ func TestSchedule(t *testing.T) {
 			}
 			if result(got) != tt.want {
 				t.Fatalf("got %s, want %s", result(got), tt.want)
+			}
+		})
+	}
+}
+
+// TestNoPlacementIsLost: what used to turn a placement into nothing, and so delete every member's copy,
+// now falls back, keeps the placement with a reason, or keeps a cluster whose API list says nothing.
+func TestNoPlacementIsLost(t *testing.T) {
+	three := []clusterv1alpha1.Cluster{cluster("a", "eu"), cluster("b", "eu"), cluster("c", "us")}
+	byLabel := func(key, value string, w int64) policyv1alpha1.StaticClusterWeight {
+		return policyv1alpha1.StaticClusterWeight{Weight: w, TargetCluster: policyv1alpha1.ClusterAffinity{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}}}
+	}
+	on := func(names ...string) []workv1alpha1.TargetCluster {
+		out := make([]workv1alpha1.TargetCluster, len(names))
+		for i, n := range names {
+			out[i] = workv1alpha1.TargetCluster{Name: n, Replicas: 1}
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		binding  *workv1alpha1.ResourceBindingSpec
+		clusters []clusterv1alpha1.Cluster
+		want     string
+		wantNote string
+		wantErr  string
+	}{
+		{name: "static weights keyed by a label no cluster carries: equal weights",
+			binding: deployment(3, divided(byLabel("tier", "gold", 2), byLabel("tier", "silver", 1)), on("a", "b", "c")...), clusters: three,
+			want: "a=1,b=1,c=1", wantNote: "no staticWeightList entry selects a feasible cluster, so the replicas are divided equally"},
+		{name: "static weights naming clusters that left: equal weights over those that remain",
+			binding: deployment(4, divided(weight("x", 1), weight("y", 3))), clusters: three, want: "a=2,b=1,c=1", wantNote: "divided equally"},
+		{name: "static weights that select some clusters keep their meaning",
+			binding: deployment(3, divided(byLabel("region", "eu", 1))), clusters: three, want: "a=2,b=1"},
+		{name: "a complete API list without the kind moves the binding away",
+			binding: deployment(1, nil, on("a")...), clusters: []clusterv1alpha1.Cluster{withoutDeployments(cluster("a", "eu"), "complete"), cluster("b", "eu")},
+			want: "b=1"},
+		{name: "an incomplete API list keeps the placement",
+			binding: deployment(1, nil, on("a")...), clusters: []clusterv1alpha1.Cluster{withoutDeployments(cluster("a", "eu"), "incomplete"), cluster("b", "eu")},
+			want: "a=1,b=1"},
+		{name: "a missing API list (hub restored without Cluster status) keeps the placement",
+			binding: deployment(1, nil, on("a", "b")...), clusters: []clusterv1alpha1.Cluster{withoutDeployments(cluster("a", "eu"), "missing"), withoutDeployments(cluster("b", "eu"), "missing"), cluster("c", "us")},
+			want: "a=1,b=1,c=1"},
+		{name: "an incomplete API list without the kind takes no new placement",
+			binding: deployment(1, nil), clusters: []clusterv1alpha1.Cluster{withoutDeployments(cluster("a", "eu"), "incomplete")},
+			wantErr: "0/1 clusters fit: 1 have not reported apps/v1/Deployment in an incomplete API list (a)"},
+		{name: "spread by a label no cluster carries is a NoFit",
+			binding:  deployment(2, &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByLabel: "tier", MaxGroups: 2}}}, on("a", "b")...),
+			clusters: three, wantErr: "spread by label tier: no feasible cluster has a value for it"},
+		{name: "spread by a field no cluster has is a NoFit",
+			binding:  deployment(2, &policyv1alpha1.Placement{SpreadConstraints: []policyv1alpha1.SpreadConstraint{{SpreadByField: "cluster", MaxGroups: 2}, {SpreadByField: "zone", MaxGroups: 2}}}, on("a")...),
+			clusters: three, wantErr: "spread by zone: no feasible cluster has a value for it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Default().Schedule(tt.binding, tt.clusters, "")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %s (%v), want the error %q", result(res.Clusters), err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || result(res.Clusters) != tt.want || !strings.Contains(res.Note, tt.wantNote) || (tt.wantNote == "") != (res.Note == "") {
+				t.Fatalf("got %s note %q (%v), want %s note %q", result(res.Clusters), res.Note, err, tt.want, tt.wantNote)
 			}
 		})
 	}

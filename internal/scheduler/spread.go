@@ -81,6 +81,10 @@ func pickGroups(s policyv1alpha1.SpreadConstraint, ranked []*clusterv1alpha1.Clu
 	if s.SpreadByLabel != "" {
 		by = "label " + s.SpreadByLabel
 	}
+	if len(order) == 0 {
+		// Spreading over nothing would place the binding nowhere; most likely the label was renamed.
+		return nil, fmt.Errorf("spread by %s: no feasible cluster has a value for it", by)
+	}
 	if len(order) < s.MinGroups {
 		return nil, fmt.Errorf("spread by %s needs at least %d groups and %d fit", by, s.MinGroups, len(order))
 	}

@@ -27,6 +27,12 @@ const (
 // ClusterConditionReady is the condition type that says whether the member can take workloads.
 const ClusterConditionReady = "Ready"
 
+// ClusterConditionAPIsComplete is the condition type that says whether status.apiEnablements lists every
+// API the member serves. The reporter sets it False when discovery failed for some or all groups; absent
+// (a cluster not yet reported, or a hub restored without Cluster status) counts as not complete. Only a
+// complete list may take a workload off a cluster for not serving its kind.
+const ClusterConditionAPIsComplete = "APIsComplete"
+
 // Cluster is a member cluster registered with the hub. Its name is the cluster's name everywhere in Flotilla;
 // its Works live in the namespace flotilla-cluster-<name>.
 // +kubebuilder:object:root=true
@@ -123,7 +129,8 @@ type LocalSecretReference struct {
 // written only when something in it changed; liveness is the Lease named after the cluster in its namespace,
 // renewed every 10 seconds.
 type ClusterStatus struct {
-	// Conditions: Ready (True: healthy; False: readyz failing; Unknown: heartbeat lost), each with a reason.
+	// Conditions: Ready (True: healthy; False: readyz failing; Unknown: heartbeat lost) and APIsComplete
+	// (True: apiEnablements lists every served API; False: discovery failed in part), each with a reason.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -141,7 +148,8 @@ type ClusterStatus struct {
 	// +optional
 	AgentVersion string `json:"agentVersion,omitempty"`
 
-	// APIEnablements lists every group/version the member serves, with its resources.
+	// APIEnablements lists every group/version the member serves, with its resources. While the
+	// APIsComplete condition is not True, a group/version whose discovery failed keeps its last known entry.
 	// +optional
 	APIEnablements []APIEnablement `json:"apiEnablements,omitempty"`
 
