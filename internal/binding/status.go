@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +34,7 @@ func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructur
 		item := workv1alpha1.AggregatedStatusItem{ClusterName: target.Name, Health: workv1alpha1.ResourceUnknown}
 		if w := workOf(works, target.Name); w != nil && len(w.Status.ManifestStatuses) > 0 {
 			ms := w.Status.ManifestStatuses[0]
-			item.Applied, item.Health, item.Status = ms.Applied, ms.Health, ms.Status
+			item.Applied, item.Health, item.Status = ms.Applied, ms.Health, summarize(ms.Status)
 			if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Status != metav1.ConditionTrue {
 				item.AppliedMessage = c.Message
 			}
@@ -130,6 +133,54 @@ func (r *Controller[T]) recordTransitions(template *unstructured.Unstructured, b
 		}
 		r.Recorder.Eventf(template, nil, eventType, c.Reason, c.Type, c.Message)
 	}
+}
+
+// Bounds of the per-cluster status summary a binding keeps.
+const (
+	summaryMaxFields      = 32
+	summaryMaxKeyLength   = 64
+	summaryMaxValueLength = 256
+)
+
+// summarize keeps of a member object's status its top-level numbers, booleans and short strings (replica
+// counts, observedGeneration, phase), at most summaryMaxFields of them in key order. The full status stays
+// in the Work, where the agent reports it; copying it into the binding for every cluster would multiply
+// what agents write into one object (a binding placed on many clusters could outgrow what etcd stores) and
+// rewrite the binding whenever a condition's timestamp moves. Nil when nothing is left.
+func summarize(status *runtime.RawExtension) *runtime.RawExtension {
+	if status == nil {
+		return nil
+	}
+	full := map[string]any{}
+	if utiljson.Unmarshal(status.Raw, &full) != nil {
+		return nil
+	}
+	keys := slices.Sorted(maps.Keys(full))
+	summary := map[string]any{}
+	for _, k := range keys {
+		if len(summary) == summaryMaxFields {
+			break
+		}
+		if len(k) > summaryMaxKeyLength {
+			continue
+		}
+		switch v := full[k].(type) {
+		case int64, float64, bool:
+			summary[k] = v
+		case string:
+			if len(v) <= summaryMaxValueLength {
+				summary[k] = v
+			}
+		}
+	}
+	if len(summary) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(summary)
+	if err != nil {
+		return nil
+	}
+	return &runtime.RawExtension{Raw: raw}
 }
 
 func workOf(works []workv1alpha1.Work, cluster string) *workv1alpha1.Work {

@@ -257,7 +257,8 @@ type AggregatedStatusItem struct {
 	// +kubebuilder:validation:MinLength=1
 	ClusterName string `json:"clusterName"`
 
-	// Status is the object's status as reflected from the member.
+	// Status summarises the object's status in the member: its top-level numbers, booleans and short
+	// strings (replica counts, observedGeneration, phase). The full status is in the cluster's Work.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
