@@ -342,6 +342,9 @@ func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 	if !slices.ContainsFunc(s.APIEnablements, func(e clusterv1alpha1.APIEnablement) bool { return e.GroupVersion == "work.flotilla.io/v1alpha1" }) {
 		t.Fatal("apiEnablements misses a served group")
 	}
+	if !meta.IsStatusConditionTrue(s.Conditions, clusterv1alpha1.ClusterConditionAPIsComplete) {
+		t.Fatalf("a fully discovered member is not APIsComplete: %+v", s.Conditions)
+	}
 	// Let the health monitor write its condition before comparing versions.
 	testenv.Eventually(t, time.Minute, "self is Ready", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: "self"}, first); err != nil {
