@@ -34,6 +34,10 @@ const (
 	ReasonPlacementFallback = "PlacementFallback"
 )
 
+// maxEventNote is the longest note the API server accepts in an event; a NoClusterFit message over a large
+// fleet can be longer.
+const maxEventNote = 1024
+
 // binding is a ResourceBinding or ClusterResourceBinding pointer.
 type binding interface {
 	client.Object
@@ -111,7 +115,11 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		if placed {
 			reason = ReasonPlacementFallback
 		}
-		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", cond.Message)
+		note := cond.Message
+		if len(note) > maxEventNote {
+			note = note[:maxEventNote-3] + "..."
+		}
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", note)
 	}
 	if placed && status.SchedulerObservedAffinityName != result.AffinityName {
 		status.SchedulerObservedAffinityName = result.AffinityName
