@@ -62,25 +62,35 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	if err := r.renewLease(ctx); err != nil {
 		return err
 	}
-	apisComplete := *meta.FindStatusCondition(observed.Conditions, clusterv1alpha1.ClusterConditionAPIsComplete)
 	// The hub's health monitor writes the Ready condition; on a conflict with it, read again and retry.
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cluster := &clusterv1alpha1.Cluster{}
 		if err := r.Hub.Get(ctx, client.ObjectKey{Name: r.Cluster}, cluster); err != nil {
 			return err
 		}
-		want := observed.DeepCopy()
-		want.Conditions = slices.Clone(cluster.Status.Conditions)
-		meta.SetStatusCondition(&want.Conditions, apisComplete)
-		if apisComplete.Status != metav1.ConditionTrue {
-			want.APIEnablements = withLastKnown(want.APIEnablements, cluster.Status.APIEnablements)
-		}
+		want := merged(&cluster.Status, observed)
 		if equality.Semantic.DeepEqual(&cluster.Status, want) {
 			return nil
 		}
 		cluster.Status = *want
 		return r.Hub.Status().Update(ctx, cluster)
 	})
+}
+
+// merged is the status to write over current: what was observed, with the conditions of other writers kept
+// beside the reporter's APIsComplete, and, while the API list is incomplete, the last known entries of the
+// group/versions discovery missed.
+func merged(current, observed *clusterv1alpha1.ClusterStatus) *clusterv1alpha1.ClusterStatus {
+	want := observed.DeepCopy()
+	want.Conditions = slices.Clone(current.Conditions)
+	apisComplete := meta.FindStatusCondition(observed.Conditions, clusterv1alpha1.ClusterConditionAPIsComplete)
+	if apisComplete == nil || apisComplete.Status != metav1.ConditionTrue {
+		want.APIEnablements = withLastKnown(want.APIEnablements, current.APIEnablements)
+	}
+	if apisComplete != nil {
+		meta.SetStatusCondition(&want.Conditions, *apisComplete)
+	}
+	return want
 }
 
 // withLastKnown adds to an incomplete API list the last reported entries of the group/versions it lacks:
