@@ -128,15 +128,15 @@ func (e *Etcd) defragmentPeriodically() {
 			return
 		case <-tick.C:
 		}
-		if _, err := e.DefragmentIfWasteful(); err != nil {
+		if _, err := e.defragmentIfWasteful(); err != nil {
 			klog.Warningf("etcd defragmentation: %v", err)
 		}
 	}
 }
 
-// DefragmentIfWasteful defragments the member when at least half of its database file, and at least
+// defragmentIfWasteful defragments the member when at least half of its database file, and at least
 // etcdDefragMinFree, is free, and reports whether it did.
-func (e *Etcd) DefragmentIfWasteful() (bool, error) {
+func (e *Etcd) defragmentIfWasteful() (bool, error) {
 	be := e.server.Server.Backend()
 	if !wasteful(be.Size(), be.SizeInUse()) {
 		return false, nil
@@ -149,8 +149,8 @@ func wasteful(size, inUse int64) bool {
 	return free >= etcdDefragMinFree && 2*free >= size
 }
 
-// DBSize is the size of the member's database file.
-func (e *Etcd) DBSize() int64 { return e.server.Server.Backend().Size() }
+// dbSize is the size of the member's database file.
+func (e *Etcd) dbSize() int64 { return e.server.Server.Backend().Size() }
 
 // ValidateEtcdFlags checks --etcd-servers (http(s) URLs) and --etcd-prefix (a key path).
 func ValidateEtcdFlags(servers []string, prefix string) []error {

@@ -125,7 +125,7 @@ func TestEtcdDefragmentsWhenMostlyFree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if done, err := e.DefragmentIfWasteful(); err != nil || done {
+	if done, err := e.defragmentIfWasteful(); err != nil || done {
 		t.Fatalf("defragmented a file in use (%v, %v)", done, err)
 	}
 	resp, err := c.Delete(ctx, "/big/", clientv3.WithPrefix())
@@ -135,11 +135,11 @@ func TestEtcdDefragmentsWhenMostlyFree(t *testing.T) {
 	if _, err := c.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
 		t.Fatal(err)
 	}
-	before := e.DBSize()
-	if done, err := e.DefragmentIfWasteful(); err != nil || !done {
+	before := e.dbSize()
+	if done, err := e.defragmentIfWasteful(); err != nil || !done {
 		t.Fatalf("did not defragment a mostly free file of %d bytes (%v, %v)", before, done, err)
 	}
-	if after := e.DBSize(); after >= before/2 {
+	if after := e.dbSize(); after >= before/2 {
 		t.Fatalf("database file %d bytes after defragmentation, %d before", after, before)
 	}
 }
