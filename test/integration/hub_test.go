@@ -87,6 +87,18 @@ func TestHubRestartKeepsObjects(t *testing.T) {
 	if got.Spec.ResourceSelectors[0].Kind != "Deployment" {
 		t.Fatalf("policy changed across restart: %+v", got.Spec)
 	}
+	// The restarted process elects under an identity of its own and leads: the lease its killed predecessor
+	// held does not keep it waiting.
+	testenv.Eventually(t, time.Minute, "the restarted hub leads", func() error {
+		holder, err := leaseHolder(ctx, h)
+		if want := hubIdentity(t, restarted); holder != want {
+			return fmt.Errorf("leader %q, want %q (%v)", holder, want, err)
+		}
+		return nil
+	})
+	if hubIdentity(t, first) == hubIdentity(t, restarted) {
+		t.Fatal("a restarted hub reuses its predecessor's identity")
+	}
 
 	if err := restarted.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
