@@ -306,7 +306,11 @@ func FreePorts(n int) ([]int, error) {
 
 // portFree fails, saying so, when another process listens on the port kube-apiserver needs.
 func portFree(ip net.IP, port int) error {
-	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
+	host := "" // every interface, as kube-apiserver binds without an address
+	if ip != nil {
+		host = ip.String()
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
