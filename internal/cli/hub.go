@@ -19,12 +19,14 @@ func newHubCommand(verbosity *int) *cobra.Command {
 		Long: `Run the Flotilla hub.
 
 By default the hub is a whole control plane in this process: etcd, kube-apiserver and the few core
-controllers a store of templates needs, with its PKI and data in --data-dir. It writes
-DATA_DIR/admin.kubeconfig once the API serves every Flotilla kind.
+controllers a store of templates needs, with its PKI and data in --data-dir. etcd listens on loopback
+and answers only client certificates of its own CA; Secrets and Works are encrypted in it with the key
+in DATA_DIR/pki/encryption.key. It writes DATA_DIR/admin.kubeconfig once the API serves every Flotilla
+kind.
 
 With --kubeconfig the hub uses an existing cluster instead: it installs the CRDs there and runs only
-Flotilla's controllers. With --etcd-servers several hubs share one etcd; all serve the API and one
-leads the controllers.`,
+Flotilla's controllers. With --etcd-servers several hubs share one etcd (--etcd-cafile,
+--etcd-certfile and --etcd-keyfile for TLS); all serve the API and one leads the controllers.`,
 		Example: `  flotilla hub --data-dir /tmp/hub
   kubectl --kubeconfig /tmp/hub/admin.kubeconfig get crd`,
 		Args: cobra.NoArgs,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -30,18 +31,21 @@ const (
 )
 
 // HealthMonitor sets each Cluster's Ready condition and health taints from its Lease and its readyz result:
-// a Lease older than GracePeriod → Ready=Unknown and cluster.flotilla.io/unreachable:NoSchedule; readyz
-// failing → Ready=False and cluster.flotilla.io/not-ready:NoSchedule; otherwise Ready=True and neither taint.
+// no change of the Lease seen for GracePeriod → Ready=Unknown and cluster.flotilla.io/unreachable:NoSchedule;
+// readyz failing → Ready=False and cluster.flotilla.io/not-ready:NoSchedule; otherwise Ready=True and
+// neither taint.
 type HealthMonitor struct {
 	Client      client.Client
 	Recorder    events.EventRecorder
 	GracePeriod time.Duration
 	now         func() time.Time
+	heartbeats  heartbeats
 }
 
 // SetupHealthMonitor registers the monitor with the manager.
 func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration) error {
-	m := &HealthMonitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-cluster-health"), GracePeriod: grace, now: time.Now}
+	m := &HealthMonitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-cluster-health"), GracePeriod: grace, now: time.Now,
+		heartbeats: heartbeats{seen: map[string]heartbeat{}}}
 	return ctrl.NewControllerManagedBy(mgr).Named("cluster-health").
 		For(&clusterv1alpha1.Cluster{}).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster)).
@@ -60,6 +64,9 @@ func leaseToCluster(_ context.Context, o client.Object) []reconcile.Request {
 func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := m.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			m.heartbeats.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	lease := &coordinationv1.Lease{}
@@ -67,9 +74,19 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
+	version := "" // no Lease
+	if err == nil {
+		version = lease.ResourceVersion
+	}
+	hb := m.heartbeats.observe(cluster.Name, version, m.now())
 	var renewed *time.Time
 	if err == nil && lease.Spec.RenewTime != nil {
-		renewed = &lease.Spec.RenewTime.Time
+		if !hb.changed && meta.IsStatusConditionPresentAndEqual(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady, metav1.ConditionUnknown) {
+			// This monitor has not seen the Lease change since it started, and the cluster was already judged
+			// unreachable: a Lease that merely exists is no heartbeat. The next renewal wakes us.
+			return ctrl.Result{}, nil
+		}
+		renewed = &hb.observed
 	}
 	ready, taint := Evaluate(cluster, renewed, m.now(), m.GracePeriod)
 
@@ -103,7 +120,46 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return ctrl.Result{}, nil
 }
 
-// Evaluate decides a cluster's Ready condition and which health taint it must carry (empty for none).
+// heartbeats remembers, per cluster, the version of its Lease the hub last saw and when it first saw it.
+// Liveness is judged from that time, on the hub's clock: spec.renewTime comes from the agent's clock, and
+// one that is minutes off would make a live cluster look dead or a dead one look alive.
+type heartbeats struct {
+	mu   sync.Mutex
+	seen map[string]heartbeat
+}
+
+type heartbeat struct {
+	// version is the resourceVersion of the Lease (empty: no Lease); any write to it is a renewal.
+	version string
+	// observed is when the hub first saw this version (or, before any change, the Lease at all).
+	observed time.Time
+	// changed says the hub has seen the Lease change since it started watching.
+	changed bool
+}
+
+// observe records the Lease version of a cluster seen at now and returns what the hub knows of its heartbeat.
+func (h *heartbeats) observe(cluster, version string, now time.Time) heartbeat {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	hb, known := h.seen[cluster]
+	switch {
+	case !known:
+		hb = heartbeat{version: version, observed: now}
+	case hb.version != version:
+		hb = heartbeat{version: version, observed: now, changed: true}
+	}
+	h.seen[cluster] = hb
+	return hb
+}
+
+func (h *heartbeats) forget(cluster string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.seen, cluster)
+}
+
+// Evaluate decides a cluster's Ready condition and which health taint it must carry (empty for none), from
+// when the hub last saw its Lease renewed (nil: never).
 func Evaluate(cluster *clusterv1alpha1.Cluster, renewed *time.Time, now time.Time, grace time.Duration) (metav1.Condition, string) {
 	c := metav1.Condition{Type: clusterv1alpha1.ClusterConditionReady}
 	switch {

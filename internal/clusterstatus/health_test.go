@@ -77,3 +77,34 @@ func TestWithHealthTaint(t *testing.T) {
 		})
 	}
 }
+
+// TestHeartbeatsFollowTheHubsClock: a Lease counts as renewed when the hub sees a new version of it, at the
+// time the hub saw it; the renewTime the agent wrote plays no part.
+func TestHeartbeatsFollowTheHubsClock(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	h := heartbeats{seen: map[string]heartbeat{}}
+	steps := []struct {
+		name        string
+		cluster     string
+		version     string
+		at          time.Duration
+		wantSeen    time.Duration
+		wantChanged bool
+	}{
+		{"first sight is no change", "a", "1", 0, 0, false},
+		{"same version later keeps the first time", "a", "1", 30 * time.Second, 0, false},
+		{"a new version is a renewal, seen now", "a", "2", 35 * time.Second, 35 * time.Second, true},
+		{"unchanged again", "a", "2", 80 * time.Second, 35 * time.Second, true},
+		{"another cluster has its own record", "b", "7", 80 * time.Second, 80 * time.Second, false},
+	}
+	for _, s := range steps {
+		hb := h.observe(s.cluster, s.version, start.Add(s.at))
+		if !hb.observed.Equal(start.Add(s.wantSeen)) || hb.changed != s.wantChanged {
+			t.Fatalf("%s: observed %s changed %v, want %s %v", s.name, hb.observed.Sub(start), hb.changed, s.wantSeen, s.wantChanged)
+		}
+	}
+	h.forget("a")
+	if hb := h.observe("a", "2", start.Add(time.Hour)); hb.changed || !hb.observed.Equal(start.Add(time.Hour)) {
+		t.Fatalf("a forgotten cluster is seen anew: %+v", hb)
+	}
+}

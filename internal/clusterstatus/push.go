@@ -2,33 +2,47 @@ package clusterstatus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+// Reasons of the CredentialsValid condition of Push clusters.
+const (
+	ReasonCredentialsValid   = "CredentialsValid"
+	ReasonCredentialsInvalid = "CredentialsInvalid"
 )
 
 // PushReporter does for Push clusters what the agent does for Pull ones: every HeartbeatPeriod it reaches
-// the member with the credentials in the cluster's Secret, renews the Lease and writes the status.
+// the member with the credentials in the cluster's Secret, renews the Lease and writes the status. It owns
+// the CredentialsValid condition.
 type PushReporter struct {
 	Client client.Client
 	// Secrets reads credentials straight from the API server, so the hub caches no Secrets.
-	Secrets client.Reader
-	Holder  string
-	Version string
+	Secrets  client.Reader
+	Recorder events.EventRecorder
+	Holder   string
+	Version  string
 }
 
 // SetupPushReporter registers the push reporter with the manager.
 func SetupPushReporter(mgr ctrl.Manager, holder, version string) error {
-	r := &PushReporter{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Holder: holder, Version: version}
+	r := &PushReporter{Client: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-push-status"),
+		Holder: holder, Version: version}
 	isPush := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		c, ok := o.(*clusterv1alpha1.Cluster)
 		return ok && c.Spec.SyncMode == clusterv1alpha1.Push
@@ -47,10 +61,19 @@ func (r *PushReporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if cluster.Spec.SyncMode != clusterv1alpha1.Push {
 		return ctrl.Result{}, nil
 	}
-	member, err := MemberClient(ctx, r.Secrets, cluster)
+	cfg, err := MemberConfig(ctx, r.Secrets, cluster)
+	var invalid *InvalidCredentialsError
+	if err == nil || errors.As(err, &invalid) {
+		if err := r.setCredentialsCondition(ctx, cluster, invalid); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if err == nil {
-		reporter := &Reporter{Hub: r.Client, Member: member, Cluster: cluster.Name, Holder: r.Holder, AgentVersion: r.Version}
-		err = reporter.ReportOnce(ctx)
+		var member kubernetes.Interface
+		if member, err = kubernetes.NewForConfig(cfg); err == nil {
+			reporter := &Reporter{Hub: r.Client, Member: member, Cluster: cluster.Name, Holder: r.Holder, AgentVersion: r.Version}
+			err = reporter.ReportOnce(ctx)
+		}
 	}
 	if err != nil {
 		// An unreachable member gets no heartbeat; the health monitor turns it Unknown after the grace period.
@@ -59,28 +82,51 @@ func (r *PushReporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	return ctrl.Result{RequeueAfter: HeartbeatPeriod}, nil
 }
 
-// MemberClient builds a client for a Push cluster from the kubeconfig in its Secret.
-func MemberClient(ctx context.Context, hub client.Reader, cluster *clusterv1alpha1.Cluster) (kubernetes.Interface, error) {
-	cfg, err := MemberConfig(ctx, hub, cluster)
-	if err != nil {
-		return nil, err
+// setCredentialsCondition records whether the cluster's credentials can be used (invalid nil: they can), with
+// an event when they turn unusable.
+func (r *PushReporter) setCredentialsCondition(ctx context.Context, cluster *clusterv1alpha1.Cluster, invalid *InvalidCredentialsError) error {
+	c := metav1.Condition{Type: clusterv1alpha1.ClusterConditionCredentialsValid, ObservedGeneration: cluster.Generation,
+		Status: metav1.ConditionTrue, Reason: ReasonCredentialsValid, Message: "the hub can build a client from the credentials in spec.secretRef"}
+	if invalid != nil {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonCredentialsInvalid, invalid.Error()
 	}
-	return kubernetes.NewForConfig(cfg)
+	original := cluster.DeepCopy()
+	if !meta.SetStatusCondition(&cluster.Status.Conditions, c) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, cluster, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	if invalid != nil {
+		r.Recorder.Eventf(cluster, nil, corev1.EventTypeWarning, ReasonCredentialsInvalid, "CheckCredentials", "%s", invalid.Error())
+	}
+	return nil
 }
 
-// MemberConfig returns the client configuration in a Push cluster's Secret.
+// InvalidCredentialsError says a Push cluster's Secret is missing or holds credentials the hub refuses to use.
+// Other errors reading the Secret are passing trouble, not a verdict on the credentials.
+type InvalidCredentialsError struct{ err error }
+
+func (e *InvalidCredentialsError) Error() string { return e.err.Error() }
+func (e *InvalidCredentialsError) Unwrap() error { return e.err }
+
+// MemberConfig returns the client configuration of a Push cluster, from its spec and the Secret it names.
 func MemberConfig(ctx context.Context, hub client.Reader, cluster *clusterv1alpha1.Cluster) (*rest.Config, error) {
 	ref := cluster.Spec.SecretRef
 	if ref == nil {
-		return nil, fmt.Errorf("push cluster %s has no spec.secretRef", cluster.Name)
+		return nil, &InvalidCredentialsError{fmt.Errorf("push cluster %s has no spec.secretRef", cluster.Name)}
 	}
 	secret := &corev1.Secret{}
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, secret); err != nil {
-		return nil, fmt.Errorf("credentials of push cluster %s: %w", cluster.Name, err)
+		err = fmt.Errorf("credentials of push cluster %s: %w", cluster.Name, err)
+		if apierrors.IsNotFound(err) {
+			return nil, &InvalidCredentialsError{err}
+		}
+		return nil, err
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["kubeconfig"])
+	cfg, err := registration.PushRESTConfig(cluster, secret)
 	if err != nil {
-		return nil, fmt.Errorf("credentials of push cluster %s: key kubeconfig of Secret %s/%s: %w", cluster.Name, ref.Namespace, ref.Name, err)
+		return nil, &InvalidCredentialsError{fmt.Errorf("credentials of push cluster %s in Secret %s/%s: %w", cluster.Name, ref.Namespace, ref.Name, err)}
 	}
 	cfg.Timeout = HeartbeatPeriod
 	return cfg, nil

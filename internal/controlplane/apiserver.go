@@ -17,12 +17,21 @@ import (
 const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // apiserverOptions configures kube-apiserver as a hub or member needs it: client-certificate and
-// bootstrap-token authentication, RBAC, aggregation through the front-proxy CA, storage in etcd.
-func apiserverOptions(c *Config, pki PKI, etcdServers []string) *apiserveroptions.ServerRunOptions {
+// bootstrap-token authentication, RBAC, aggregation through the front-proxy CA, storage in etcd with Secrets
+// encrypted, no profiling endpoints.
+func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS) *apiserveroptions.ServerRunOptions {
 	s := apiserveroptions.NewServerRunOptions()
 
 	s.Etcd.StorageConfig.Transport.ServerList = etcdServers
+	if etcdTLS != nil {
+		s.Etcd.StorageConfig.Transport.TrustedCAFile = etcdTLS.CAFile
+		s.Etcd.StorageConfig.Transport.CertFile = etcdTLS.CertFile
+		s.Etcd.StorageConfig.Transport.KeyFile = etcdTLS.KeyFile
+	}
 	s.Etcd.StorageConfig.Prefix = c.EtcdPrefix
+	s.Etcd.EncryptionProviderConfigFilepath = pki.EncryptionConfig()
+	// /debug/pprof would show any authenticated client with the right non-resource URL the process's memory.
+	s.Features.EnableProfiling = false
 
 	s.SecureServing.BindAddress = c.BindAddress
 	s.SecureServing.BindPort = c.SecurePort

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -40,6 +41,9 @@ type Config struct {
 	TLSSANs []string
 	// EtcdServers, when set, replaces the embedded etcd with an external cluster.
 	EtcdServers []string
+	// EtcdTLS is how kube-apiserver authenticates to EtcdServers and verifies them; unset, it uses their
+	// URLs as they are. The embedded etcd always uses the control plane's own etcd PKI.
+	EtcdTLS *EtcdTLS
 	// EtcdPrefix is the key prefix of this control plane's objects in etcd.
 	EtcdPrefix string
 	// Controllers are the kube-controller-manager controllers to run ("*" for its defaults).
@@ -52,6 +56,9 @@ type Config struct {
 	// of under a service account of its own. Creating those accounts and their tokens costs seconds at first
 	// start; local member clusters skip it, the hub does not.
 	SharedControllerCredentials bool
+	// EncryptedResources are resources (resource.group) stored encrypted in etcd besides Secrets, such as
+	// custom resources that carry copies of Secrets.
+	EncryptedResources []string
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }
@@ -67,6 +74,9 @@ type ControlPlane struct {
 	URL string
 	// Admin is a kubeconfig for the cluster-admin identity (group system:masters).
 	Admin *clientcmdapi.Config
+	// EtcdServers and EtcdTLS are where kube-apiserver stores the cluster, and how it reaches them.
+	EtcdServers []string
+	EtcdTLS     *EtcdTLS
 
 	stopControllers, stopAPIServer context.CancelFunc
 	controllersDone, apiServerDone chan struct{}
@@ -74,7 +84,7 @@ type ControlPlane struct {
 }
 
 // Start brings the control plane up and returns once kube-apiserver is ready and the controllers run.
-func Start(ctx context.Context, c Config) (cp *ControlPlane, err error) {
+func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 	if c.EtcdPrefix == "" {
 		c.EtcdPrefix = "/registry"
 	}
@@ -87,7 +97,8 @@ func Start(ctx context.Context, c Config) (cp *ControlPlane, err error) {
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return nil, err
 	}
-	cp = &ControlPlane{cfg: c, pki: PKI{Dir: filepath.Join(c.DataDir, "pki")}, failed: make(chan error, 3)}
+	// cp is not the named result: a failed start returns nil, and the deferred Stop needs what was started.
+	cp := &ControlPlane{cfg: c, pki: PKI{Dir: filepath.Join(c.DataDir, "pki")}, failed: make(chan error, 3)}
 	if cp.lock, err = lockDataDir(c.DataDir); err != nil {
 		return nil, err
 	}
@@ -96,30 +107,40 @@ func Start(ctx context.Context, c Config) (cp *ControlPlane, err error) {
 			cp.Stop()
 		}
 	}()
+	// Checked before anything starts, so the answer is one line rather than kube-apiserver's failure after
+	// etcd came up.
+	if err := portFree(c.BindAddress, c.SecurePort); err != nil {
+		return nil, err
+	}
 
 	if err := cp.pki.Ensure(hostsFor(&c)); err != nil {
 		return nil, fmt.Errorf("PKI in %s: %w", cp.pki.Dir, err)
 	}
+	if err := cp.pki.writeEncryptionConfig(c.EncryptedResources); err != nil {
+		return nil, fmt.Errorf("PKI in %s: %w", cp.pki.Dir, err)
+	}
 	c.Progress("PKI ready in " + cp.pki.Dir)
 
-	etcdServers := c.EtcdServers
-	if len(etcdServers) == 0 {
+	cp.EtcdServers, cp.EtcdTLS = c.EtcdServers, c.EtcdTLS
+	if len(cp.EtcdServers) == 0 {
 		ports, err := FreePorts(2)
 		if err != nil {
 			return nil, err
 		}
+		serverTLS, clientTLS := cp.pki.EtcdServerTLS(), cp.pki.EtcdClientTLS()
 		cp.etcd, err = StartEtcd(EtcdConfig{
 			Name:      "default",
 			Dir:       filepath.Join(c.DataDir, "etcd"),
-			ClientURL: "http://127.0.0.1:" + strconv.Itoa(ports[0]),
-			PeerURL:   "http://127.0.0.1:" + strconv.Itoa(ports[1]),
+			ClientURL: "https://127.0.0.1:" + strconv.Itoa(ports[0]),
+			PeerURL:   "https://127.0.0.1:" + strconv.Itoa(ports[1]),
 			LogFile:   filepath.Join(c.DataDir, "etcd.log"),
+			TLS:       &serverTLS,
 		})
 		if err != nil {
 			return nil, err
 		}
-		etcdServers = []string{cp.etcd.ClientURL}
-		c.Progress("etcd serving at " + cp.etcd.ClientURL)
+		cp.EtcdServers, cp.EtcdTLS = []string{cp.etcd.ClientURL}, &clientTLS
+		c.Progress("etcd serving at " + cp.etcd.ClientURL + " (TLS, client certificates of " + cp.pki.EtcdCACert() + ")")
 	}
 
 	host := c.AdvertiseAddress.String()
@@ -133,7 +154,7 @@ func Start(ctx context.Context, c Config) (cp *ControlPlane, err error) {
 
 	apiCtx, stopAPIServer := context.WithCancel(context.WithoutCancel(ctx))
 	cp.stopAPIServer, cp.apiServerDone = stopAPIServer, make(chan struct{})
-	opts := apiserverOptions(&c, cp.pki, etcdServers)
+	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
 	go func() {
 		defer close(cp.apiServerDone)
 		if err := runAPIServer(apiCtx, opts); err != nil && apiCtx.Err() == nil {
@@ -281,6 +302,23 @@ func FreePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// portFree fails, saying so, when another process listens on the port kube-apiserver needs.
+func portFree(ip net.IP, port int) error {
+	host := "" // every interface, as kube-apiserver binds without an address
+	if ip != nil {
+		host = ip.String()
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("port %d is in use: another process listens on %s", port, addr)
+		}
+		return fmt.Errorf("cannot listen on %s: %w", addr, err)
+	}
+	return l.Close()
 }
 
 // ErrDataDirInUse is returned when another process holds a data directory.

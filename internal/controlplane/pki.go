@@ -56,6 +56,26 @@ func (p PKI) ServiceAccountPub() string     { return p.path("sa.pub") }
 func (p PKI) ClientCert(user string) string { return p.path(fileSafe(user) + ".crt") }
 func (p PKI) ClientKey(user string) string  { return p.path(fileSafe(user) + ".key") }
 
+// etcd has a CA of its own: the cluster CA also signs agents' certificates (CSRs), and none of those may reach
+// etcd. The embedded etcd serves and talks to its peers with the server certificate; kube-apiserver is its
+// only client.
+func (p PKI) EtcdCACert() string     { return p.path("etcd-ca.crt") }
+func (p PKI) EtcdCAKey() string      { return p.path("etcd-ca.key") }
+func (p PKI) EtcdServerCert() string { return p.path("etcd-server.crt") }
+func (p PKI) EtcdServerKey() string  { return p.path("etcd-server.key") }
+func (p PKI) EtcdClientCert() string { return p.path("apiserver-etcd-client.crt") }
+func (p PKI) EtcdClientKey() string  { return p.path("apiserver-etcd-client.key") }
+
+// EtcdServerTLS is the identity the embedded etcd serves clients and peers with.
+func (p PKI) EtcdServerTLS() EtcdTLS {
+	return EtcdTLS{CAFile: p.EtcdCACert(), CertFile: p.EtcdServerCert(), KeyFile: p.EtcdServerKey()}
+}
+
+// EtcdClientTLS is the identity kube-apiserver reaches the embedded etcd with.
+func (p PKI) EtcdClientTLS() EtcdTLS {
+	return EtcdTLS{CAFile: p.EtcdCACert(), CertFile: p.EtcdClientCert(), KeyFile: p.EtcdClientKey()}
+}
+
 func fileSafe(user string) string {
 	out := []rune(user)
 	for i, r := range out {
@@ -85,6 +105,21 @@ func (p PKI) Ensure(hosts []string) error {
 		return err
 	}
 	if err := p.ensureLeaf(p.FrontProxyClientCert(), p.FrontProxyClientKey(), fpCA, fpKey, leafSpec{cn: frontProxyClientUser}); err != nil {
+		return err
+	}
+	etcdCA, etcdKey, err := p.ensureCA(p.EtcdCACert(), p.EtcdCAKey(), "flotilla-etcd-ca")
+	if err != nil {
+		return err
+	}
+	// etcd listens on loopback only; its certificate serves clients and authenticates it to its peers.
+	etcdServer := leafSpec{cn: "flotilla-etcd", hosts: []string{"localhost", "127.0.0.1"}, server: true, client: true}
+	if err := p.ensureLeaf(p.EtcdServerCert(), p.EtcdServerKey(), etcdCA, etcdKey, etcdServer); err != nil {
+		return err
+	}
+	if err := p.ensureLeaf(p.EtcdClientCert(), p.EtcdClientKey(), etcdCA, etcdKey, leafSpec{cn: "kube-apiserver-etcd-client"}); err != nil {
+		return err
+	}
+	if err := p.ensureEncryptionKey(); err != nil {
 		return err
 	}
 	for _, c := range []leafSpec{
@@ -131,6 +166,8 @@ type leafSpec struct {
 	orgs   []string
 	hosts  []string
 	server bool
+	// client, with server, lets a serving certificate authenticate as a client too (etcd's peer connections).
+	client bool
 }
 
 func (p PKI) ensureLeaf(certFile, keyFile string, ca *x509.Certificate, caKey crypto.Signer, spec leafSpec) error {
@@ -151,6 +188,9 @@ func (p PKI) ensureLeaf(certFile, keyFile string, ca *x509.Certificate, caKey cr
 	}
 	if spec.server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		if spec.client {
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
+		}
 		for _, h := range spec.hosts {
 			if ip := net.ParseIP(h); ip != nil {
 				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)

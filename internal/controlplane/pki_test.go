@@ -3,7 +3,9 @@ package controlplane
 import (
 	"crypto/x509"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	certutil "k8s.io/client-go/util/cert"
@@ -36,13 +38,20 @@ func TestPKIEnsure(t *testing.T) {
 		t.Fatalf("admin identity = %v", admin.Subject)
 	}
 	for _, f := range []string{p.FrontProxyCACert(), p.FrontProxyClientCert(), p.ServiceAccountKey(), p.ServiceAccountPub(),
-		p.ClientCert(controllerManagerUser), p.ClientCert(schedulerUser)} {
+		p.ClientCert(controllerManagerUser), p.ClientCert(schedulerUser), p.EtcdClientCert(), p.EncryptionKey()} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("missing %s", f)
 		}
 	}
-	if info, _ := os.Stat(p.CAKey()); info.Mode().Perm() != 0o600 {
-		t.Errorf("ca.key mode = %v, want 0600", info.Mode().Perm())
+	// etcd trusts its own CA only: the cluster CA also signs agents' certificates.
+	etcdServer := readCert(t, p.EtcdServerCert())
+	if etcdServer.CheckSignatureFrom(readCert(t, p.EtcdCACert())) != nil || etcdServer.CheckSignatureFrom(ca) == nil {
+		t.Fatal("etcd's serving certificate is not signed by the etcd CA alone")
+	}
+	for _, f := range []string{p.CAKey(), p.EtcdCAKey(), p.EncryptionKey()} {
+		if info, _ := os.Stat(f); info.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode = %v, want 0600", f, info.Mode().Perm())
+		}
 	}
 
 	// A second start with the same hosts changes nothing; a new SAN reissues only the serving certificate.
@@ -66,4 +75,29 @@ func TestPKIEnsure(t *testing.T) {
 		t.Fatal("admin certificate reissued without a reason")
 	}
 
+}
+
+// TestProcessIdentity: every process gets an identity of its own, also on a copy of a data directory, with
+// the directory's stable identity in front.
+func TestProcessIdentity(t *testing.T) {
+	dir, copied := t.TempDir(), t.TempDir()
+	stable, first, err := ProcessIdentity(dir, "hub-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "hub-id"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(copied, "hub-id"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, again, _ := ProcessIdentity(dir, "hub-id")
+	copyStable, onCopy, _ := ProcessIdentity(copied, "hub-id")
+	if first == again || first == onCopy || again == onCopy {
+		t.Fatalf("identities repeat: %s %s %s", first, again, onCopy)
+	}
+	if copyStable != stable || !strings.HasPrefix(first, stable+"_") || !strings.HasPrefix(onCopy, stable+"_") {
+		t.Fatalf("stable part %q lost: %s %s", stable, first, onCopy)
+	}
 }

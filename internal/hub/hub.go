@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -42,7 +44,7 @@ type Hub struct {
 	Config *rest.Config
 	// AdminKubeconfig is where the embedded hub wrote its admin kubeconfig; empty with --kubeconfig.
 	AdminKubeconfig string
-	// Identity names this hub in the leader Lease.
+	// Identity names this hub process in the leader Lease: unique per process.
 	Identity string
 
 	controlPlane *controlplane.ControlPlane
@@ -103,10 +105,25 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if err := h.publishForAgents(ctx); err != nil {
 		return nil, err
 	}
+	if o.Embedded() && len(o.EtcdServers) == 0 {
+		if err := releaseOwnStaleLease(ctx, h.Config, h.Identity, o.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	progress("controllers elect their leader as " + h.Identity)
 	if h.manager, err = newManager(h.Config, Settings{Options: o, Identity: h.Identity, Version: o.Version}, selected); err != nil {
 		return nil, err
 	}
 	return h, nil
+}
+
+// Etcd returns where the embedded hub's kube-apiserver stores its objects and the identity it uses there;
+// nothing for a hub on an existing cluster.
+func (h *Hub) Etcd() ([]string, *controlplane.EtcdTLS) {
+	if h.controlPlane == nil {
+		return nil, nil
+	}
+	return h.controlPlane.EtcdServers, h.controlPlane.EtcdTLS
 }
 
 func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(string)) error {
@@ -118,7 +135,9 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		TLSSANs:     o.TLSSANs,
 		EtcdServers: o.EtcdServers,
 		EtcdPrefix:  o.EtcdPrefix,
-		Controllers: controlplane.HubControllers,
+		// Works carry the manifests of propagated Secrets.
+		EncryptedResources: []string{"works.work.flotilla.io"},
+		Controllers:        controlplane.HubControllers,
 		// Several hubs on one external etcd elect one kube-controller-manager; alone, there is nobody to
 		// elect against and a restart should not wait for its own old lease to expire.
 		LeaderElect: len(o.EtcdServers) > 0,
@@ -126,6 +145,9 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)
+	}
+	if o.EtcdTLS != (controlplane.EtcdTLS{}) {
+		cfg.EtcdTLS = &o.EtcdTLS
 	}
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
@@ -135,8 +157,41 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 	if h.Config, err = cp.RESTConfig(); err != nil {
 		return err
 	}
-	h.Identity, err = controlplane.StableIdentity(o.DataDir, "hub-id")
+	_, h.Identity, err = controlplane.ProcessIdentity(o.DataDir, hubIDFile)
 	return err
+}
+
+// hubIDFile keeps the stable part of the hub's identity in its data directory.
+const hubIDFile = "hub-id"
+
+// releaseOwnStaleLease frees the leader Lease when a previous process on this data directory held it, so a hub
+// restarted after a crash leads at once instead of waiting for its old lease to expire. Only with the embedded
+// etcd: nobody else stores in it, and the data directory's lock says the previous process is gone. (A copy
+// of the directory runs its own etcd, so it cannot be the holder.)
+func releaseOwnStaleLease(ctx context.Context, cfg *rest.Config, identity, dataDir string) error {
+	stable, _, err := controlplane.ProcessIdentity(dataDir, hubIDFile)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	lease, err := kube.CoordinationV1().Leases(SystemNamespace).Get(ctx, LeaderLease, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading the leader Lease: %w", err)
+	}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if holder == identity || !strings.HasPrefix(holder, stable+"_") {
+		return nil
+	}
+	lease.Spec.HolderIdentity = nil
+	if _, err := kube.CoordinationV1().Leases(SystemNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("releasing the leader Lease of a previous run: %w", err)
+	}
+	return nil
 }
 
 // Run runs the controllers (when this hub leads) until ctx ends or a component fails, then shuts down in

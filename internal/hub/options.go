@@ -33,6 +33,8 @@ type Options struct {
 	EtcdServers []string
 	// EtcdPrefix is the hub's key prefix in etcd.
 	EtcdPrefix string
+	// EtcdTLS is the CA, client certificate and key kube-apiserver uses with EtcdServers.
+	EtcdTLS controlplane.EtcdTLS
 	// Controllers selects Flotilla's controllers: "*", "name", "-name".
 	Controllers []string
 	// RequireApproval makes pull joins wait for `flotilla accept`.
@@ -65,6 +67,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "extra DNS name or IP for the hub's serving certificate (repeatable)")
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "external etcd cluster (comma-separated URLs) instead of the embedded etcd; hubs sharing one etcd must share the PKI in DIR/pki")
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "key prefix of the hub's objects in etcd")
+	fs.StringVar(&o.EtcdTLS.CAFile, "etcd-cafile", o.EtcdTLS.CAFile, "CA that signed the certificates of --etcd-servers")
+	fs.StringVar(&o.EtcdTLS.CertFile, "etcd-certfile", o.EtcdTLS.CertFile, "client certificate the hub presents to --etcd-servers")
+	fs.StringVar(&o.EtcdTLS.KeyFile, "etcd-keyfile", o.EtcdTLS.KeyFile, "key of --etcd-certfile")
 	fs.BoolVar(&o.RequireApproval, "require-approval", o.RequireApproval, "pull joins wait for flotilla accept NAME instead of being approved automatically")
 	fs.DurationVar(&o.ClusterGracePeriod, "cluster-grace-period", o.ClusterGracePeriod, "how long a cluster may go without a heartbeat before it is Ready=Unknown and tainted unreachable")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
@@ -99,9 +104,10 @@ func (o *Options) Validate() error {
 			}
 		}
 		errs = append(errs, controlplane.ValidateEtcdFlags(o.EtcdServers, o.EtcdPrefix)...)
+		errs = append(errs, controlplane.ValidateEtcdTLSFlags(o.EtcdServers, o.EtcdTLS)...)
 	} else {
-		if o.DataDir != "" || len(o.EtcdServers) > 0 || len(o.TLSSANs) > 0 || o.AdvertiseAddress != "" {
-			errs = append(errs, errors.New("--data-dir, --etcd-servers, --tls-san and --advertise-address configure the embedded hub and cannot be used with --kubeconfig"))
+		if o.DataDir != "" || len(o.EtcdServers) > 0 || o.EtcdTLS != (controlplane.EtcdTLS{}) || len(o.TLSSANs) > 0 || o.AdvertiseAddress != "" {
+			errs = append(errs, errors.New("--data-dir, --etcd-servers, --etcd-cafile, --etcd-certfile, --etcd-keyfile, --tls-san and --advertise-address configure the embedded hub and cannot be used with --kubeconfig"))
 		}
 		if _, err := os.Stat(o.Kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))

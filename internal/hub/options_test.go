@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -12,6 +14,11 @@ func TestOptionsValidate(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	pem := filepath.Join(t.TempDir(), "etcd.pem")
+	if err := os.WriteFile(pem, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	etcdTLS := controlplane.EtcdTLS{CAFile: pem, CertFile: pem, KeyFile: pem}
 	tests := []struct {
 		name    string
 		change  func(o *Options)
@@ -28,6 +35,20 @@ func TestOptionsValidate(t *testing.T) {
 		{"tls-san IPv6 is fine", func(o *Options) { o.TLSSANs = []string{"::1", "hub.example.com"} }, ""},
 		{"etcd server without scheme", func(o *Options) { o.EtcdServers = []string{"127.0.0.1:2379"} }, `--etcd-servers "127.0.0.1:2379": not an http(s) URL`},
 		{"etcd prefix without slash", func(o *Options) { o.EtcdPrefix = "registry" }, `--etcd-prefix "registry": must start with /`},
+		{"etcd over TLS", func(o *Options) { o.EtcdServers, o.EtcdTLS = []string{"https://e:2379"}, etcdTLS }, ""},
+		{"etcd CA alone", func(o *Options) {
+			o.EtcdServers, o.EtcdTLS = []string{"https://e:2379"}, controlplane.EtcdTLS{CAFile: pem}
+		}, ""},
+		{"etcd TLS without etcd servers", func(o *Options) { o.EtcdTLS = etcdTLS }, "configure the connection to --etcd-servers"},
+		{"etcd TLS with an http server", func(o *Options) { o.EtcdServers, o.EtcdTLS = []string{"http://e:2379"}, etcdTLS },
+			`--etcd-servers "http://e:2379": TLS to etcd needs https URLs`},
+		{"etcd certificate without key", func(o *Options) {
+			o.EtcdServers, o.EtcdTLS = []string{"https://e:2379"}, controlplane.EtcdTLS{CertFile: pem}
+		}, "--etcd-certfile and --etcd-keyfile go together"},
+		{"etcd key file missing", func(o *Options) {
+			o.EtcdServers, o.EtcdTLS = []string{"https://e:2379"}, controlplane.EtcdTLS{CertFile: pem, KeyFile: "/does/not/exist"}
+		}, "--etcd-keyfile: open /does/not/exist"},
+		{"kubeconfig with etcd TLS", func(o *Options) { o.Kubeconfig, o.DataDir, o.EtcdTLS = kubeconfig, "", etcdTLS }, "cannot be used with --kubeconfig"},
 		{"unknown controller", func(o *Options) { o.Controllers = []string{"nope"} }, `unknown controller "nope"`},
 		{"kubeconfig with data dir", func(o *Options) { o.Kubeconfig = kubeconfig; o.DataDir = "/tmp/x" }, "cannot be used with --kubeconfig"},
 		{"kubeconfig with etcd", func(o *Options) {

@@ -38,6 +38,9 @@ type Env struct {
 	Kubeconfig string
 	// DataDir is the hub's data directory.
 	DataDir string
+	// EtcdServers and EtcdTLS reach the etcd the hub's kube-apiserver stores in, as it does.
+	EtcdServers []string
+	EtcdTLS     *controlplane.EtcdTLS
 }
 
 // reexecVar makes a test binary act as the flotilla command, so tests can start hubs as child processes
@@ -130,6 +133,7 @@ func StartHub(dataDir string) (*Env, func(), error) {
 		stop()
 		return nil, nil, err
 	}
+	env.EtcdServers, env.EtcdTLS = h.Etcd()
 	return env, stop, nil
 }
 

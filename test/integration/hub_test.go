@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,6 +87,18 @@ func TestHubRestartKeepsObjects(t *testing.T) {
 	if got.Spec.ResourceSelectors[0].Kind != "Deployment" {
 		t.Fatalf("policy changed across restart: %+v", got.Spec)
 	}
+	// The restarted process elects under an identity of its own and leads: the lease its killed predecessor
+	// held does not keep it waiting.
+	testenv.Eventually(t, time.Minute, "the restarted hub leads", func() error {
+		holder, err := leaseHolder(ctx, h)
+		if want := hubIdentity(t, restarted); holder != want {
+			return fmt.Errorf("leader %q, want %q (%v)", holder, want, err)
+		}
+		return nil
+	})
+	if hubIdentity(t, first) == hubIdentity(t, restarted) {
+		t.Fatal("a restarted hub reuses its predecessor's identity")
+	}
 
 	if err := restarted.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -97,19 +111,28 @@ func TestHubRestartKeepsObjects(t *testing.T) {
 	}
 }
 
-// TestTwoHubsShareExternalEtcd runs two hubs on one three-member etcd cluster: both serve the same objects,
-// one leads the controllers, and the other takes over when the leader dies.
+// TestTwoHubsShareExternalEtcd runs two hubs on one three-member etcd cluster that serves only TLS with client
+// certificates (--etcd-cafile, --etcd-certfile, --etcd-keyfile): both serve the same objects, one leads the
+// controllers, and the other takes over when the leader dies. The second hub's data directory starts as a copy
+// of the first's (PKI and identity file), and still the two elect under different identities.
 func TestTwoHubsShareExternalEtcd(t *testing.T) {
 	ctx := context.Background()
-	etcdServers := startEtcdCluster(t, 3)
+	etcdServers, etcdTLS := startEtcdCluster(t, 3)
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	etcdFlag := "--etcd-servers=" + strings.Join(etcdServers, ",")
-	hubA, a := startHub(t, "hub-a", dirA, freePort(t), etcdFlag)
-	// Hubs that serve one API share its PKI: clients and tokens must be valid on either.
+	etcdFlags := []string{"--etcd-servers=" + strings.Join(etcdServers, ","),
+		"--etcd-cafile", etcdTLS.CAFile, "--etcd-certfile", etcdTLS.CertFile, "--etcd-keyfile", etcdTLS.KeyFile}
+	hubA, a := startHub(t, "hub-a", dirA, freePort(t), etcdFlags...)
+	// Hubs that serve one API share its PKI: clients, tokens and the encryption key must be valid on either.
+	// Copying more of the directory, as an operator might, copies the identity file too.
 	if err := os.CopyFS(filepath.Join(dirB, "pki"), os.DirFS(filepath.Join(dirA, "pki"))); err != nil {
 		t.Fatal(err)
 	}
-	hubB, b := startHub(t, "hub-b", dirB, freePort(t), etcdFlag)
+	if id, err := os.ReadFile(filepath.Join(dirA, "hub-id")); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(filepath.Join(dirB, "hub-id"), id, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hubB, b := startHub(t, "hub-b", dirB, freePort(t), etcdFlags...)
 
 	if err := a.Client.Create(ctx, samplePolicy("shared")); err != nil {
 		t.Fatal(err)
@@ -118,7 +141,10 @@ func TestTwoHubsShareExternalEtcd(t *testing.T) {
 		t.Fatalf("hub b does not serve what hub a stored: %v", err)
 	}
 
-	ids := map[string]*testenv.Process{hubIdentity(t, dirA): hubA, hubIdentity(t, dirB): hubB}
+	ids := map[string]*testenv.Process{hubIdentity(t, hubA): hubA, hubIdentity(t, hubB): hubB}
+	if len(ids) != 2 {
+		t.Fatalf("two hubs on copies of one data directory elect under one identity: %v", ids)
+	}
 	var leader string
 	testenv.Eventually(t, time.Minute, "a hub leads the controllers", func() error {
 		var err error
@@ -142,12 +168,36 @@ func TestTwoHubsShareExternalEtcd(t *testing.T) {
 	})
 }
 
-func hubIdentity(t *testing.T, dataDir string) string {
-	data, err := os.ReadFile(filepath.Join(dataDir, "hub-id"))
+// hubIdentity is the leader-election identity a hub process announced.
+func hubIdentity(t *testing.T, hub *testenv.Process) string {
+	t.Helper()
+	m := regexp.MustCompile(`controllers elect their leader as (\S+)`).FindStringSubmatch(hub.Output())
+	if m == nil {
+		t.Fatalf("%s did not say its identity:\n%s", hub.Name, hub.Output())
+	}
+	return m[1]
+}
+
+// TestHubPortInUse: a hub whose port another process holds exits at once, saying so, without a panic.
+func TestHubPortInUse(t *testing.T) {
+	holder, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.TrimSpace(string(data))
+	defer holder.Close()
+	port := holder.Addr().(*net.TCPAddr).Port
+	p := testenv.StartProcess(t, "hub-busy-port", "hub", "--data-dir", filepath.Join(t.TempDir(), "hub"),
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port))
+	if err := p.Wait(2 * time.Minute); err == nil {
+		t.Fatalf("a hub on a port in use exited cleanly:\n%s", p.Output())
+	}
+	out := p.Output()
+	if want := fmt.Sprintf("port %d is in use", port); !strings.Contains(out, want) {
+		t.Fatalf("hub output does not say %q:\n%s", want, out)
+	}
+	if strings.Contains(out, "panic") {
+		t.Fatalf("hub panicked:\n%s", out)
+	}
 }
 
 func leaseHolder(ctx context.Context, env *testenv.Env) (string, error) {
@@ -161,16 +211,22 @@ func leaseHolder(ctx context.Context, env *testenv.Env) (string, error) {
 	return *lease.Spec.HolderIdentity, nil
 }
 
-// startEtcdCluster starts an etcd cluster of n members in the test process and returns its client URLs.
-func startEtcdCluster(t *testing.T, n int) []string {
+// startEtcdCluster starts an etcd cluster of n members in the test process, serving TLS to holders of a
+// certificate of its own CA, and returns its client URLs and the client identity kube-apiserver should use.
+func startEtcdCluster(t *testing.T, n int) ([]string, controlplane.EtcdTLS) {
+	pki := controlplane.PKI{Dir: t.TempDir()}
+	if err := pki.Ensure([]string{"localhost", "127.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	serverTLS := pki.EtcdServerTLS()
 	ports, err := controlplane.FreePorts(2 * n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var members, clients []string
 	for i := range n {
-		members = append(members, fmt.Sprintf("etcd%d=http://127.0.0.1:%d", i, ports[2*i+1]))
-		clients = append(clients, fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]))
+		members = append(members, fmt.Sprintf("etcd%d=https://127.0.0.1:%d", i, ports[2*i+1]))
+		clients = append(clients, fmt.Sprintf("https://127.0.0.1:%d", ports[2*i]))
 	}
 	dir := t.TempDir()
 	errs := make(chan error, n)
@@ -179,7 +235,7 @@ func startEtcdCluster(t *testing.T, n int) []string {
 			e, err := controlplane.StartEtcd(controlplane.EtcdConfig{
 				Name: fmt.Sprintf("etcd%d", i), Dir: filepath.Join(dir, strconv.Itoa(i)),
 				ClientURL: clients[i], PeerURL: strings.TrimPrefix(members[i], fmt.Sprintf("etcd%d=", i)),
-				InitialCluster: members, LogFile: filepath.Join(dir, fmt.Sprintf("etcd%d.log", i)),
+				InitialCluster: members, LogFile: filepath.Join(dir, fmt.Sprintf("etcd%d.log", i)), TLS: &serverTLS,
 			})
 			if err == nil {
 				t.Cleanup(e.Close)
@@ -192,5 +248,5 @@ func startEtcdCluster(t *testing.T, n int) []string {
 			t.Fatal(err)
 		}
 	}
-	return clients
+	return clients, pki.EtcdClientTLS()
 }

@@ -33,6 +33,11 @@ const ClusterConditionReady = "Ready"
 // complete list may take a workload off a cluster for not serving its kind.
 const ClusterConditionAPIsComplete = "APIsComplete"
 
+// ClusterConditionCredentialsValid is the condition type of Push clusters that says whether the hub can use
+// the credentials in spec.secretRef (False: the Secret is missing, or would make the hub run a command or
+// read a file).
+const ClusterConditionCredentialsValid = "CredentialsValid"
+
 // Cluster is a member cluster registered with the hub. Its name is the cluster's name everywhere in Flotilla;
 // its Works live in the namespace flotilla-cluster-<name>.
 // +kubebuilder:object:root=true
@@ -70,21 +75,27 @@ type ClusterSpec struct {
 	// +required
 	SyncMode ClusterSyncMode `json:"syncMode"`
 
-	// APIEndpoint is the URL of the member's kube-apiserver. Required for Push; informational for Pull.
+	// APIEndpoint is the URL of the member's kube-apiserver. Required for Push: the hub dials this address
+	// (the server of a stored kubeconfig is not used). Informational for Pull.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^https?://`
 	APIEndpoint string `json:"apiEndpoint,omitempty"`
 
-	// SecretRef names the Secret (in flotilla-system) with the credentials the hub uses to reach a Push member:
-	// keys "token" or "kubeconfig", and "caBundle". Unused for Pull clusters.
+	// SecretRef names the Secret in flotilla-system with the credentials the hub uses to reach a Push member:
+	// either key "kubeconfig" (a self-contained kubeconfig: embedded certificates, keys or token; no exec or
+	// auth-provider plugin, no file), or key "token" (a bearer token) with optional key "caBundle" (PEM CA
+	// certificates that verify the member; default: the system's roots). Unused for Pull clusters.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.namespace == 'flotilla-system'",message="secretRef must name a Secret in flotilla-system"
 	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
 
-	// InsecureSkipTLSVerification skips verifying the member's serving certificate. Default false.
+	// InsecureSkipTLSVerification makes the hub skip verifying a Push member's serving certificate (no CA is
+	// used then). Default false. The kubeconfig of a Push cluster may not say so itself.
 	// +optional
 	InsecureSkipTLSVerification bool `json:"insecureSkipTLSVerification,omitempty"`
 
-	// ProxyURL is an HTTP(S) or SOCKS5 proxy the hub uses to reach the member. Empty means direct.
+	// ProxyURL is an HTTP(S) or SOCKS5 proxy the hub uses to reach a Push member. Empty means direct. The
+	// kubeconfig of a Push cluster may not name a proxy itself.
 	// +optional
 	// +kubebuilder:validation:Pattern=`^(https?|socks5)://`
 	ProxyURL string `json:"proxyURL,omitempty"`
@@ -114,7 +125,7 @@ type ClusterSpec struct {
 
 // LocalSecretReference names a Secret in a known namespace.
 type LocalSecretReference struct {
-	// Namespace of the Secret.
+	// Namespace of the Secret; for a Cluster's secretRef, flotilla-system.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	Namespace string `json:"namespace"`

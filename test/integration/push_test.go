@@ -1,0 +1,230 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// pushCluster registers the test hub itself as a Push member named name, with the given Secret data and
+// Cluster spec changes.
+func pushCluster(t *testing.T, name string, data map[string][]byte, change func(*clusterv1alpha1.ClusterSpec)) {
+	t.Helper()
+	ctx := context.Background()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: registration.SecretNamespace}, Data: data}
+	if err := env.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	spec := clusterv1alpha1.ClusterSpec{
+		SyncMode: clusterv1alpha1.Push, ID: "id-" + name, APIEndpoint: env.Config.Host,
+		SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: registration.SecretNamespace, Name: secret.Name},
+	}
+	if change != nil {
+		change(&spec)
+	}
+	if _, err := registration.EnsureClusterObjects(ctx, env.Client, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// memberToken returns a bearer token of a cluster-admin service account of the test hub, the member of these
+// Push clusters.
+func memberToken(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "push-member", Namespace: "default"}}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "push-member"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
+	}
+	for _, o := range []client.Object{sa, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := env.Kube.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
+}
+
+// connectProxy is an HTTP CONNECT proxy that counts the tunnels it opened.
+func connectProxy(t *testing.T) (string, *atomic.Int32) {
+	t.Helper()
+	var tunnels atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		upstream, err := net.Dial("tcp", r.Host)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			upstream.Close()
+			return
+		}
+		tunnels.Add(1)
+		_, _ = conn.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n"))
+		go func() { _, _ = io.Copy(upstream, conn); upstream.Close() }()
+		go func() { _, _ = io.Copy(conn, upstream); conn.Close() }()
+	})}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String(), &tunnels
+}
+
+func credentialsCondition(name string) (*metav1.Condition, *clusterv1alpha1.Cluster, error) {
+	c := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, c); err != nil {
+		return nil, nil, err
+	}
+	cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionCredentialsValid)
+	if cond == nil {
+		return nil, c, errors.New("no CredentialsValid condition yet")
+	}
+	return cond, c, nil
+}
+
+// TestPushCredentialsInTheSecretAndCluster: a Karmada-style push Secret (token and caBundle) with the
+// address on the Cluster reaches the member for status and Works; insecureSkipTLSVerification and proxyURL
+// take effect.
+func TestPushCredentialsInTheSecretAndCluster(t *testing.T) {
+	token := memberToken(t)
+	proxy, tunnels := connectProxy(t)
+	pushCluster(t, "push-token", map[string][]byte{"token": []byte(token), "caBundle": env.Config.CAData}, nil)
+	pushCluster(t, "push-insecure", map[string][]byte{"token": []byte(token)}, func(s *clusterv1alpha1.ClusterSpec) {
+		s.InsecureSkipTLSVerification = true
+	})
+	pushCluster(t, "push-proxied", map[string][]byte{"token": []byte(token), "caBundle": env.Config.CAData}, func(s *clusterv1alpha1.ClusterSpec) {
+		s.ProxyURL = proxy
+	})
+	for _, name := range []string{"push-token", "push-insecure", "push-proxied"} {
+		testenv.Eventually(t, time.Minute, name+" reported through its credentials", func() error {
+			cond, c, err := credentialsCondition(name)
+			if err != nil {
+				return err
+			}
+			if cond.Status != metav1.ConditionTrue {
+				return fmt.Errorf("CredentialsValid = %s: %s", cond.Status, cond.Message)
+			}
+			if c.Status.KubernetesVersion == "" {
+				return errors.New("no status reported yet")
+			}
+			return nil
+		})
+	}
+	if tunnels.Load() == 0 {
+		t.Fatal("push-proxied was reached without its proxyURL")
+	}
+
+	// The executor applies Works with the same credentials.
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pushed-with-a-token", Namespace: "default"}, Data: map[string]string{"a": "b"}}
+	raw, err := json.Marshal(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: "pushed", Namespace: registration.ClusterNamespace("push-token")},
+		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
+	}
+	if err := env.Client.Create(context.Background(), work); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the Work applied with the token", func() error {
+		return env.Client.Get(context.Background(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+	})
+}
+
+// TestPushCredentialsThatRunOrReadAreRefused: Secrets whose kubeconfig would make the hub run a command or
+// read a file turn CredentialsValid False with the reason, and the command never runs.
+func TestPushCredentialsThatRunOrReadAreRefused(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "exec-ran")
+	kubeconfig := func(user *clientcmdapi.AuthInfo, cluster *clientcmdapi.Cluster) []byte {
+		cfg := clientcmdapi.NewConfig()
+		cluster.Server = env.Config.Host
+		cfg.Clusters["m"], cfg.AuthInfos["m"] = cluster, user
+		cfg.Contexts["m"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "m"}
+		cfg.CurrentContext = "m"
+		data, err := clientcmd.Write(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, env.Config.CAData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		data map[string][]byte
+		want string
+	}{
+		{"push-exec", map[string][]byte{"kubeconfig": kubeconfig(&clientcmdapi.AuthInfo{Exec: &clientcmdapi.ExecConfig{
+			Command: "/bin/sh", Args: []string{"-c", "touch " + ran}, APIVersion: "client.authentication.k8s.io/v1", InteractiveMode: clientcmdapi.NeverExecInteractiveMode,
+		}}, &clientcmdapi.Cluster{CertificateAuthorityData: env.Config.CAData})}, `runs the command "/bin/sh" (exec)`},
+		{"push-auth-provider", map[string][]byte{"kubeconfig": kubeconfig(&clientcmdapi.AuthInfo{AuthProvider: &clientcmdapi.AuthProviderConfig{Name: "oidc"}},
+			&clientcmdapi.Cluster{CertificateAuthorityData: env.Config.CAData})}, `uses the auth-provider "oidc"`},
+		{"push-ca-file", map[string][]byte{"kubeconfig": kubeconfig(&clientcmdapi.AuthInfo{Token: "x"},
+			&clientcmdapi.Cluster{CertificateAuthority: caFile})}, "names the file certificate-authority"},
+		{"push-token-file", map[string][]byte{"kubeconfig": kubeconfig(&clientcmdapi.AuthInfo{TokenFile: caFile},
+			&clientcmdapi.Cluster{CertificateAuthorityData: env.Config.CAData})}, "names the file tokenFile"},
+		{"push-no-credentials", map[string][]byte{"caBundle": env.Config.CAData}, "neither key kubeconfig nor key token"},
+	}
+	for _, tt := range tests {
+		pushCluster(t, tt.name, tt.data, nil)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testenv.Eventually(t, time.Minute, "CredentialsValid=False", func() error {
+				cond, _, err := credentialsCondition(tt.name)
+				if err != nil {
+					return err
+				}
+				if cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, tt.want) {
+					return fmt.Errorf("CredentialsValid = %s: %s", cond.Status, cond.Message)
+				}
+				return nil
+			})
+		})
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the hub ran the exec command of a push credential")
+	}
+}
