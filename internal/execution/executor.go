@@ -265,4 +265,3 @@ func (e *Executor) forget(w *workv1alpha1.Work) {
 	defer e.mu.Unlock()
 	delete(e.applied, w.UID)
 }
-
