@@ -157,3 +157,21 @@ func TestUnjoinWithoutAnAgent(t *testing.T) {
 		t.Fatalf("unjoin of an unknown cluster: %v", err)
 	}
 }
+
+// TestClusterDeletedWithoutUnjoinDoesNotHang: a Cluster deleted directly (kubectl delete) while no agent
+// runs still takes its namespace along: the hub releases the Works of a cluster that is gone.
+func TestClusterDeletedWithoutUnjoinDoesNotHang(t *testing.T) {
+	ctx := context.Background()
+	cluster := createPullCluster(t, "deleted-directly")
+	ns := registration.ClusterNamespace("deleted-directly")
+	createWork(t, ns, "default.web", nil, "", configMap("default", "web", nil))
+	if err := env.Client.Delete(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the namespace of the deleted cluster gone", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+}
