@@ -147,7 +147,9 @@ func report(ctx context.Context, cred registration.Credential, member *execution
 	if err != nil {
 		return err
 	}
-	executor := &execution.Executor{Hub: mgr.GetClient(), MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
+	// The Cluster is read straight from the hub: the agent may get its own Cluster but not watch them all.
+	executor := &execution.Executor{Hub: mgr.GetClient(), Clusters: mgr.GetAPIReader(),
+		MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("execution").For(&workv1alpha1.Work{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 8, SkipNameValidation: ptr.To(true)}).Complete(executor); err != nil {
 		return err

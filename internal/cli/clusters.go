@@ -380,38 +380,3 @@ func parseTaint(s string) (corev1.Taint, bool, error) {
 	}
 	return t, remove, nil
 }
-
-func newUnjoinCommand() *cobra.Command {
-	var hub hubFlags
-	cmd := &cobra.Command{
-		Use:   "unjoin NAME",
-		Short: "Remove a cluster from the hub: its Works, namespace, agent access and credentials",
-		Long: `Remove a cluster from the hub. Deleting the Cluster removes its namespace (with its Works and
-Lease) and the RBAC of its agent, whose certificate then opens nothing; for a push cluster the stored
-credentials are deleted. Objects already running in the member stay there.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, c, _, err := hub.clients()
-			if err != nil {
-				return err
-			}
-			cl := &clusterv1alpha1.Cluster{}
-			if err := c.Get(cmd.Context(), client.ObjectKey{Name: args[0]}, cl); err != nil {
-				return err
-			}
-			if err := c.Delete(cmd.Context(), cl, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
-				return err
-			}
-			if ref := cl.Spec.SecretRef; ref != nil {
-				secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
-				if err := client.IgnoreNotFound(c.Delete(cmd.Context(), secret)); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s unjoined\n", cl.Name)
-			return nil
-		},
-	}
-	hub.addFlags(cmd.Flags())
-	return cmd
-}

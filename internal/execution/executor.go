@@ -3,36 +3,31 @@
 //
 // Objects are applied with server-side apply under the field manager "flotilla", so fields that member-side
 // controllers own (an HPA's replicas, say) stay theirs. CRDs go first, then namespaces, then the rest; a
-// namespace is created only where something namespaced goes. An object Flotilla did not create is left alone
-// unless the Work says conflictResolution: Overwrite. Objects are deleted only when their Work drops them or
-// is deleted — never because a member is unreachable.
+// namespace is created only where something namespaced goes (again, if it was deleted in the member). An
+// object Flotilla did not create is left alone unless the Work says conflictResolution: Overwrite, and is
+// then recorded as adopted (apply.go). Objects are deleted only when their Work drops them or is deleted —
+// never because a member is unreachable or leaves the hub — and not even then when Flotilla adopted them or
+// they are Namespaces, CRDs or PVCs, unless the template opts in (delete.go).
 package execution
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // FieldManager owns the fields Flotilla applies in members.
@@ -44,6 +39,13 @@ const (
 	ReasonApplyFailed   = "ApplyFailed"
 	ReasonConflictAbort = "ConflictAbort"
 	ReasonSuspended     = "Suspended"
+	// ReasonNamespaceMismatch: a manifest of a namespaced binding would land outside the binding's namespace.
+	ReasonNamespaceMismatch = "NamespaceMismatch"
+	// ReasonApplying marks an object listed in the status before its first apply.
+	ReasonApplying = "Applying"
+	// ReasonDeleted on the Applied condition of a deleted Work of a cluster being unjoined with
+	// --delete-resources: its member objects were deleted; `flotilla unjoin` waits for it.
+	ReasonDeleted = "Deleted"
 )
 
 // Requeue periods: while something is not healthy yet the executor reads it back often; once healthy, now
@@ -61,6 +63,9 @@ const (
 type Executor struct {
 	Hub       client.Client
 	MemberFor func(ctx context.Context, workNamespace string) (*Member, error)
+	// Clusters reads the Cluster of a Work being finalized (Hub when nil): an agent may only get its own
+	// Cluster, not list and watch them all.
+	Clusters client.Reader
 
 	mu sync.Mutex
 	// applied remembers when each Work (by UID) was last applied in full, and at which generation.
@@ -93,7 +98,8 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	}
 	manifests, err := decode(w)
 	if err != nil {
-		return ctrl.Result{}, e.setStatus(ctx, w, nil, metav1.ConditionFalse, ReasonApplyFailed, err.Error())
+		// The statuses stay: they list what the Work applied before, for pruning and finalizing.
+		return ctrl.Result{}, e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, ReasonApplyFailed, err.Error())
 	}
 	if ptr.Deref(w.Spec.SuspendDispatching, false) {
 		return ctrl.Result{}, e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, ReasonSuspended, "dispatching is suspended")
@@ -101,8 +107,12 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	statuses, refreshed := e.refresh(ctx, member, w, manifests)
 	generations := make([]int64, len(manifests))
 	if !refreshed {
+		if err := e.recordIntent(ctx, w, manifests); err != nil {
+			return ctrl.Result{}, err
+		}
+		limit := statusLimit(len(manifests))
 		for _, i := range applyOrder(manifests) {
-			ms, generation := e.apply(ctx, member, w, manifests[i], i, previousConditions(w, i))
+			ms, generation := e.apply(ctx, member, w, manifests[i], i, previousConditions(w, manifests[i]), limit)
 			statuses, generations[i] = append(statuses, ms), generation
 		}
 		slices.SortFunc(statuses, func(a, b workv1alpha1.ManifestStatus) int { return a.Identifier.Ordinal - b.Identifier.Ordinal })
@@ -157,15 +167,51 @@ func applyOrder(manifests []*unstructured.Unstructured) []int {
 	return order
 }
 
-// previousConditions returns a copy of the conditions last reported for manifest ordinal, so unchanged
+// previousConditions returns a copy of the conditions last reported for the manifest's object, so unchanged
 // conditions keep their transition times and an unchanged Work is not written again.
-func previousConditions(w *workv1alpha1.Work, ordinal int) []metav1.Condition {
+func previousConditions(w *workv1alpha1.Work, obj *unstructured.Unstructured) []metav1.Condition {
+	id := identifier(obj, 0)
 	for _, s := range w.Status.ManifestStatuses {
-		if s.Identifier.Ordinal == ordinal {
+		if sameObject(s.Identifier, id) {
 			return slices.Clone(s.Conditions)
 		}
 	}
 	return nil
+}
+
+// identifier names manifest ordinal and the object it becomes.
+func identifier(obj *unstructured.Unstructured, ordinal int) workv1alpha1.ResourceIdentifier {
+	gvk := obj.GroupVersionKind()
+	return workv1alpha1.ResourceIdentifier{Ordinal: ordinal, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
+		Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+func sameObject(a, b workv1alpha1.ResourceIdentifier) bool {
+	return a.Group == b.Group && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
+}
+
+// recordIntent lists in the Work's status the objects about to be applied for the first time, before they
+// are: pruning and finalizing go by that list (and by the manifests), so no object is ever applied without
+// being on it. Were the list written only after the apply, a status write lost to a conflict would leave
+// the object behind in the member once the Work dropped it. It costs one status write when a Work gains an
+// object, none otherwise.
+func (e *Executor) recordIntent(ctx context.Context, w *workv1alpha1.Work, manifests []*unstructured.Unstructured) error {
+	statuses := slices.Clone(w.Status.ManifestStatuses)
+	for i, obj := range manifests {
+		id := identifier(obj, i)
+		if slices.ContainsFunc(statuses, func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, id) }) {
+			continue
+		}
+		ms := workv1alpha1.ManifestStatus{Identifier: id, Health: workv1alpha1.ResourceUnknown}
+		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionUnknown,
+			Reason: ReasonApplying, Message: "about to be applied"})
+		statuses = append(statuses, ms)
+	}
+	if len(statuses) == len(w.Status.ManifestStatuses) {
+		return nil
+	}
+	w.Status.ManifestStatuses = statuses
+	return e.Hub.Status().Update(ctx, w)
 }
 
 func workRef(w *workv1alpha1.Work) string { return w.Namespace + "/" + w.Name }
@@ -197,7 +243,7 @@ func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work,
 			return nil, false // gone, unreadable, or changed in the member: apply again
 		}
 		if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Reason == ReasonApplied {
-			observe(&ms, out) // a shared dependency's status belongs to the Work that manages it
+			observe(&ms, out, statusLimit(len(manifests))) // a shared dependency's status belongs to the Work that manages it
 		}
 		statuses[i] = ms
 	}
@@ -218,189 +264,4 @@ func (e *Executor) forget(w *workv1alpha1.Work) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.applied, w.UID)
-}
-
-// observe reflects a member object's status, whether its controllers observed its generation, and its health.
-func observe(ms *workv1alpha1.ManifestStatus, out *unstructured.Unstructured) {
-	ms.Status = nil
-	if status, ok := out.Object["status"]; ok {
-		raw, _ := json.Marshal(status)
-		ms.Status = &runtime.RawExtension{Raw: raw}
-	}
-	observed, found, _ := unstructured.NestedInt64(out.Object, "status", "observedGeneration")
-	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.ManifestConditionObserved, Status: boolStatus(!found || observed >= out.GetGeneration()),
-		Reason: "ObservedGeneration", Message: fmt.Sprintf("generation %d, observed %d", out.GetGeneration(), observed)})
-	ms.Health = interpreter.Health(out)
-}
-
-// apply applies one manifest and reflects the object's status and health. It also returns the object's
-// generation in the member.
-func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, obj *unstructured.Unstructured, ordinal int,
-	conditions []metav1.Condition) (workv1alpha1.ManifestStatus, int64) {
-	gvk := obj.GroupVersionKind()
-	ms := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{
-		Ordinal: ordinal, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName(),
-	}, Health: workv1alpha1.ResourceUnknown, Conditions: conditions}
-	fail := func(reason string, err error) (workv1alpha1.ManifestStatus, int64) {
-		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
-		return ms, 0
-	}
-	ri, mapping, err := m.resource(gvk, obj.GetNamespace())
-	if err != nil {
-		return fail(ReasonApplyFailed, fmt.Errorf("the member does not serve %s: %w", gvk, err))
-	}
-	ms.Identifier.Resource = mapping.Resource.Resource
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		if err := m.ensureNamespace(ctx, obj.GetNamespace()); err != nil {
-			return fail(ReasonApplyFailed, fmt.Errorf("creating namespace %s: %w", obj.GetNamespace(), err))
-		}
-	}
-	existing, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	if err == nil && obj.GetAnnotations()[workv1alpha1.AnnotationDependency] == "true" &&
-		existing.GetLabels()[workv1alpha1.LabelManagedBy] == workv1alpha1.ManagedByValue &&
-		existing.GetAnnotations()[workv1alpha1.AnnotationWork] != workRef(w) {
-		// A dependency another Work already placed here is shared, not taken over.
-		ms.Applied, ms.Health = true, workv1alpha1.ResourceHealthy
-		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue,
-			Reason: "Shared", Message: "managed by Work " + existing.GetAnnotations()[workv1alpha1.AnnotationWork]})
-		return ms, existing.GetGeneration()
-	}
-	if err == nil && existing.GetAnnotations()[workv1alpha1.AnnotationWork] != workRef(w) && w.Spec.ConflictResolution != policyv1alpha1.ConflictOverwrite {
-		owner := "Flotilla did not create"
-		if other := existing.GetAnnotations()[workv1alpha1.AnnotationWork]; other != "" {
-			owner = "Work " + other + " manages"
-		}
-		return fail(ReasonConflictAbort, fmt.Errorf("%s %s already exists in the member and %s it; conflictResolution: Overwrite adopts it",
-			gvk.Kind, client.ObjectKeyFromObject(obj), owner))
-	}
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[workv1alpha1.LabelManagedBy] = workv1alpha1.ManagedByValue
-	obj.SetLabels(labels)
-	annotations := obj.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[workv1alpha1.AnnotationWork] = workRef(w)
-	obj.SetAnnotations(annotations)
-	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	if err != nil {
-		return fail(ReasonApplyFailed, err)
-	}
-	ms.Applied = true
-	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: ReasonApplied, Message: "applied"})
-	observe(&ms, out)
-	return ms, out.GetGeneration()
-}
-
-// prune deletes objects the Work applied before but no longer holds.
-func (e *Executor) prune(ctx context.Context, m *Member, w *workv1alpha1.Work, current []workv1alpha1.ManifestStatus) error {
-	for _, old := range w.Status.ManifestStatuses {
-		still := slices.ContainsFunc(current, func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, old.Identifier) })
-		if !still && old.Applied {
-			if err := e.deleteObject(ctx, m, w, old.Identifier); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func sameObject(a, b workv1alpha1.ResourceIdentifier) bool {
-	return a.Group == b.Group && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
-}
-
-// deleteObject deletes a member object this Work applied; an object someone else took over stays.
-func (e *Executor) deleteObject(ctx context.Context, m *Member, w *workv1alpha1.Work, id workv1alpha1.ResourceIdentifier) error {
-	ri, _, err := m.resource(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}, id.Namespace)
-	if err != nil {
-		return nil // the kind is gone from the member, and its objects with it
-	}
-	existing, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if existing.GetAnnotations()[workv1alpha1.AnnotationWork] != workRef(w) {
-		return nil
-	}
-	err = ri.Delete(ctx, id.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
-	return client.IgnoreNotFound(err)
-}
-
-// finalize removes a deleted Work's objects from the member (unless it preserves them) and lets it go.
-func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work) error {
-	if !controllerutil.ContainsFinalizer(w, workv1alpha1.FinalizerExecution) {
-		return nil
-	}
-	if !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
-		// The manifests as well as the reported statuses: a Work deleted before its status was written
-		// (or whose status write lost a race) still owns what it applied. deleteObject only removes
-		// objects that carry this Work's annotation.
-		ids := make([]workv1alpha1.ResourceIdentifier, 0, len(w.Status.ManifestStatuses)+len(w.Spec.Workload.Manifests))
-		for _, s := range w.Status.ManifestStatuses {
-			ids = append(ids, s.Identifier)
-		}
-		if manifests, err := decode(w); err == nil {
-			for i, obj := range manifests {
-				gvk := obj.GroupVersionKind()
-				ids = append(ids, workv1alpha1.ResourceIdentifier{Ordinal: i, Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
-					Namespace: obj.GetNamespace(), Name: obj.GetName()})
-			}
-		}
-		for _, id := range ids {
-			if err := e.deleteObject(ctx, m, w, id); err != nil {
-				return err
-			}
-		}
-	}
-	controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution)
-	e.forget(w)
-	return client.IgnoreNotFound(e.Hub.Update(ctx, w))
-}
-
-// setStatus writes the Work's status when it changed.
-func (e *Executor) setStatus(ctx context.Context, w *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus, applied metav1.ConditionStatus, reason, message string) error {
-	next := w.Status.DeepCopy()
-	next.ManifestStatuses = statuses
-	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: applied, Reason: reason,
-		Message: message, ObservedGeneration: w.Generation})
-	_, healthy, _ := summarize(statuses)
-	availability := metav1.Condition{Type: workv1alpha1.WorkConditionAvailable, Status: boolStatus(healthy && applied == metav1.ConditionTrue),
-		Reason: "Healthy", Message: "every object is healthy", ObservedGeneration: w.Generation}
-	if availability.Status != metav1.ConditionTrue {
-		availability.Reason, availability.Message = "NotHealthy", "some objects are not healthy yet"
-	}
-	meta.SetStatusCondition(&next.Conditions, availability)
-	if equality.Semantic.DeepEqual(&w.Status, next) {
-		return nil
-	}
-	w.Status = *next
-	return e.Hub.Status().Update(ctx, w)
-}
-
-// summarize says whether every manifest is applied and healthy, and why not.
-func summarize(statuses []workv1alpha1.ManifestStatus) (applied, healthy bool, message string) {
-	applied, healthy, message = true, true, fmt.Sprintf("%d objects applied", len(statuses))
-	for _, s := range statuses {
-		if !s.Applied {
-			applied = false
-			if c := meta.FindStatusCondition(s.Conditions, workv1alpha1.WorkConditionApplied); c != nil {
-				message = c.Message
-			}
-		}
-		healthy = healthy && s.Health == workv1alpha1.ResourceHealthy
-	}
-	return applied, healthy, message
-}
-
-func boolStatus(b bool) metav1.ConditionStatus {
-	if b {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
 }

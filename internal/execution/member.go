@@ -24,8 +24,10 @@ type Member struct {
 	kube    kubernetes.Interface
 	mapper  *restmapper.DeferredDiscoveryRESTMapper
 
-	mu         sync.Mutex
-	namespaces map[string]bool // namespaces known to exist
+	mu sync.Mutex
+	// namespaces are known to exist: they were created or applied here. One deleted in the member since is
+	// forgotten when an apply into it finds it missing (apply.go).
+	namespaces map[string]bool
 }
 
 // NewMember builds the clients for a member cluster.
@@ -76,8 +78,18 @@ func (m *Member) ensureNamespace(ctx context.Context, name string) error {
 	if _, err := m.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	m.mu.Lock()
-	m.namespaces[name] = true
-	m.mu.Unlock()
+	m.knowNamespace(name)
 	return nil
+}
+
+func (m *Member) knowNamespace(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.namespaces[name] = true
+}
+
+func (m *Member) forgetNamespace(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.namespaces, name)
 }

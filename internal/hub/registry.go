@@ -52,6 +52,7 @@ var Controllers = Registry{
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, _ Settings) error { return scheduler.Setup(mgr) }},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.Setup(mgr) }},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupPush(mgr) }},
+	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 }
 
 // Names lists the registered controller names.

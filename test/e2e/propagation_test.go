@@ -716,13 +716,31 @@ func TestPropagation(t *testing.T) {
 		}
 	})
 
-	t.Run("deleting the template removes it everywhere", func(t *testing.T) {
+	t.Run("deleting the template removes it everywhere, except where Flotilla adopted the object", func(t *testing.T) {
+		takenWorks := client.MatchingLabels{workv1alpha1.LabelBindingName: "taken-deployment"}
+		if works := (&workv1alpha1.WorkList{}); hub.Client.List(ctx, works, takenWorks) != nil || len(works.Items) != 1 {
+			t.Fatalf("taken has %d Works, want 1", len(works.Items))
+		}
 		for _, name := range []string{"web", "taken"} {
 			if err := hub.Kube.AppsV1().Deployments("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		waitPlaced(t, "web", map[*framework.Cluster]int32{m1: -1, m2: -1, m3: -1})
-		waitPlaced(t, "taken", map[*framework.Cluster]int32{m1: -1, m2: -1, m3: -1})
+		testenv.Eventually(t, time.Minute, "the Works of taken gone", func() error {
+			works := &workv1alpha1.WorkList{}
+			if err := hub.Client.List(ctx, works, takenWorks); err != nil {
+				return err
+			}
+			if len(works.Items) > 0 {
+				return fmt.Errorf("%d Works left", len(works.Items))
+			}
+			return nil
+		})
+		// taken existed in m2 before Flotilla adopted it with Overwrite: it is left there, not deleted.
+		if _, d, err := replicasIn(ctx, m2, "taken"); err != nil || d == nil || d.Annotations[workv1alpha1.AnnotationAdopted] != "true" {
+			t.Fatalf("the adopted Deployment was not left in m2: %v, %v", err, d)
+		}
+		waitPlaced(t, "taken", map[*framework.Cluster]int32{m1: -1, m3: -1})
 	})
 }

@@ -12,6 +12,18 @@ const (
 	ManagedByValue = "flotilla"
 	AnnotationWork = "work.flotilla.io/work"
 
+	// AnnotationAdopted on a member object says Flotilla took it over (conflictResolution: Overwrite, or a
+	// namespace it had created implicitly) rather than created it for its Work: such an object is left in
+	// place when its Work lets go of it, unless the template opts in with AnnotationDeletionPolicy.
+	AnnotationAdopted = "work.flotilla.io/adopted"
+
+	// AnnotationDeletionPolicy on a template, carried into its manifests, set to DeletionPolicyDelete opts in
+	// to deleting what Flotilla otherwise leaves in place when a Work lets go of it: objects it adopted, and
+	// Namespaces, CustomResourceDefinitions and PersistentVolumeClaims it created. A Namespace or CRD Flotilla
+	// did not create is never deleted by it.
+	AnnotationDeletionPolicy = "work.flotilla.io/deletion-policy"
+	DeletionPolicyDelete     = "Delete"
+
 	// AnnotationDependency on a rendered manifest marks an object that follows a workload (propagateDeps).
 	// Several Works may carry the same dependency; the first to create it in a member manages it.
 	AnnotationDependency = "work.flotilla.io/dependency"

@@ -19,6 +19,9 @@ const (
 	// ManifestConditionObserved on a manifest status is True once the member's controllers observed the
 	// object's current generation (or the object has no observedGeneration).
 	ManifestConditionObserved = "Observed"
+	// ManifestConditionStatusReflected on a manifest status is False when the object's status was too large
+	// to reflect whole and only a summary of it is shown; it is absent otherwise.
+	ManifestConditionStatusReflected = "StatusReflected"
 )
 
 // Work holds the rendered manifests for one member cluster. It lives in the cluster's namespace,

@@ -1,0 +1,174 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+)
+
+// ownership is what the member holds under a manifest's name, as far as applying it goes.
+type ownership int
+
+const (
+	// absent: nothing there; the apply creates it.
+	absent ownership = iota
+	// owned: the object this Work applied before (it carries the Work's annotation).
+	owned
+	// adopted: an object Flotilla did not create for this Work, taken over on purpose and recorded so.
+	adopted
+	// shared: a dependency another Work placed here and manages; this Work leaves it to that one.
+	shared
+)
+
+// conflictError refuses an object Flotilla may not take over.
+type conflictError struct{ msg string }
+
+func (e *conflictError) Error() string { return e.msg }
+
+var (
+	namespaceKind = schema.GroupKind{Kind: "Namespace"}
+	crdKind       = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+	pvcKind       = schema.GroupKind{Kind: "PersistentVolumeClaim"}
+)
+
+// claim decides whether the Work may apply obj over existing, what reading it from the member returned.
+// Only a NotFound means nothing is there: any other read error is returned to be retried, never taken for
+// "absent" (a forced apply would then take over whatever is there). An existing object is the Work's own
+// when it carries the Work's annotation (also after an unjoin and a re-join of the cluster: the Work of the
+// same binding has the same name); a namespace Flotilla created implicitly, or anything under
+// conflictResolution: Overwrite, is adopted; anything else is refused.
+func claim(w *workv1alpha1.Work, obj, existing *unstructured.Unstructured, getErr error) (ownership, error) {
+	if apierrors.IsNotFound(getErr) {
+		return absent, nil
+	}
+	if getErr != nil {
+		return 0, fmt.Errorf("reading %s %s from the member: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), getErr)
+	}
+	annotations := existing.GetAnnotations()
+	managed := existing.GetLabels()[workv1alpha1.LabelManagedBy] == workv1alpha1.ManagedByValue
+	manager := annotations[workv1alpha1.AnnotationWork]
+	switch {
+	case manager == workRef(w):
+		return owned, nil
+	case obj.GetAnnotations()[workv1alpha1.AnnotationDependency] == "true" && managed && manager != "":
+		return shared, nil
+	case w.Spec.ConflictResolution == policyv1alpha1.ConflictOverwrite:
+		return adopted, nil
+	case existing.GroupVersionKind().GroupKind() == namespaceKind && managed && manager == "":
+		return adopted, nil // created by Flotilla for other objects before its Namespace template came
+	}
+	owner := "Flotilla did not create"
+	if manager != "" {
+		owner = "Work " + manager + " manages"
+	}
+	return 0, &conflictError{fmt.Sprintf("%s %s already exists in the member and %s it; conflictResolution: Overwrite adopts it",
+		obj.GetKind(), client.ObjectKeyFromObject(obj), owner)}
+}
+
+// inBindingNamespace refuses a manifest of a namespaced binding that would land outside the binding's
+// namespace: whoever may edit one namespace on the hub reaches only that namespace in the members, whatever
+// a template or an override says. Works of cluster bindings (no binding namespace) may place anything.
+func inBindingNamespace(w *workv1alpha1.Work, obj *unstructured.Unstructured, mapping *meta.RESTMapping) error {
+	ns := w.Labels[workv1alpha1.LabelBindingNamespace]
+	if ns == "" {
+		return nil
+	}
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		return fmt.Errorf("%s %s is cluster-scoped, but the Work belongs to a binding in namespace %s, which places objects only there",
+			obj.GetKind(), obj.GetName(), ns)
+	}
+	if obj.GetNamespace() != ns {
+		return fmt.Errorf("%s %s is in namespace %q, but the Work belongs to a binding in namespace %s, which places objects only there",
+			obj.GetKind(), obj.GetName(), obj.GetNamespace(), ns)
+	}
+	return nil
+}
+
+// apply applies one manifest and reflects the object's status and health, at most statusLimit bytes of it.
+// It also returns the object's generation in the member.
+func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, obj *unstructured.Unstructured, ordinal int,
+	conditions []metav1.Condition, statusLimit int) (workv1alpha1.ManifestStatus, int64) {
+	ms := workv1alpha1.ManifestStatus{Identifier: identifier(obj, ordinal), Health: workv1alpha1.ResourceUnknown, Conditions: conditions}
+	fail := func(reason string, err error) (workv1alpha1.ManifestStatus, int64) {
+		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
+		return ms, 0
+	}
+	gvk := obj.GroupVersionKind()
+	ri, mapping, err := m.resource(gvk, obj.GetNamespace())
+	if err != nil {
+		return fail(ReasonApplyFailed, fmt.Errorf("the member does not serve %s: %w", gvk, err))
+	}
+	ms.Identifier.Resource = mapping.Resource.Resource
+	if err := inBindingNamespace(w, obj, mapping); err != nil {
+		return fail(ReasonNamespaceMismatch, err)
+	}
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	if namespaced {
+		if err := m.ensureNamespace(ctx, obj.GetNamespace()); err != nil {
+			return fail(ReasonApplyFailed, fmt.Errorf("creating namespace %s: %w", obj.GetNamespace(), err))
+		}
+	}
+	existing, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	how, err := claim(w, obj, existing, err)
+	var conflict *conflictError
+	switch {
+	case errors.As(err, &conflict):
+		return fail(ReasonConflictAbort, err)
+	case err != nil:
+		return fail(ReasonApplyFailed, err)
+	case how == shared:
+		ms.Applied, ms.Health = true, workv1alpha1.ResourceHealthy
+		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue,
+			Reason: "Shared", Message: "managed by Work " + existing.GetAnnotations()[workv1alpha1.AnnotationWork]})
+		return ms, existing.GetGeneration()
+	}
+	// Once adopted, always adopted: the mark is applied again each time, or server-side apply would drop it.
+	mark(obj, w, how == adopted || (how == owned && existing.GetAnnotations()[workv1alpha1.AnnotationAdopted] == "true"))
+	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if apierrors.IsNotFound(err) && namespaced {
+		// The namespace was deleted in the member since it was last seen: create it again and retry once.
+		m.forgetNamespace(obj.GetNamespace())
+		if err = m.ensureNamespace(ctx, obj.GetNamespace()); err == nil {
+			out, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		}
+	}
+	if err != nil {
+		return fail(ReasonApplyFailed, err)
+	}
+	if gvk.GroupKind() == namespaceKind {
+		m.knowNamespace(obj.GetName())
+	}
+	ms.Applied = true
+	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: ReasonApplied, Message: "applied"})
+	observe(&ms, out, statusLimit)
+	return ms, out.GetGeneration()
+}
+
+// mark labels obj as Flotilla's and names its Work, and records an adoption.
+func mark(obj *unstructured.Unstructured, w *workv1alpha1.Work, adopt bool) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[workv1alpha1.LabelManagedBy] = workv1alpha1.ManagedByValue
+	obj.SetLabels(labels)
+	annotations := obj.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[workv1alpha1.AnnotationWork] = workRef(w)
+	if adopt {
+		annotations[workv1alpha1.AnnotationAdopted] = "true"
+	}
+	obj.SetAnnotations(annotations)
+}

@@ -1,0 +1,148 @@
+package execution
+
+import (
+	"context"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+// prune lets go of the objects the Work listed before (applied, or about to be: recordIntent) but no longer
+// holds.
+func (e *Executor) prune(ctx context.Context, m *Member, w *workv1alpha1.Work, current []workv1alpha1.ManifestStatus) error {
+	for _, old := range w.Status.ManifestStatuses {
+		if !slices.ContainsFunc(current, func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, old.Identifier) }) {
+			if err := e.deleteObject(ctx, m, w, old.Identifier); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteObject lets go of a member object of the Work: it is deleted when deletable says so, and left in
+// place otherwise.
+func (e *Executor) deleteObject(ctx context.Context, m *Member, w *workv1alpha1.Work, id workv1alpha1.ResourceIdentifier) error {
+	ri, _, err := m.resource(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}, id.Namespace)
+	if meta.IsNoMatchError(err) {
+		return nil // the kind is gone from the member, and its objects with it
+	}
+	if err != nil {
+		return err
+	}
+	existing, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !deletable(existing, workRef(w)) {
+		return nil
+	}
+	err = ri.Delete(ctx, id.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+		Preconditions: &metav1.Preconditions{UID: ptr.To(existing.GetUID())}})
+	return client.IgnoreNotFound(err)
+}
+
+// deletable says whether letting go of obj means deleting it. Only an object that carries the Work's
+// annotation may go, and of those, objects Flotilla adopted and Namespaces, CRDs and PVCs (deleting them
+// takes everything in them, custom resources or data) only when the template opted in with
+// work.flotilla.io/deletion-policy: Delete. A Namespace or CRD Flotilla did not create is never deleted.
+func deletable(obj *unstructured.Unstructured, workRef string) bool {
+	annotations := obj.GetAnnotations()
+	if annotations[workv1alpha1.AnnotationWork] != workRef {
+		return false // someone else's, or taken over by another Work
+	}
+	kind := obj.GroupVersionKind().GroupKind()
+	optedIn := annotations[workv1alpha1.AnnotationDeletionPolicy] == workv1alpha1.DeletionPolicyDelete
+	wasAdopted := annotations[workv1alpha1.AnnotationAdopted] == "true"
+	switch {
+	case wasAdopted && (kind == namespaceKind || kind == crdKind):
+		return false
+	case wasAdopted, kind == namespaceKind, kind == crdKind, kind == pvcKind:
+		return optedIn
+	}
+	return true
+}
+
+// finalize lets go of a deleted Work's objects in the member (deleting those deletable says may go, unless
+// the Work preserves them or its cluster leaves the hub keeping them) and then of the Work.
+func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work) error {
+	if !controllerutil.ContainsFinalizer(w, workv1alpha1.FinalizerExecution) {
+		return nil
+	}
+	unjoin, err := e.unjoining(ctx, w)
+	if err != nil {
+		return err
+	}
+	if unjoin != clusterv1alpha1.UnjoinKeepResources && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+		// The manifests as well as the reported statuses: a Work deleted before its status was written
+		// still owns what it applied.
+		ids := make([]workv1alpha1.ResourceIdentifier, 0, len(w.Status.ManifestStatuses)+len(w.Spec.Workload.Manifests))
+		for _, s := range w.Status.ManifestStatuses {
+			ids = append(ids, s.Identifier)
+		}
+		if manifests, err := decode(w); err == nil {
+			for i, obj := range manifests {
+				ids = append(ids, identifier(obj, i))
+			}
+		}
+		for _, id := range ids {
+			if err := e.deleteObject(ctx, m, w, id); err != nil {
+				return err
+			}
+		}
+	}
+	if unjoin == clusterv1alpha1.UnjoinDeleteResources {
+		// The finalizer stays until `flotilla unjoin` removes the Cluster: a Work gone now would be written
+		// again by its binding, and applied again.
+		message := "the member objects were deleted: the cluster is being unjoined"
+		if ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+			message = "the member objects were kept, as the Work preserves them: the cluster is being unjoined"
+		}
+		return e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, ReasonDeleted, message)
+	}
+	controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution)
+	e.forget(w)
+	return client.IgnoreNotFound(e.Hub.Update(ctx, w))
+}
+
+// unjoining returns how the Work's cluster leaves the hub: the AnnotationUnjoin of its Cluster, and
+// KeepResources once the Cluster is gone or is being deleted without it, since a cluster leaving the hub
+// never takes its workloads with it.
+// An error reading the Cluster is returned, never taken for its absence.
+func (e *Executor) unjoining(ctx context.Context, w *workv1alpha1.Work) (string, error) {
+	name, ok := registration.ClusterOfNamespace(w.Namespace)
+	if !ok {
+		return "", nil
+	}
+	clusters := e.Clusters
+	if clusters == nil {
+		clusters = e.Hub
+	}
+	cluster := &clusterv1alpha1.Cluster{}
+	err := clusters.Get(ctx, client.ObjectKey{Name: name}, cluster)
+	if apierrors.IsNotFound(err) {
+		return clusterv1alpha1.UnjoinKeepResources, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	unjoin := cluster.Annotations[clusterv1alpha1.AnnotationUnjoin]
+	if unjoin == "" && cluster.DeletionTimestamp != nil {
+		return clusterv1alpha1.UnjoinKeepResources, nil // deleted without `flotilla unjoin`
+	}
+	return unjoin, nil
+}

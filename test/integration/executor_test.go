@@ -1,0 +1,313 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// The executor tests apply Works into the test hub's own API server, which serves as the member: it is a
+// real kube-apiserver with the namespace and garbage collection controllers. Their Works live in namespaces
+// that belong to no cluster, so the hub's own executors leave them alone, and each test drives its executor
+// by calling Reconcile.
+
+// newExecutor returns an executor whose member is the test hub, reached with memberConfig (the hub's admin
+// configuration when nil).
+func newExecutor(t *testing.T, hub client.Client, memberConfig *rest.Config) *execution.Executor {
+	t.Helper()
+	if memberConfig == nil {
+		memberConfig = env.Config
+	}
+	member, err := execution.NewMember(memberConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &execution.Executor{Hub: hub, MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
+}
+
+func manifest(t *testing.T, obj client.Object) workv1alpha1.Manifest {
+	t.Helper()
+	gvks, _, err := env.Client.Scheme().ObjectKinds(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvks[0])
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
+}
+
+func configMap(namespace, name string, annotations map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
+		Data: map[string]string{"k": "v"}}
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// createWork creates a Work with the execution finalizer, as the binding controller does.
+func createWork(t *testing.T, namespace, name string, labels map[string]string, resolution policyv1alpha1.ConflictResolution,
+	objs ...client.Object) *workv1alpha1.Work {
+	t.Helper()
+	ensureNamespace(t, namespace)
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels,
+		Finalizers: []string{workv1alpha1.FinalizerExecution}}, Spec: workv1alpha1.WorkSpec{ConflictResolution: resolution}}
+	for _, o := range objs {
+		w.Spec.Workload.Manifests = append(w.Spec.Workload.Manifests, manifest(t, o))
+	}
+	if err := env.Client.Create(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// reconcile runs the executor once on the Work and returns the Work as it is afterwards (nil once gone).
+func reconcile(t *testing.T, e *execution.Executor, w *workv1alpha1.Work) (*workv1alpha1.Work, error) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := e.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(w)})
+	out := &workv1alpha1.Work{}
+	if getErr := env.Client.Get(ctx, client.ObjectKeyFromObject(w), out); apierrors.IsNotFound(getErr) {
+		return nil, err
+	} else if getErr != nil {
+		t.Fatal(getErr)
+	}
+	return out, err
+}
+
+func manifestCondition(w *workv1alpha1.Work, name string) *metav1.Condition {
+	for _, s := range w.Status.ManifestStatuses {
+		if s.Identifier.Name == name {
+			return meta.FindStatusCondition(s.Conditions, workv1alpha1.WorkConditionApplied)
+		}
+	}
+	return nil
+}
+
+// present says whether the object is in the member and not being deleted.
+func present(t *testing.T, obj client.Object) bool {
+	t.Helper()
+	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.GetDeletionTimestamp() == nil
+}
+
+func deleteWork(t *testing.T, w *workv1alpha1.Work) {
+	t.Helper()
+	if err := env.Client.Delete(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExecutorLetsGoWithoutDeletingWhatItDidNotCreate: when a Work goes, the objects it created go with it,
+// but an object it adopted through conflictResolution: Overwrite, a namespace it did not create, and a PVC
+// that followed the workload stay in the member.
+func TestExecutorLetsGoWithoutDeletingWhatItDidNotCreate(t *testing.T) {
+	ctx := context.Background()
+	ensureNamespace(t, "exec-existing")
+	foreign := configMap("exec-existing", "foreign", nil)
+	if err := env.Client.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "exec-existing", Name: "data",
+		Annotations: map[string]string{workv1alpha1.AnnotationDependency: "true"}},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	e := newExecutor(t, env.Client, nil)
+	w := createWork(t, "exec-works", "adopter", nil, policyv1alpha1.ConflictOverwrite,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-existing"}},
+		configMap("exec-existing", "foreign", nil), configMap("exec-existing", "own", nil), pvc)
+	w, err := reconcile(t, e, w)
+	if err != nil || !meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
+		t.Fatalf("apply: %v, conditions %+v", err, w.Status.Conditions)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(foreign), foreign); err != nil || foreign.Annotations[workv1alpha1.AnnotationAdopted] != "true" {
+		t.Fatalf("the adopted ConfigMap is not recorded as adopted: %v %v", err, foreign.Annotations)
+	}
+
+	deleteWork(t, w)
+	if w, err = reconcile(t, e, w); err != nil || w != nil {
+		t.Fatalf("finalize: %v, Work %v", err, w)
+	}
+	if present(t, configMap("exec-existing", "own", nil)) {
+		t.Fatal("the ConfigMap the Work created is still there")
+	}
+	for _, kept := range []client.Object{configMap("exec-existing", "foreign", nil), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-existing"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "exec-existing", Name: "data"}}} {
+		if !present(t, kept) {
+			t.Fatalf("%T %s was deleted with the Work", kept, client.ObjectKeyFromObject(kept))
+		}
+	}
+}
+
+// TestExecutorPrunesWhatALostStatusWriteApplied: the status write after an apply is lost to a conflict;
+// when the Work then drops one of the objects, the object is still removed from the member.
+func TestExecutorPrunesWhatALostStatusWriteApplied(t *testing.T) {
+	ensureNamespace(t, "exec-lost")
+	hub, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossy := interceptor.NewClient(hub, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if w, ok := obj.(*workv1alpha1.Work); ok && meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
+				return apierrors.NewConflict(workv1alpha1.GroupVersion.WithResource("works").GroupResource(), w.Name, fmt.Errorf("lost"))
+			}
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		},
+	})
+	w := createWork(t, "exec-works", "lost-status", nil, "", configMap("exec-lost", "a", nil), configMap("exec-lost", "b", nil))
+	if _, err := reconcile(t, newExecutor(t, lossy, nil), w); !apierrors.IsConflict(err) {
+		t.Fatalf("the status write was not lost: %v", err)
+	}
+	if !present(t, configMap("exec-lost", "b", nil)) {
+		t.Fatal("b was not applied")
+	}
+
+	w = &workv1alpha1.Work{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "exec-works", Name: "lost-status"}, w); err != nil {
+		t.Fatal(err)
+	}
+	w.Spec.Workload.Manifests = w.Spec.Workload.Manifests[:1]
+	if err := env.Client.Update(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reconcile(t, newExecutor(t, env.Client, nil), w); err != nil {
+		t.Fatal(err)
+	}
+	if present(t, configMap("exec-lost", "b", nil)) {
+		t.Fatal("b, dropped from the Work, is still in the member")
+	}
+	if !present(t, configMap("exec-lost", "a", nil)) {
+		t.Fatal("a is gone")
+	}
+}
+
+// TestExecutorRecreatesADeletedNamespace: a namespace deleted in the member is created again on the next
+// apply, and a Namespace template's labels land on a namespace Flotilla first created implicitly.
+func TestExecutorRecreatesADeletedNamespace(t *testing.T) {
+	ctx := context.Background()
+	e := newExecutor(t, env.Client, nil)
+	w := createWork(t, "exec-works", "in-gone", nil, "", configMap("exec-gone", "c", nil))
+	if w, err := reconcile(t, e, w); err != nil || !meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
+		t.Fatalf("apply: %v", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-gone"}}
+	if err := env.Client.Delete(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "namespace exec-gone deleted", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
+	w, err := reconcile(t, e, w)
+	if err != nil || !meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
+		t.Fatalf("apply after the namespace was deleted: %v, %+v", err, manifestCondition(w, "c"))
+	}
+	if !present(t, configMap("exec-gone", "c", nil)) {
+		t.Fatal("the ConfigMap was not created again")
+	}
+
+	labelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-gone", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}}
+	nsWork := createWork(t, "exec-works", "namespace", nil, "", labelled)
+	if nsWork, err = reconcile(t, e, nsWork); err != nil || !meta.IsStatusConditionTrue(nsWork.Status.Conditions, workv1alpha1.WorkConditionApplied) {
+		t.Fatalf("the Namespace template was not applied over the implicit namespace: %v, %+v", err, manifestCondition(nsWork, "exec-gone"))
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns); err != nil || ns.Labels["pod-security.kubernetes.io/enforce"] != "baseline" {
+		t.Fatalf("namespace labels %v (%v), want the template's", ns.Labels, err)
+	}
+}
+
+// TestExecutorRefusesManifestsOutsideTheBindingNamespace: a Work of a binding in namespace exec-team-a
+// applies nothing into another namespace or at cluster scope, whatever its manifests say.
+func TestExecutorRefusesManifestsOutsideTheBindingNamespace(t *testing.T) {
+	labels := map[string]string{workv1alpha1.LabelBindingNamespace: "exec-team-a", workv1alpha1.LabelBindingName: "web"}
+	w := createWork(t, "exec-works", "exec-team-a.web", labels, "", configMap("exec-team-a", "inside", nil), configMap("exec-team-b", "outside", nil),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-team-c"}})
+	w, err := reconcile(t, newExecutor(t, env.Client, nil), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := manifestCondition(w, "inside"); c == nil || c.Status != metav1.ConditionTrue {
+		t.Fatalf("the manifest in the binding's namespace: %+v", c)
+	}
+	for _, name := range []string{"outside", "exec-team-c"} {
+		if c := manifestCondition(w, name); c == nil || c.Reason != execution.ReasonNamespaceMismatch {
+			t.Fatalf("manifest %s: %+v, want %s", name, c, execution.ReasonNamespaceMismatch)
+		}
+	}
+	if present(t, configMap("exec-team-b", "outside", nil)) || present(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-team-c"}}) {
+		t.Fatal("an object outside the binding's namespace was applied")
+	}
+}
+
+// TestExecutorRetriesAReadErrorInsteadOfForcing: when reading the member object fails with anything but
+// NotFound, the executor does not apply over it: the object stays as its owner made it.
+func TestExecutorRetriesAReadErrorInsteadOfForcing(t *testing.T) {
+	ensureNamespace(t, "exec-guarded")
+	guarded := configMap("exec-guarded", "guarded", nil)
+	if err := env.Client.Create(context.Background(), guarded); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/namespaces/exec-guarded/configmaps/guarded") {
+				body := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,"message":"etcd hiccup"}`
+				return &http.Response{StatusCode: http.StatusInternalServerError, Header: http.Header{"Content-Type": {"application/json"}},
+					Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	changed := configMap("exec-guarded", "guarded", nil)
+	changed.Data = map[string]string{"k": "flotilla's"}
+	w := createWork(t, "exec-works", "guarded", nil, policyv1alpha1.ConflictOverwrite, changed)
+	w, _ = reconcile(t, newExecutor(t, env.Client, cfg), w)
+	if c := manifestCondition(w, "guarded"); c == nil || c.Reason != execution.ReasonApplyFailed {
+		t.Fatalf("manifest condition %+v, want ApplyFailed", c)
+	}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(guarded), guarded); err != nil || guarded.Data["k"] != "v" ||
+		guarded.Labels[workv1alpha1.LabelManagedBy] != "" {
+		t.Fatalf("the object was applied over after a failed read: %v %v %v", err, guarded.Data, guarded.Labels)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
