@@ -52,6 +52,8 @@ type Config struct {
 	// of under a service account of its own. Creating those accounts and their tokens costs seconds at first
 	// start; local member clusters skip it, the hub does not.
 	SharedControllerCredentials bool
+	// SigningDuration, when set, caps the lifetime of certificates the CSR signer issues.
+	SigningDuration time.Duration
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }

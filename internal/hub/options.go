@@ -39,6 +39,9 @@ type Options struct {
 	RequireApproval bool
 	// ClusterGracePeriod is how long a cluster may go without a heartbeat before it is Unknown.
 	ClusterGracePeriod time.Duration
+	// MaxAgentCertTTL is the longest lifetime of an agent certificate: longer requests are denied, and the
+	// embedded signer issues nothing longer.
+	MaxAgentCertTTL time.Duration
 	// Version is Flotilla's version, reported for Push clusters.
 	Version string
 }
@@ -51,6 +54,7 @@ func NewOptions() *Options {
 		EtcdPrefix:         "/registry",
 		Controllers:        []string{"*"},
 		ClusterGracePeriod: 40 * time.Second,
+		MaxAgentCertTTL:    30 * 24 * time.Hour,
 	}
 }
 
@@ -66,6 +70,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.EtcdServers, "etcd-servers", o.EtcdServers, "external etcd cluster (comma-separated URLs) instead of the embedded etcd; hubs sharing one etcd must share the PKI in DIR/pki")
 	fs.StringVar(&o.EtcdPrefix, "etcd-prefix", o.EtcdPrefix, "key prefix of the hub's objects in etcd")
 	fs.BoolVar(&o.RequireApproval, "require-approval", o.RequireApproval, "pull joins wait for flotilla accept NAME instead of being approved automatically")
+	fs.DurationVar(&o.MaxAgentCertTTL, "max-agent-cert-ttl", o.MaxAgentCertTTL, "longest lifetime of an agent's hub certificate: the hub denies requests for longer ones")
 	fs.DurationVar(&o.ClusterGracePeriod, "cluster-grace-period", o.ClusterGracePeriod, "how long a cluster may go without a heartbeat before it is Ready=Unknown and tainted unreachable")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
@@ -109,6 +114,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ClusterGracePeriod < 20*time.Second {
 		errs = append(errs, fmt.Errorf("--cluster-grace-period %s: must be at least 20s (two heartbeats)", o.ClusterGracePeriod))
+	}
+	if o.MaxAgentCertTTL < 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--max-agent-cert-ttl %s: must be at least 10m (the shortest certificate the signer issues)", o.MaxAgentCertTTL))
 	}
 	if _, err := Controllers.Select(o.Controllers); err != nil {
 		errs = append(errs, err)
