@@ -23,16 +23,16 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
-// Keys Flotilla adds to a bootstrap token's Secret. The API server's token authenticator ignores them; the
-// approver reads them from the Secret of the token a join CSR was filed with (its user name is
-// system:bootstrap:<token-id>).
+// Keys Flotilla adds to a bootstrap token's Secret (Secret keys allow no slash). The API server's token
+// authenticator ignores them; the approver reads them from the Secret of the token a join CSR was filed with
+// (its user name is system:bootstrap:<token-id>).
 const (
-	tokenKeyClusterName = "flotilla.io/cluster-name"
-	tokenKeySingleUse   = "flotilla.io/single-use"
-	tokenKeyLabels      = "flotilla.io/labels"
-	tokenKeyProvider    = "flotilla.io/provider"
-	tokenKeyRegion      = "flotilla.io/region"
-	tokenKeyZones       = "flotilla.io/zones"
+	tokenKeyClusterName = "flotilla-cluster-name"
+	tokenKeySingleUse   = "flotilla-single-use"
+	tokenKeyLabels      = "flotilla-labels"
+	tokenKeyProvider    = "flotilla-provider"
+	tokenKeyRegion      = "flotilla-region"
+	tokenKeyZones       = "flotilla-zones"
 )
 
 // Grant is what a token lets a join do beyond filing its request.

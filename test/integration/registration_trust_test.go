@@ -278,7 +278,9 @@ func TestJoinDropsWhatTheTokenDoesNotAllow(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "forged-", Namespace: registration.ClusterNamespace("narrow")},
 		EventTime:  metav1.NowMicro(), ReportingController: "flotilla-cluster-health", ReportingInstance: "hub", Action: "HealthChanged",
 		Reason: "AllClear", Note: "the hub says all is well", Type: corev1.EventTypeNormal,
-		Regarding: corev1.ObjectReference{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: "narrow"},
+		// An event about a cluster-scoped object may only be written in default; the agent names its own
+		// namespace in the reference to write one anywhere near the Cluster.
+		Regarding: corev1.ObjectReference{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: "narrow", Namespace: registration.ClusterNamespace("narrow")},
 	}
 	if err := agent.Create(ctx, forged); err != nil {
 		t.Fatal(err)
