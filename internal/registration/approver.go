@@ -100,13 +100,15 @@ func (a *Approver) renew(ctx context.Context, csr *certificatesv1.CertificateSig
 		return a.decide(ctx, csr, false, "NotOwnIdentity", fmt.Sprintf("%s may renew only its own certificate, not one for %s", csr.Spec.Username, r.user))
 	}
 	cluster := &clusterv1alpha1.Cluster{}
-	if err := a.Reader.Get(ctx, client.ObjectKey{Name: r.cluster}, cluster); apierrors.IsNotFound(err) {
-		return a.decide(ctx, csr, false, "ClusterNotRegistered",
-			fmt.Sprintf("cluster %s is no longer registered with the hub; join it again with a new token", r.cluster))
-	} else if err != nil {
+	err := a.Reader.Get(ctx, client.ObjectKey{Name: r.cluster}, cluster)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	if CurrentAgentUser(cluster) != r.user || cluster.DeletionTimestamp != nil {
+	if err != nil || cluster.DeletionTimestamp != nil {
+		return a.decide(ctx, csr, false, "ClusterNotRegistered",
+			fmt.Sprintf("cluster %s is no longer registered with the hub; join it again with a new token", r.cluster))
+	}
+	if CurrentAgentUser(cluster) != r.user {
 		return a.decide(ctx, csr, false, "RegistrationReplaced", fmt.Sprintf(
 			"this certificate belongs to an earlier registration of cluster %s (unjoined or re-registered since); join it again with a new token", r.cluster))
 	}
@@ -137,6 +139,8 @@ func (a *Approver) join(ctx context.Context, csr *certificatesv1.CertificateSign
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
 		return err
+	case err == nil && existing.DeletionTimestamp != nil:
+		return a.decide(ctx, csr, false, "ClusterUnjoining", fmt.Sprintf("cluster %s is being unjoined; join again once it is gone", r.cluster))
 	case err == nil && CurrentAgentUser(existing) == r.user:
 		// This request registered the Cluster already (an approval that did not get written, or an accept
 		// that stopped halfway): finish it.
