@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -287,8 +288,9 @@ func parseAgentCSR(csr *certificatesv1.CertificateSigningRequest) (joinRequest, 
 	if err := ValidateClusterName(cluster); err != nil {
 		return r, err
 	}
-	if isJoin(csr) && len(registration) < minRegistrationLength {
-		return r, fmt.Errorf("the agent user name %q needs a registration suffix of at least %d characters: update the agent", r.user, minRegistrationLength)
+	if isJoin(csr) && (len(registration) < minRegistrationLength || strings.Trim(registration, "0123456789abcdefghijklmnopqrstuvwxyz") != "") {
+		return r, fmt.Errorf("the agent user name %q needs a registration suffix of at least %d lowercase letters and digits: update the agent",
+			r.user, minRegistrationLength)
 	}
 	if !slices.Equal(req.Subject.Organization, []string{AgentGroup}) {
 		return r, fmt.Errorf("an agent certificate must have organization %s, not %v", AgentGroup, req.Subject.Organization)

@@ -1,7 +1,7 @@
 // Package registration lets member clusters join the hub, both ends of it side by side.
 //
 // Pull (agent) registration, kubeadm style: the hub admin creates a bootstrap token (token.go); the agent
-// fetches the hub CA anonymously from kube-public/cluster-info and checks it against the pinned hash
+// fetches the hub CA anonymously from kube-public/flotilla-cluster-info and checks it against the pinned hashes
 // (discovery.go), then files a CertificateSigningRequest with the token (agent.go). The hub's approver
 // (approver.go) approves it when the token allows it (token.go: a token may be bound to one name, single-use,
 // and say which labels and location a join may claim) and the cluster name is free; it creates the Cluster,
