@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -25,6 +26,9 @@ import (
 // MaxPendingJoinsPerToken is how many join requests of one token may wait for `flotilla accept` at once;
 // more are denied, so a token holder cannot fill the hub with requests nobody will look at.
 const MaxPendingJoinsPerToken = 3
+
+// annotationAwaiting marks a join request the approver left for `flotilla accept`, with the reason.
+const annotationAwaiting = "flotilla.io/awaiting-acceptance"
 
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
@@ -45,6 +49,8 @@ type Approver struct {
 	RequireApproval bool
 	// MaxCertTTL is the longest certificate lifetime an agent may ask for.
 	MaxCertTTL time.Duration
+
+	waiting sync.Mutex // held while counting and marking waiting requests
 }
 
 // SetupApprover registers the approver with the manager.
@@ -175,37 +181,44 @@ func (a *Approver) join(ctx context.Context, csr *certificatesv1.CertificateSign
 	return a.decide(ctx, csr, true, "AutoApproved", "cluster "+r.cluster+" joined with a valid bootstrap token")
 }
 
-// wait leaves a join for `flotilla accept`, saying why, unless its token already has too many waiting.
+// wait leaves a join for `flotilla accept`, saying why, unless its token already has too many waiting. A
+// waiting request is marked (annotationAwaiting), and marks are counted under a lock from the API server,
+// not the cache, so a burst of requests cannot all slip under the limit.
 func (a *Approver) wait(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, why string) error {
+	if csr.Annotations[annotationAwaiting] != "" {
+		return nil // said so already
+	}
+	a.waiting.Lock()
+	defer a.waiting.Unlock()
 	list := &certificatesv1.CertificateSigningRequestList{}
-	if err := a.Client.List(ctx, list); err != nil {
+	if err := a.Reader.List(ctx, list); err != nil {
 		return err
 	}
-	earlier := 0
+	waiting := 0
 	for i := range list.Items {
 		other := &list.Items[i]
 		approved, denied := decided(other)
-		if other.Spec.Username == csr.Spec.Username && !approved && !denied && isJoin(other) && filedBefore(other, csr) {
-			earlier++
+		if other.Name != csr.Name && other.Spec.Username == csr.Spec.Username && other.Annotations[annotationAwaiting] != "" && !approved && !denied {
+			waiting++
 		}
 	}
-	if earlier >= MaxPendingJoinsPerToken {
+	if waiting >= MaxPendingJoinsPerToken {
 		return a.decide(ctx, csr, false, "TooManyPendingRequests", fmt.Sprintf(
-			"%s already has %d join requests waiting for flotilla accept (at most %d); wait for a decision on those", csr.Spec.Username, earlier, MaxPendingJoinsPerToken))
+			"%s already has %d join requests waiting for flotilla accept (at most %d); wait for a decision on those", csr.Spec.Username, waiting, MaxPendingJoinsPerToken))
+	}
+	patch := client.MergeFrom(csr.DeepCopy())
+	if csr.Annotations == nil {
+		csr.Annotations = map[string]string{}
+	}
+	csr.Annotations[annotationAwaiting] = why
+	if err := a.Client.Patch(ctx, csr, patch); err != nil {
+		return fmt.Errorf("marking CSR %s as waiting: %w", csr.Name, err)
 	}
 	log.FromContext(ctx).Info("join waits for flotilla accept", "csr", csr.Name, "requester", csr.Spec.Username, "why", why)
 	if a.Recorder != nil {
 		a.Recorder.Eventf(csr, nil, corev1.EventTypeNormal, "AwaitingAcceptance", "Wait", why)
 	}
 	return nil
-}
-
-// filedBefore orders CSRs by creation, then name.
-func filedBefore(a, b *certificatesv1.CertificateSigningRequest) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
-	}
-	return a.Name < b.Name
 }
 
 // spent reports whether another join filed with the same token was approved already.
