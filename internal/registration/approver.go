@@ -149,9 +149,8 @@ func (a *Approver) join(ctx context.Context, csr *certificatesv1.CertificateSign
 	case err == nil && existing.DeletionTimestamp != nil:
 		return a.decide(ctx, csr, false, "ClusterUnjoining", fmt.Sprintf("cluster %s is being unjoined; join again once it is gone", r.cluster))
 	case err == nil && CurrentAgentUser(existing) == r.user:
-		// This request registered the Cluster already (an approval that did not get written, or an accept
-		// that stopped halfway): finish it.
-		return a.decide(ctx, csr, true, "Registered", "cluster "+r.cluster+" is registered to this request")
+		// This request registered the Cluster already (objects or approval not all written, or an accept
+		// that stopped halfway): finish it below; register is idempotent.
 	case err == nil && existing.Spec.ID != "" && existing.Spec.ID == r.csr.Annotations[AnnotationClusterID] && existing.Spec.SyncMode == clusterv1alpha1.Pull:
 		return a.wait(ctx, csr, fmt.Sprintf("cluster %s is already registered; a join for a registered name is approved only by flotilla accept %s "+
 			"(the cluster ID it presents is not secret, so it proves nothing); the registered agent keeps its identity until then", r.cluster, r.cluster))
