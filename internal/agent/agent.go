@@ -158,7 +158,11 @@ func report(ctx context.Context, cred registration.Credential, member *execution
 	if err != nil {
 		return err
 	}
-	reporter := &clusterstatus.Reporter{Hub: hub, Member: memberKube, Cluster: cluster, Holder: registration.AgentUser(cluster), AgentVersion: version}
+	user, err := cred.User()
+	if err != nil {
+		return err
+	}
+	reporter := &clusterstatus.Reporter{Hub: hub, Member: memberKube, Cluster: cluster, Holder: user, AgentVersion: version}
 	periodCtx, cancel := context.WithTimeout(ctx, max(d, 0))
 	defer cancel()
 	managerDone := make(chan error, 1)

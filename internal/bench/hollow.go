@@ -35,7 +35,8 @@ const heartbeatPeriod = 10 * time.Second
 
 // hubAccess is what hollow agents need to join a hub.
 type hubAccess struct {
-	url, token, caHash string
+	url, token string
+	caHashes   []string
 }
 
 // hollowAgent is a pull agent without a member cluster behind it. It joins through the real protocol
@@ -65,7 +66,7 @@ func hollowMapper() meta.RESTMapper {
 // joinHollow joins one hollow agent, keeping its credential under dir, and returns it ready to start.
 func joinHollow(ctx context.Context, hub hubAccess, dir, name string, mapper meta.RESTMapper) (*hollowAgent, error) {
 	cred := registration.NewCredential(filepath.Join(dir, "agents", name))
-	req := registration.JoinRequest{HubURL: hub.url, Token: hub.token, CACertHash: hub.caHash,
+	req := registration.JoinRequest{HubURL: hub.url, Token: hub.token, CACertHashes: hub.caHashes,
 		ClusterName: name, ClusterID: "hollow-" + name, Labels: "bench=hollow", CertTTL: 24 * time.Hour}
 	if err := registration.Join(ctx, req, cred, func(string) {}); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -146,7 +147,7 @@ func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 			return err
 		}
 	}
-	a.lease.Spec.HolderIdentity = ptr.To(registration.AgentUser(a.name))
+	a.lease.Spec.HolderIdentity = ptr.To("hollow-agent:" + a.name)
 	a.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 	if err := a.client.Update(ctx, a.lease); err != nil {
 		a.lease = nil // read it again next time

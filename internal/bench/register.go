@@ -63,15 +63,15 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 	if err != nil {
 		return err
 	}
-	token, err := registration.CreateToken(ctx, kube, time.Hour, "bench")
+	token, err := registration.CreateToken(ctx, kube, time.Hour, "bench", registration.Grant{Labels: map[string]string{"bench": "hollow"}})
 	if err != nil {
 		return err
 	}
-	hash, err := registration.CAHash(h.Config.CAData)
+	hashes, err := registration.CAHashes(h.Config.CAData)
 	if err != nil {
 		return err
 	}
-	access := hubAccess{url: h.Config.Host, token: token.String(), caHash: hash}
+	access := hubAccess{url: h.Config.Host, token: token.String(), caHashes: hashes}
 	mapper := hollowMapper()
 	join := func(name string) (time.Duration, error) {
 		start := time.Now()

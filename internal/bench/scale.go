@@ -111,11 +111,11 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if err != nil {
 		return err
 	}
-	token, err := registration.CreateToken(ctx, kube, 2*time.Hour, "bench scale")
+	token, err := registration.CreateToken(ctx, kube, 2*time.Hour, "bench scale", registration.Grant{Labels: map[string]string{"bench": "hollow"}})
 	if err != nil {
 		return err
 	}
-	hash, err := registration.CAHash(hubConfig.CAData)
+	hashes, err := registration.CAHashes(hubConfig.CAData)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 
 	// Every cluster joins, 32 at a time.
 	started := time.Now()
-	agents, err := joinAll(ctx, hubAccess{url: hubConfig.Host, token: token.String(), caHash: hash}, dir, o.Clusters, progress)
+	agents, err := joinAll(ctx, hubAccess{url: hubConfig.Host, token: token.String(), caHashes: hashes}, dir, o.Clusters, progress)
 	if err != nil {
 		return err
 	}

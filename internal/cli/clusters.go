@@ -27,36 +27,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
-func newAcceptCommand(accept bool) *cobra.Command {
-	var hub hubFlags
-	var message string
-	use, short, done := "accept NAME", "Accept a cluster's pending join (hubs with --require-approval)", "accepted"
-	if !accept {
-		use, short, done = "deny NAME", "Deny a cluster's pending join", "denied"
-	}
-	cmd := &cobra.Command{
-		Use: use, Short: short, Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, c, _, err := hub.clients()
-			if err != nil {
-				return err
-			}
-			if message == "" {
-				message = "the hub administrator " + done + " the join of cluster " + args[0]
-			}
-			n, err := registration.Decide(cmd.Context(), c, args[0], accept, message)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s: %d join request(s) %s\n", args[0], n, done)
-			return nil
-		},
-	}
-	hub.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&message, "message", "", "message the agent prints")
-	return cmd
-}
-
 func newGetCommand() *cobra.Command {
 	var hub hubFlags
 	var output string
@@ -225,73 +195,6 @@ func printObject(out io.Writer, format string, obj any) error {
 	}
 	_, err = out.Write(data)
 	return err
-}
-
-func newDescribeCommand() *cobra.Command {
-	var hub hubFlags
-	cmd := &cobra.Command{
-		Use:   "describe cluster NAME",
-		Short: "Show a cluster's conditions, taints, capacity, APIs and recent events",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "cluster" && args[0] != "clusters" {
-				return fmt.Errorf("unknown resource %q: flotilla describe knows cluster", args[0])
-			}
-			_, c, kube, err := hub.clients()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			cl := &clusterv1alpha1.Cluster{}
-			if err := c.Get(ctx, client.ObjectKey{Name: args[1]}, cl); err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 2, ' ', 0)
-			fmt.Fprintf(w, "Name:\t%s\nMode:\t%s\nEndpoint:\t%s\nID:\t%s\nLabels:\t%s\n", cl.Name, cl.Spec.SyncMode,
-				orDash(cl.Spec.APIEndpoint), orDash(cl.Spec.ID), orDash(labelsString(cl.Labels)))
-			fmt.Fprintf(w, "Location:\tprovider=%s region=%s zones=%s\n", orDash(cl.Spec.Provider), orDash(cl.Spec.Region), orDash(strings.Join(cl.Spec.Zones, ",")))
-			fmt.Fprintf(w, "Version:\t%s (%s), agent %s\n", orDash(cl.Status.KubernetesVersion), orDash(cl.Status.Platform), orDash(cl.Status.AgentVersion))
-			fmt.Fprintf(w, "Last seen:\t%s\n", lastSeen(ctx, c, cl.Name))
-			if h := cl.Status.Health; h != nil {
-				fmt.Fprintf(w, "Health:\tlivez=%s readyz=%s\n", h.Livez, h.Readyz)
-			}
-			fmt.Fprintln(w, "Taints:")
-			for _, t := range cl.Spec.Taints {
-				fmt.Fprintf(w, "  %s\n", taintString(t))
-			}
-			fmt.Fprintln(w, "Conditions:\n  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
-			for _, cond := range cl.Status.Conditions {
-				fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, age(cond.LastTransitionTime.Time), cond.Message)
-			}
-			if n := cl.Status.NodeSummary; n != nil {
-				fmt.Fprintf(w, "Nodes:\t%d ready of %d\n", n.ReadyNum, n.TotalNum)
-			}
-			if r := cl.Status.ResourceSummary; r != nil {
-				fmt.Fprintln(w, "Capacity:\n  RESOURCE\tALLOCATABLE\tALLOCATED\tALLOCATING")
-				for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods} {
-					a, b, p := r.Allocatable[name], r.Allocated[name], r.Allocating[name]
-					fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", name, a.String(), b.String(), p.String())
-				}
-			}
-			groups := make([]string, 0, len(cl.Status.APIEnablements))
-			for _, e := range cl.Status.APIEnablements {
-				groups = append(groups, e.GroupVersion)
-			}
-			fmt.Fprintf(w, "APIs:\t%d group versions: %s\n", len(groups), strings.Join(groups, ", "))
-			events, err := kube.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "regarding.kind=Cluster,regarding.name=" + cl.Name})
-			if err != nil {
-				return err
-			}
-			sort.Slice(events.Items, func(i, j int) bool { return events.Items[i].EventTime.Before(&events.Items[j].EventTime) })
-			fmt.Fprintln(w, "Events:\n  TYPE\tREASON\tAGE\tMESSAGE")
-			for _, e := range events.Items {
-				fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", e.Type, e.Reason, age(e.EventTime.Time), e.Note)
-			}
-			return w.Flush()
-		},
-	}
-	hub.addFlags(cmd.Flags())
-	return cmd
 }
 
 func labelsString(l map[string]string) string {

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
@@ -23,18 +22,24 @@ import (
 
 // joinOptions configure `flotilla join`.
 type joinOptions struct {
-	mode, hubURL, token, caCertHash, clusterName string
-	labels, provider, region                     string
-	zones                                        []string
-	agent                                        agent.Options
-	hub                                          hubFlags
+	mode, hubURL, token, tokenFile, clusterName string
+	caCertHashes                                []string
+	labels, provider, region                    string
+	zones                                       []string
+	agent                                       agent.Options
+	hub                                         hubFlags
 }
+
+// tokenEnv holds the bootstrap token when neither --token nor --token-file is given: unlike a flag, it is
+// not in the agent's command line, which every user of the member's machine can read for the agent's life.
+const tokenEnv = "FLOTILLA_TOKEN"
 
 func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.mode, "mode", "pull", "pull: run an agent beside the member; push: the hub reaches the member itself")
-	fs.StringVar(&o.token, "token", "", "bootstrap token from flotilla token create (pull)")
-	fs.StringVar(&o.caCertHash, "ca-cert-hash", "", "pin of the hub CA, sha256:<hex>, from flotilla token create (pull)")
-	fs.StringVar(&o.clusterName, "cluster-name", "", "name of the cluster on the hub (a DNS label)")
+	fs.StringVar(&o.token, "token", "", "bootstrap token from flotilla token create (pull); prefer --token-file or $"+tokenEnv+", which stay out of the process list")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the bootstrap token (pull)")
+	fs.StringSliceVar(&o.caCertHashes, "ca-cert-hash", nil, "pin of a hub CA certificate, sha256:<hex>, from flotilla token create (pull; repeatable: every certificate the hub presents must be pinned)")
+	fs.StringVar(&o.clusterName, "cluster-name", "", "name of the cluster on the hub (a DNS label of at most 46 characters)")
 	fs.StringVar(&o.labels, "labels", "", "labels for the Cluster, k=v,k2=v2")
 	fs.StringVar(&o.provider, "provider", "", "cloud or infrastructure provider of the cluster")
 	fs.StringVar(&o.region, "region", "", "region of the cluster")
@@ -70,10 +75,10 @@ func validateAgentOptions(o *agent.Options, cluster string) error {
 
 func (o *joinOptions) validate(args []string) error {
 	var errs []error
-	if msgs := validation.IsDNS1123Label(o.clusterName); o.clusterName == "" {
+	if o.clusterName == "" {
 		errs = append(errs, errors.New("--cluster-name is required"))
-	} else if len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("--cluster-name %q: %s", o.clusterName, strings.Join(msgs, "; ")))
+	} else if err := registration.ValidateClusterName(o.clusterName); err != nil {
+		errs = append(errs, fmt.Errorf("--cluster-name: %w", err))
 	}
 	if _, err := labels.ConvertSelectorToLabelsMap(o.labels); err != nil {
 		errs = append(errs, fmt.Errorf("--labels %q: %w", o.labels, err))
@@ -87,18 +92,23 @@ func (o *joinOptions) validate(args []string) error {
 		} else {
 			o.hubURL = args[0]
 		}
-		if !bootstraputil.IsValidBootstrapToken(o.token) {
-			errs = append(errs, errors.New("--token: want a bootstrap token of the form abcdef.0123456789abcdef, from flotilla token create"))
+		if err := o.readToken(); err != nil {
+			errs = append(errs, err)
 		}
-		if !strings.HasPrefix(o.caCertHash, "sha256:") || len(o.caCertHash) != len("sha256:")+64 {
-			errs = append(errs, fmt.Errorf("--ca-cert-hash %q: want sha256:<64 hex digits>, from flotilla token create", o.caCertHash))
+		if len(o.caCertHashes) == 0 {
+			errs = append(errs, errors.New("--ca-cert-hash is required: the pin of the hub's CA, from flotilla token create"))
+		}
+		for _, h := range o.caCertHashes {
+			if err := registration.ValidateCAHash(h); err != nil {
+				errs = append(errs, fmt.Errorf("%w, from flotilla token create", err))
+			}
 		}
 		if err := validateAgentOptions(&o.agent, o.clusterName); err != nil {
 			errs = append(errs, err)
 		}
 	case "push":
-		if len(args) > 0 || o.token != "" || o.caCertHash != "" {
-			errs = append(errs, errors.New("push mode takes no hub URL, --token or --ca-cert-hash: the hub is --kubeconfig"))
+		if len(args) > 0 || o.token != "" || o.tokenFile != "" || len(o.caCertHashes) > 0 {
+			errs = append(errs, errors.New("push mode takes no hub URL, --token, --token-file or --ca-cert-hash: the hub is --kubeconfig"))
 		}
 		if o.agent.ClusterKubeconfig == "" {
 			errs = append(errs, errors.New("push mode needs --cluster-kubeconfig: the hub stores it to reach the member"))
@@ -109,6 +119,33 @@ func (o *joinOptions) validate(args []string) error {
 	return errors.Join(errs...)
 }
 
+// readToken takes the bootstrap token from --token, --token-file or $FLOTILLA_TOKEN, exactly one of them.
+func (o *joinOptions) readToken() error {
+	env := os.Getenv(tokenEnv)
+	sources := 0
+	for _, set := range []bool{o.token != "", o.tokenFile != "", env != ""} {
+		if set {
+			sources++
+		}
+	}
+	switch {
+	case sources > 1:
+		return fmt.Errorf("give the token one way: --token, --token-file or $%s", tokenEnv)
+	case o.tokenFile != "":
+		data, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		o.token = strings.TrimSpace(string(data))
+	case env != "":
+		o.token = strings.TrimSpace(env)
+	}
+	if !bootstraputil.IsValidBootstrapToken(o.token) {
+		return fmt.Errorf("the token (--token, --token-file or $%s): want a bootstrap token of the form abcdef.0123456789abcdef, from flotilla token create", tokenEnv)
+	}
+	return nil
+}
+
 func newJoinCommand(verbosity *int) *cobra.Command {
 	o := &joinOptions{}
 	cmd := &cobra.Command{
@@ -116,12 +153,14 @@ func newJoinCommand(verbosity *int) *cobra.Command {
 		Short: "Register a member cluster with the hub",
 		Long: `Register a member cluster with the hub.
 
-Pull (default): verify the hub's CA against --ca-cert-hash, join with the bootstrap token, then run the
-agent in the foreground. The agent keeps its hub credential in --agent-data-dir; restart it later with
+Pull (default): verify the hub's CA against --ca-cert-hash, join with the bootstrap token (from
+--token-file, $FLOTILLA_TOKEN or --token), then run the agent in the foreground. Labels and location the
+token does not allow are dropped unless an administrator accepts the join. A join for a name that is
+already registered waits for flotilla accept on the hub. The agent keeps its hub credential in --agent-data-dir; restart it later with
 flotilla agent, no token needed.
 
 Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub reach the member itself.`,
-		Example: `  flotilla join https://hub:6443 --token abcdef.0123456789abcdef --ca-cert-hash sha256:... \
+		Example: `  FLOTILLA_TOKEN=abcdef.0123456789abcdef flotilla join https://hub:6443 --ca-cert-hash sha256:... \
     --cluster-name m1 --cluster-kubeconfig /tmp/m1/kubeconfig --labels env=prod --region eu-west-1
   flotilla join --mode push --cluster-name m3 --cluster-kubeconfig /tmp/m3/kubeconfig --kubeconfig hub.kubeconfig`,
 		Args: cobra.MaximumNArgs(1),
@@ -155,7 +194,7 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 				p.step("already joined (credential in " + cred.Path + "); starting the agent")
 			} else {
 				err := registration.Join(ctx, registration.JoinRequest{
-					HubURL: o.hubURL, Token: o.token, CACertHash: o.caCertHash, ClusterName: o.clusterName, ClusterID: clusterID,
+					HubURL: o.hubURL, Token: o.token, CACertHashes: o.caCertHashes, ClusterName: o.clusterName, ClusterID: clusterID,
 					Labels: o.labels, Provider: o.provider, Region: o.region, Zones: o.zones, CertTTL: o.agent.CertTTL,
 				}, cred, p.step)
 				if err != nil {

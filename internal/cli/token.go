@@ -2,10 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
@@ -16,19 +18,71 @@ func newTokenCommand() *cobra.Command {
 	return cmd
 }
 
+// tokenCreateOptions configure `flotilla token create`.
+type tokenCreateOptions struct {
+	hub         hubFlags
+	ttl         time.Duration
+	description string
+	labels      string
+	grant       registration.Grant
+}
+
+func (o *tokenCreateOptions) validate() error {
+	if o.ttl < time.Minute || o.ttl > 365*24*time.Hour {
+		return fmt.Errorf("--ttl %s: must be between 1m and 8760h", o.ttl)
+	}
+	l, err := labels.ConvertSelectorToLabelsMap(o.labels)
+	if err != nil {
+		return fmt.Errorf("--labels %q: %w", o.labels, err)
+	}
+	o.grant.Labels = l
+	return o.grant.Validate()
+}
+
+// joinCommand is the command a member runs to join with token. The token goes in the environment, not on
+// the command line, where every user of the member's machine could read it.
+func (o *tokenCreateOptions) joinCommand(hubURL string, token registration.Token, hashes []string) string {
+	args := []string{"FLOTILLA_TOKEN=" + token.String(), "flotilla", "join", hubURL}
+	for _, h := range hashes {
+		args = append(args, "--ca-cert-hash", h)
+	}
+	name := "NAME"
+	if o.grant.ClusterName != "" {
+		name = o.grant.ClusterName
+	}
+	args = append(args, "--cluster-name", name, "--cluster-kubeconfig", "MEMBER_KUBECONFIG")
+	if o.labels != "" {
+		args = append(args, "--labels", o.labels)
+	}
+	if o.grant.Provider != "" {
+		args = append(args, "--provider", o.grant.Provider)
+	}
+	if o.grant.Region != "" {
+		args = append(args, "--region", o.grant.Region)
+	}
+	for _, z := range o.grant.Zones {
+		args = append(args, "--zone", z)
+	}
+	return strings.Join(args, " ")
+}
+
 func newTokenCreateCommand() *cobra.Command {
-	var hub hubFlags
-	var ttl time.Duration
-	var description string
+	o := &tokenCreateOptions{}
 	cmd := &cobra.Command{
 		Use:   "create",
 		Short: "Create a bootstrap token and print the join command that uses it",
-		Args:  cobra.NoArgs,
+		Long: `Create a bootstrap token and print the join command that uses it.
+
+A join gets the labels, provider, region and zones it asks for only when the token allows them (--labels,
+--provider, --region, --zones) or an administrator accepts it with flotilla accept; the rest is dropped and
+shown by flotilla describe cluster. --cluster-name binds the token to one name; --single-use deletes it when
+its first join is approved.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if ttl < time.Minute || ttl > 365*24*time.Hour {
-				return fmt.Errorf("--ttl %s: must be between 1m and 8760h", ttl)
+			if err := o.validate(); err != nil {
+				return err
 			}
-			cfg, _, kube, err := hub.clients()
+			cfg, _, kube, err := o.hub.clients()
 			if err != nil {
 				return err
 			}
@@ -36,24 +90,30 @@ func newTokenCreateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			hash, err := registration.CAHash(caPEM)
+			hashes, err := registration.CAHashes(caPEM)
 			if err != nil {
 				return fmt.Errorf("the hub kubeconfig has no usable CA: %w", err)
 			}
-			token, err := registration.CreateToken(cmd.Context(), kube, ttl, description)
+			token, err := registration.CreateToken(cmd.Context(), kube, o.ttl, o.description, o.grant)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Token %s expires %s.\n\nOn each member cluster, run:\n\n", token.ID, token.Expires.Format(time.RFC3339))
-			fmt.Fprintf(out, "  flotilla join %s --token %s --ca-cert-hash %s --cluster-name NAME --cluster-kubeconfig MEMBER_KUBECONFIG\n",
-				cfg.Host, token, hash)
+			fmt.Fprintf(out, "  %s\n", o.joinCommand(cfg.Host, token, hashes))
 			return nil
 		},
 	}
-	hub.addFlags(cmd.Flags())
-	cmd.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token can be used to join")
-	cmd.Flags().StringVar(&description, "description", "flotilla join token", "what the token is for")
+	o.hub.addFlags(cmd.Flags())
+	fs := cmd.Flags()
+	fs.DurationVar(&o.ttl, "ttl", 24*time.Hour, "how long the token can be used to join")
+	fs.StringVar(&o.description, "description", "flotilla join token", "what the token is for")
+	fs.StringVar(&o.grant.ClusterName, "cluster-name", "", "the only cluster name the token can join")
+	fs.BoolVar(&o.grant.SingleUse, "single-use", false, "delete the token when its first join is approved")
+	fs.StringVar(&o.labels, "labels", "", "labels a join with this token may give its Cluster, k=v,k2=v2 (others are dropped)")
+	fs.StringVar(&o.grant.Provider, "provider", "", "provider a join with this token may claim")
+	fs.StringVar(&o.grant.Region, "region", "", "region a join with this token may claim")
+	fs.StringSliceVar(&o.grant.Zones, "zones", nil, "zones a join with this token may claim")
 	return cmd
 }
 
@@ -73,9 +133,10 @@ func newTokenListCommand() *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 3, ' ', 0)
-			fmt.Fprintln(w, "ID\tEXPIRES\tTTL\tDESCRIPTION")
+			fmt.Fprintln(w, "ID\tEXPIRES\tTTL\tCLUSTER\tSINGLE-USE\tDESCRIPTION")
 			for _, t := range tokens {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.ID, t.Expires.Format(time.RFC3339), time.Until(t.Expires).Round(time.Minute), t.Description)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\t%s\n", t.ID, t.Expires.Format(time.RFC3339), time.Until(t.Expires).Round(time.Minute),
+					orDash(t.Grant.ClusterName), t.Grant.SingleUse, t.Description)
 			}
 			return w.Flush()
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kcmapp "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	kcmoptions "k8s.io/kubernetes/cmd/kube-controller-manager/app/options"
 	"k8s.io/kubernetes/cmd/kube-controller-manager/names"
@@ -44,6 +45,9 @@ func runControllerManager(ctx context.Context, c *Config, pki PKI, kubeconfig st
 	s.SAController.RootCAFile = pki.CACert()
 	s.CSRSigningController.ClusterSigningCertFile = pki.CACert()
 	s.CSRSigningController.ClusterSigningKeyFile = pki.CAKey()
+	if c.SigningDuration > 0 {
+		s.CSRSigningController.ClusterSigningDuration = metav1.Duration{Duration: c.SigningDuration}
+	}
 
 	cfg, err := s.Config(ctx, kcmapp.KnownControllers(), kcmapp.ControllersDisabledByDefault(), kcmapp.ControllerAliases())
 	if err != nil {

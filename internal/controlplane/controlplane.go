@@ -59,6 +59,8 @@ type Config struct {
 	// EncryptedResources are resources (resource.group) stored encrypted in etcd besides Secrets, such as
 	// custom resources that carry copies of Secrets.
 	EncryptedResources []string
+	// SigningDuration, when set, caps the lifetime of certificates the CSR signer issues.
+	SigningDuration time.Duration
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -141,11 +142,7 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 	if err != nil {
 		return nil, err
 	}
-	token, err := registration.CreateToken(ctx, kube, time.Hour, "flotilla up")
-	if err != nil {
-		return nil, err
-	}
-	hash, err := registration.CAHash(hubConfig.CAData)
+	hashes, err := registration.CAHashes(hubConfig.CAData)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +151,7 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 	errs := make([]error, o.Members)
 	for i := range o.Members {
 		wg.Go(func() {
-			errs[i] = env.joinMember(ctx, o, i, members[i], start, hubConfig.Host, token.String(), hash, progress)
+			errs[i] = env.joinMember(ctx, o, i, members[i], start, kube, hubConfig.Host, hashes, progress)
 		})
 	}
 	wg.Wait()
@@ -171,7 +168,8 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 // joinMember waits for member i and joins it in push mode or through an agent (restarted from its
 // credential when it joined before).
 func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, member *process.Process,
-	start func(name, dir string, args ...string) (*process.Process, error), hubURL, token, hash string, progress func(string)) error {
+	start func(name, dir string, args ...string) (*process.Process, error), kube kubernetes.Interface, hubURL string, hashes []string,
+	progress func(string)) error {
 	name := MemberName(i + 1)
 	if err := process.WaitFor(ctx, member, "member "+name+" ready"); err != nil {
 		return err
@@ -211,7 +209,16 @@ func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, mem
 	agentDir := filepath.Join(o.DataDir, "agents", name)
 	args := []string{"agent", "--agent-data-dir", agentDir, "--cluster-kubeconfig", kubeconfig}
 	if !registration.NewCredential(agentDir).Exists() {
-		args = []string{"join", hubURL, "--token", token, "--ca-cert-hash", hash, "--cluster-name", name,
+		// Each member gets a token of its own that allows exactly its name, labels and location, spent by
+		// its join.
+		token, err := registration.CreateToken(ctx, kube, time.Hour, "flotilla up "+name, registration.Grant{
+			ClusterName: name, SingleUse: true, Labels: map[string]string{"environment": "dev", "member": name},
+			Provider: "local", Region: loc.region, Zones: []string{loc.zone},
+		})
+		if err != nil {
+			return err
+		}
+		args = []string{"join", hubURL, "--token", token.String(), "--ca-cert-hash", strings.Join(hashes, ","), "--cluster-name", name,
 			"--cluster-kubeconfig", kubeconfig, "--agent-data-dir", agentDir, "--labels", labels,
 			"--provider", "local", "--region", loc.region, "--zone", loc.zone}
 	}

@@ -140,8 +140,9 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		Controllers:        controlplane.HubControllers,
 		// Several hubs on one external etcd elect one kube-controller-manager; alone, there is nobody to
 		// elect against and a restart should not wait for its own old lease to expire.
-		LeaderElect: len(o.EtcdServers) > 0,
-		Progress:    progress,
+		LeaderElect:     len(o.EtcdServers) > 0,
+		SigningDuration: o.MaxAgentCertTTL,
+		Progress:        progress,
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)

@@ -41,6 +41,9 @@ type Options struct {
 	RequireApproval bool
 	// ClusterGracePeriod is how long a cluster may go without a heartbeat before it is Unknown.
 	ClusterGracePeriod time.Duration
+	// MaxAgentCertTTL is the longest lifetime of an agent certificate: longer requests are denied, and the
+	// embedded signer issues nothing longer.
+	MaxAgentCertTTL time.Duration
 	// Version is Flotilla's version, reported for Push clusters.
 	Version string
 }
@@ -53,6 +56,7 @@ func NewOptions() *Options {
 		EtcdPrefix:         "/registry",
 		Controllers:        []string{"*"},
 		ClusterGracePeriod: 40 * time.Second,
+		MaxAgentCertTTL:    30 * 24 * time.Hour,
 	}
 }
 
@@ -71,6 +75,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.EtcdTLS.CertFile, "etcd-certfile", o.EtcdTLS.CertFile, "client certificate the hub presents to --etcd-servers")
 	fs.StringVar(&o.EtcdTLS.KeyFile, "etcd-keyfile", o.EtcdTLS.KeyFile, "key of --etcd-certfile")
 	fs.BoolVar(&o.RequireApproval, "require-approval", o.RequireApproval, "pull joins wait for flotilla accept NAME instead of being approved automatically")
+	fs.DurationVar(&o.MaxAgentCertTTL, "max-agent-cert-ttl", o.MaxAgentCertTTL, "longest lifetime of an agent's hub certificate: the hub denies requests for longer ones")
 	fs.DurationVar(&o.ClusterGracePeriod, "cluster-grace-period", o.ClusterGracePeriod, "how long a cluster may go without a heartbeat before it is Ready=Unknown and tainted unreachable")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
@@ -115,6 +120,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ClusterGracePeriod < 20*time.Second {
 		errs = append(errs, fmt.Errorf("--cluster-grace-period %s: must be at least 20s (two heartbeats)", o.ClusterGracePeriod))
+	}
+	if o.MaxAgentCertTTL < 10*time.Minute {
+		errs = append(errs, fmt.Errorf("--max-agent-cert-ttl %s: must be at least 10m (the shortest certificate the signer issues)", o.MaxAgentCertTTL))
 	}
 	if _, err := Controllers.Select(o.Controllers); err != nil {
 		errs = append(errs, err)

@@ -40,7 +40,7 @@ type Registry []Controller
 // nowhere else.
 var Controllers = Registry{
 	{Name: "registration", Setup: func(mgr ctrl.Manager, s Settings) error {
-		return registration.SetupApprover(mgr, s.RequireApproval)
+		return registration.SetupApprover(mgr, s.RequireApproval, s.MaxAgentCertTTL)
 	}},
 	{Name: "cluster-health", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupHealthMonitor(mgr, s.ClusterGracePeriod)

@@ -2,47 +2,63 @@ package registration
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
-// Decide approves (accept) or denies the pending join requests of a cluster, for hubs that run with
-// --require-approval. It returns how many requests it decided.
-func Decide(ctx context.Context, c client.Client, cluster string, accept bool, message string) (int, error) {
+// Decide approves (accept) or denies the pending join requests of a cluster: joins on hubs that run with
+// --require-approval, and joins for a name that is already registered. request, when set, names the one
+// request to decide. Accepting needs exactly one request: with several, it refuses and lists them, since
+// the name goes to one member only. An accepted request gets every label and location it asked for; for a
+// registered name it takes over the registration when it presents the same cluster ID, and the previous
+// agent's certificate loses its rights. It returns how many requests it decided.
+func Decide(ctx context.Context, c client.Client, cluster, request string, accept bool, message string) (int, error) {
 	list := &certificatesv1.CertificateSigningRequestList{}
 	if err := c.List(ctx, list, client.MatchingLabels{LabelClusterName: cluster}); err != nil {
 		return 0, err
 	}
-	decidedCount := 0
+	var pending []joinRequest
 	for i := range list.Items {
 		csr := &list.Items[i]
-		if approved, denied := decided(csr); approved || denied || !isJoin(csr) {
+		if approved, denied := decided(csr); approved || denied || !isJoin(csr) || request != "" && csr.Name != request {
 			continue
 		}
-		name, err := parseAgentCSR(csr)
-		if err != nil || name != cluster {
-			continue
+		if r, err := parseAgentCSR(csr); err == nil && r.cluster == cluster {
+			pending = append(pending, r)
 		}
-		reason := "DeniedByAdmin"
-		if accept {
-			if why, taken, err := NameTaken(ctx, c, cluster, csr.Annotations[AnnotationClusterID], clusterv1alpha1.Pull); err != nil {
-				return decidedCount, err
-			} else if taken {
-				return decidedCount, fmt.Errorf("cannot accept: %s", why)
-			}
-			reason = "AcceptedByAdmin"
-		}
-		if err := decide(ctx, c, nil, csr, accept, reason, message); err != nil {
-			return decidedCount, err
-		}
-		decidedCount++
 	}
-	if decidedCount == 0 {
+	switch {
+	case len(pending) == 0 && request != "":
+		return 0, fmt.Errorf("no pending join request %s for cluster %s", request, cluster)
+	case len(pending) == 0:
 		return 0, fmt.Errorf("no pending join request for cluster %s", cluster)
+	case accept && len(pending) > 1:
+		lines := make([]string, len(pending))
+		for i, r := range pending {
+			lines[i] = "  " + r.describe()
+		}
+		return 0, fmt.Errorf("cluster %s has %d pending join requests; accept one with --request NAME:\n%s", cluster, len(pending), strings.Join(lines, "\n"))
 	}
-	return decidedCount, nil
+	if !accept {
+		for i, r := range pending {
+			if err := decide(ctx, c, nil, r.csr, false, "DeniedByAdmin", message); err != nil {
+				return i, err
+			}
+		}
+		return len(pending), nil
+	}
+	r := pending[0]
+	if _, err := register(ctx, c, c, r, r.desired(), true); errors.Is(err, errNameTaken) {
+		return 0, fmt.Errorf("cannot accept %s: %w", r.csr.Name, err)
+	} else if err != nil {
+		return 0, err
+	}
+	if err := decide(ctx, c, nil, r.csr, true, "AcceptedByAdmin", message); err != nil {
+		return 0, err
+	}
+	return 1, nil
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -19,7 +20,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -33,12 +33,13 @@ import (
 
 // JoinRequest is what an agent asks of the hub when it joins.
 type JoinRequest struct {
-	HubURL      string
-	Token       string
-	CACertHash  string
-	ClusterName string
-	// ClusterID identifies the member (its kube-system namespace UID), so the same cluster can join again
-	// under its name while another cannot take it.
+	HubURL string
+	Token  string
+	// CACertHashes pin the hub's CA: every certificate the hub publishes for agents must match one of them.
+	CACertHashes []string
+	ClusterName  string
+	// ClusterID identifies the member (its kube-system namespace UID). It is not secret: it only tells the
+	// administrator which member asks, and `flotilla accept` re-registers a name only for the same ID.
 	ClusterID string
 	Labels    string
 	Provider  string
@@ -82,16 +83,25 @@ func (c Credential) Certificate() (*x509.Certificate, error) {
 	return nil, fmt.Errorf("%s holds no client certificate", c.Path)
 }
 
-// ClusterName returns the cluster the credential belongs to.
-func (c Credential) ClusterName() (string, error) {
+// User returns the agent user name the credential authenticates as.
+func (c Credential) User() (string, error) {
 	cert, err := c.Certificate()
 	if err != nil {
 		return "", err
 	}
-	name, ok := ClusterOfUser(cert.Subject.CommonName)
-	if !ok {
+	if _, ok := ClusterOfUser(cert.Subject.CommonName); !ok {
 		return "", fmt.Errorf("%s is not a Flotilla agent certificate (CN %q)", c.Path, cert.Subject.CommonName)
 	}
+	return cert.Subject.CommonName, nil
+}
+
+// ClusterName returns the cluster the credential belongs to.
+func (c Credential) ClusterName() (string, error) {
+	user, err := c.User()
+	if err != nil {
+		return "", err
+	}
+	name, _ := ClusterOfUser(user)
 	return name, nil
 }
 
@@ -122,7 +132,7 @@ func (c Credential) save(hubURL string, caPEM, certPEM []byte, key *ecdsa.Privat
 // Join verifies the hub's CA against the pin, files the join CSR with the bootstrap token, waits for the
 // hub's decision and the signed certificate, and stores the credential.
 func Join(ctx context.Context, r JoinRequest, cred Credential, progress func(string)) error {
-	caPEM, err := discoverWithRetry(ctx, r.HubURL, r.CACertHash, progress)
+	caPEM, err := discoverWithRetry(ctx, r.HubURL, r.CACertHashes, progress)
 	if err != nil {
 		return err
 	}
@@ -136,7 +146,13 @@ func Join(ctx context.Context, r JoinRequest, cred Credential, progress func(str
 		AnnotationClusterID: r.ClusterID, AnnotationLabels: r.Labels,
 		AnnotationProvider: r.Provider, AnnotationRegion: r.Region, AnnotationZones: strings.Join(r.Zones, ","),
 	}
-	certPEM, key, err := requestCertificate(ctx, kube, r.ClusterName, annotations, r.CertTTL, progress)
+	// The registration suffix makes this join's identity its own: a later registration of the same name gets
+	// another one, and the hub binds rights to the Cluster's current one only.
+	registration, err := randomHex(10)
+	if err != nil {
+		return err
+	}
+	certPEM, key, err := requestCertificate(ctx, kube, AgentUser(r.ClusterName, registration), annotations, r.CertTTL, progress)
 	if err != nil {
 		if apierrors.IsUnauthorized(err) {
 			return fmt.Errorf("the hub rejected the token: it is unknown, expired or malformed; create a new one with flotilla token create")
@@ -147,12 +163,12 @@ func Join(ctx context.Context, r JoinRequest, cred Credential, progress func(str
 }
 
 // discoverWithRetry fetches the hub's CA, retrying with backoff while the hub is unreachable and saying so.
-func discoverWithRetry(ctx context.Context, hubURL, caHash string, progress func(string)) ([]byte, error) {
+func discoverWithRetry(ctx context.Context, hubURL string, caHashes []string, progress func(string)) ([]byte, error) {
 	var caPEM []byte
 	var last error
 	backoff := wait.Backoff{Duration: time.Second, Factor: 2, Cap: 30 * time.Second, Steps: 1 << 30}
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		caPEM, last = DiscoverCA(ctx, hubURL, caHash)
+		caPEM, last = DiscoverCA(ctx, hubURL, caHashes)
 		if errors.Is(last, ErrHubUnreachable) {
 			progress(last.Error() + "; retrying")
 			return false, nil
@@ -171,7 +187,7 @@ func (c Credential) Renew(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	cluster, err := c.ClusterName()
+	user, err := c.User()
 	if err != nil {
 		return err
 	}
@@ -179,29 +195,36 @@ func (c Credential) Renew(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	certPEM, key, err := requestCertificate(ctx, kube, cluster, nil, ttl, func(string) {})
+	certPEM, key, err := requestCertificate(ctx, kube, user, nil, ttl, func(string) {})
 	if err != nil {
 		return err
 	}
 	return c.save(cfg.Host, cfg.CAData, certPEM, key)
 }
 
-// requestCertificate files a CSR for the agent identity of cluster and waits for the signed certificate.
-func requestCertificate(ctx context.Context, kube kubernetes.Interface, cluster string, annotations map[string]string,
+// requestCertificate files a CSR for the agent user name user and waits for the signed certificate.
+func requestCertificate(ctx context.Context, kube kubernetes.Interface, user string, annotations map[string]string,
 	ttl time.Duration, progress func(string)) ([]byte, *ecdsa.PrivateKey, error) {
+	cluster, _ := ClusterOfUser(user)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: AgentUser(cluster), Organization: []string{AgentGroup}},
+		Subject: pkix.Name{CommonName: user, Organization: []string{AgentGroup}},
 	}, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Token holders and agents may get a CSR by name but not list them: an unguessable name keeps each
+	// request to its requester.
+	suffix, err := randomHex(16)
 	if err != nil {
 		return nil, nil, err
 	}
 	csr := &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        fmt.Sprintf("flotilla-%s-%s", cluster, utilrand.String(6)),
+			Name:        fmt.Sprintf("flotilla-%s-%s", cluster, suffix),
 			Labels:      map[string]string{LabelClusterName: cluster},
 			Annotations: annotations,
 		},
@@ -226,7 +249,8 @@ func requestCertificate(ctx context.Context, kube kubernetes.Interface, cluster 
 	if err != nil {
 		return nil, nil, fmt.Errorf("filing the certificate request: %w", err)
 	}
-	progress(fmt.Sprintf("certificate request %s filed; waiting for the hub to approve it", csr.Name))
+	progress(fmt.Sprintf("certificate request %s filed; waiting for the hub to approve it "+
+		"(a hub with --require-approval, or a name that is already registered, waits for flotilla accept %s)", csr.Name, cluster))
 	var cert []byte
 	waited := false
 	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
@@ -250,6 +274,15 @@ func requestCertificate(ctx context.Context, kube kubernetes.Interface, cluster 
 		return nil, nil, err
 	}
 	return cert, key, nil
+}
+
+// randomHex returns n random bytes from the system's secure source, hex-encoded.
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // ErrNotJoined is returned when an agent starts without a credential and without a token.

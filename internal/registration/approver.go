@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,24 +23,40 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
+// MaxPendingJoinsPerToken is how many join requests of one token may wait for `flotilla accept` at once;
+// more are denied, so a token holder cannot fill the hub with requests nobody will look at.
+const MaxPendingJoinsPerToken = 3
+
+// annotationAwaiting marks a join request the approver left for `flotilla accept`, with the reason.
+const annotationAwaiting = "flotilla.io/awaiting-acceptance"
+
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests,verbs=get;list;watch
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=certificatesigningrequests/approval,verbs=update
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubernetes.io/kube-apiserver-client,verbs=approve
+// +kubebuilder:rbac:groups="",namespace=kube-system,resources=secrets,verbs=get;delete
 
 // Approver decides on agents' CertificateSigningRequests. A join (filed with a Flotilla bootstrap token) is
-// approved when the cluster name is free or already registered to the same cluster ID, after the cluster's
-// objects exist; with RequireApproval it waits for `flotilla accept`. A renewal (filed by the agent's own
-// certificate) is approved while the cluster is registered. Anything else about the request that is wrong
-// is denied with a reason the agent prints.
+// approved when its token allows it and the cluster name is free, after the cluster's objects exist; a join
+// for a registered name, or any join with RequireApproval, waits for `flotilla accept`. A renewal (filed by
+// the agent's own certificate) is approved only for the Cluster's current agent user. Anything else about
+// the request that is wrong is denied with a reason the agent prints.
 type Approver struct {
-	Client          client.Client
+	Client client.Client
+	// Reader reads Clusters and token Secrets from the API server, not a cache: decisions must not rest on
+	// a copy that lags behind a racing join or a deleted token.
+	Reader          client.Reader
 	Recorder        events.EventRecorder
 	RequireApproval bool
+	// MaxCertTTL is the longest certificate lifetime an agent may ask for.
+	MaxCertTTL time.Duration
+
+	waiting sync.Mutex // held while counting and marking waiting requests
 }
 
 // SetupApprover registers the approver with the manager.
-func SetupApprover(mgr ctrl.Manager, requireApproval bool) error {
-	a := &Approver{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-registration"), RequireApproval: requireApproval}
+func SetupApprover(mgr ctrl.Manager, requireApproval bool, maxCertTTL time.Duration) error {
+	a := &Approver{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-registration"),
+		RequireApproval: requireApproval, MaxCertTTL: maxCertTTL}
 	return ctrl.NewControllerManagedBy(mgr).Named("registration").For(&certificatesv1.CertificateSigningRequest{}).Complete(a)
 }
 
@@ -50,71 +66,192 @@ func (a *Approver) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := a.Client.Get(ctx, req.NamespacedName, csr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
-		return ctrl.Result{}, nil
-	}
-	cluster, err := parseAgentCSR(csr)
+	join := isJoin(csr)
+	r, err := parseAgentCSR(csr)
 	if errors.Is(err, errNotAgentCSR) {
-		return ctrl.Result{}, nil
+		if !join {
+			return ctrl.Result{}, nil // somebody else's request
+		}
+		err = errors.New("a Flotilla bootstrap token may only request an agent's client certificate")
 	}
 	approved, denied := decided(csr)
 	switch {
 	case denied:
 		return ctrl.Result{}, nil
 	case approved:
-		if isJoin(csr) && err == nil {
-			_, err := EnsureClusterObjects(ctx, a.Client, desiredCluster(csr, cluster))
-			return ctrl.Result{}, err
+		// An approved join only ever spends its token here: the Cluster was created before the approval,
+		// and one that is gone since was unjoined, never to be re-created from an old request.
+		if join {
+			return ctrl.Result{}, spendToken(ctx, a.Client, a.Reader, csr.Spec.Username)
 		}
 		return ctrl.Result{}, nil
 	case err != nil:
-		return ctrl.Result{}, decide(ctx, a.Client, a.Recorder, csr, false, "InvalidRequest", err.Error())
+		return ctrl.Result{}, a.decide(ctx, csr, false, "InvalidRequest", err.Error())
 	}
-
-	switch {
-	case csr.Spec.Username == AgentUser(cluster):
-		existing := &clusterv1alpha1.Cluster{}
-		if err := a.Client.Get(ctx, client.ObjectKey{Name: cluster}, existing); apierrors.IsNotFound(err) {
-			return ctrl.Result{}, decide(ctx, a.Client, a.Recorder, csr, false, "ClusterNotRegistered",
-				fmt.Sprintf("cluster %s is no longer registered with the hub; join it again with a new token", cluster))
-		} else if err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, decide(ctx, a.Client, a.Recorder, csr, true, "AgentRenewal", "the agent of cluster "+cluster+" renews its certificate")
-	case isJoin(csr):
-		if reason, taken, err := NameTaken(ctx, a.Client, cluster, csr.Annotations[AnnotationClusterID], clusterv1alpha1.Pull); err != nil {
-			return ctrl.Result{}, err
-		} else if taken {
-			return ctrl.Result{}, decide(ctx, a.Client, a.Recorder, csr, false, "ClusterNameTaken", reason)
-		}
-		if a.RequireApproval {
-			log.FromContext(ctx).Info("join waits for flotilla accept", "cluster", cluster, "csr", csr.Name)
-			return ctrl.Result{}, nil
-		}
-		if _, err := EnsureClusterObjects(ctx, a.Client, desiredCluster(csr, cluster)); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{}, decide(ctx, a.Client, a.Recorder, csr, true, "AutoApproved", "cluster "+cluster+" joined with a valid bootstrap token")
+	if err := a.checkLifetime(csr); err != nil {
+		return ctrl.Result{}, a.decide(ctx, csr, false, "CertificateLifetime", err.Error())
 	}
-	return ctrl.Result{}, nil
+	if join {
+		return ctrl.Result{}, a.join(ctx, csr, r)
+	}
+	return ctrl.Result{}, a.renew(ctx, csr, r)
 }
 
-// NameTaken reports whether cluster is registered to a different member (another cluster ID) or in another
-// sync mode, and says why.
-func NameTaken(ctx context.Context, c client.Client, cluster, clusterID string, mode clusterv1alpha1.ClusterSyncMode) (string, bool, error) {
+// renew approves a renewal by the cluster's current agent, and denies one by an agent of an earlier
+// registration or of another cluster.
+func (a *Approver) renew(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, r joinRequest) error {
+	if !slices.Contains(csr.Spec.Groups, AgentGroup) {
+		return nil // an administrator's own request for an agent certificate is theirs to decide
+	}
+	if csr.Spec.Username != r.user {
+		return a.decide(ctx, csr, false, "NotOwnIdentity", fmt.Sprintf("%s may renew only its own certificate, not one for %s", csr.Spec.Username, r.user))
+	}
+	cluster := &clusterv1alpha1.Cluster{}
+	err := a.Reader.Get(ctx, client.ObjectKey{Name: r.cluster}, cluster)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err != nil || cluster.DeletionTimestamp != nil {
+		return a.decide(ctx, csr, false, "ClusterNotRegistered",
+			fmt.Sprintf("cluster %s is no longer registered with the hub; join it again with a new token", r.cluster))
+	}
+	if CurrentAgentUser(cluster) != r.user {
+		return a.decide(ctx, csr, false, "RegistrationReplaced", fmt.Sprintf(
+			"this certificate belongs to an earlier registration of cluster %s (unjoined or re-registered since); join it again with a new token", r.cluster))
+	}
+	return a.decide(ctx, csr, true, "AgentRenewal", "the agent of cluster "+r.cluster+" renews its certificate")
+}
+
+// join decides on a join request: what its token allows, whether the name is free, and what the Cluster may
+// carry.
+func (a *Approver) join(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, r joinRequest) error {
+	grant, err := readGrant(ctx, a.Reader, csr.Spec.Username)
+	if errors.Is(err, errTokenGone) {
+		return a.decide(ctx, csr, false, "TokenGone", fmt.Sprintf("%v: it was deleted, expired or already used; create a new one with flotilla token create", err))
+	} else if err != nil {
+		return err
+	}
+	if grant.ClusterName != "" && grant.ClusterName != r.cluster {
+		return a.decide(ctx, csr, false, "TokenBoundToOtherName", fmt.Sprintf("this token joins only cluster %s, not %s", grant.ClusterName, r.cluster))
+	}
+	if grant.SingleUse {
+		if spent, err := a.spent(ctx, csr); err != nil {
+			return err
+		} else if spent {
+			return a.decide(ctx, csr, false, "TokenGone", "this single-use token was already used by another join")
+		}
+	}
 	existing := &clusterv1alpha1.Cluster{}
-	err := c.Get(ctx, client.ObjectKey{Name: cluster}, existing)
-	if apierrors.IsNotFound(err) {
-		return "", false, nil
+	err = a.Reader.Get(ctx, client.ObjectKey{Name: r.cluster}, existing)
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	case err == nil && existing.DeletionTimestamp != nil:
+		return a.decide(ctx, csr, false, "ClusterUnjoining", fmt.Sprintf("cluster %s is being unjoined; join again once it is gone", r.cluster))
+	case err == nil && CurrentAgentUser(existing) == r.user:
+		// This request registered the Cluster already (objects or approval not all written, or an accept
+		// that stopped halfway): finish it below; register is idempotent.
+	case err == nil && existing.Spec.ID != "" && existing.Spec.ID == r.csr.Annotations[AnnotationClusterID] && existing.Spec.SyncMode == clusterv1alpha1.Pull:
+		return a.wait(ctx, csr, fmt.Sprintf("cluster %s is already registered; a join for a registered name is approved only by flotilla accept %s "+
+			"(the cluster ID it presents is not secret, so it proves nothing); the registered agent keeps its identity until then", r.cluster, r.cluster))
+	case err == nil:
+		return a.decide(ctx, csr, false, "ClusterNameTaken", fmt.Sprintf(
+			"cluster name %q is already registered to another cluster (id %q, mode %s); choose another --cluster-name or unjoin %s first",
+			r.cluster, existing.Spec.ID, existing.Spec.SyncMode, r.cluster))
+	case a.RequireApproval:
+		return a.wait(ctx, csr, fmt.Sprintf("this hub requires flotilla accept %s for every join", r.cluster))
 	}
-	if err != nil {
-		return "", false, err
+
+	desired := r.desired()
+	dropped := grant.narrow(desired)
+	if dropped != "" {
+		desired.Annotations[AnnotationJoinDropped] = dropped
 	}
-	if existing.Spec.ID != "" && existing.Spec.ID == clusterID && existing.Spec.SyncMode == mode {
-		return "", false, nil
+	cluster, err := register(ctx, a.Client, a.Reader, r, desired, false)
+	if errors.Is(err, errNameTaken) {
+		return a.decide(ctx, csr, false, "ClusterNameTaken", err.Error())
+	} else if err != nil {
+		return err
 	}
-	return fmt.Sprintf("cluster name %q is already registered to another cluster (id %q, mode %s); choose another --cluster-name or unjoin %s first",
-		cluster, existing.Spec.ID, existing.Spec.SyncMode, cluster), true, nil
+	if dropped != "" && a.Recorder != nil {
+		a.Recorder.Eventf(cluster, csr, corev1.EventTypeWarning, "JoinRequestNarrowed", "Registered",
+			"the join asked for %s, which its token does not allow; set them on the Cluster, or allow them with flotilla token create --labels/--provider/--region/--zones", dropped)
+	}
+	return a.decide(ctx, csr, true, "AutoApproved", "cluster "+r.cluster+" joined with a valid bootstrap token")
+}
+
+// wait leaves a join for `flotilla accept`, saying why, unless its token already has too many waiting. A
+// waiting request is marked (annotationAwaiting), and marks are counted under a lock from the API server,
+// not the cache, so a burst of requests cannot all slip under the limit.
+func (a *Approver) wait(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, why string) error {
+	if csr.Annotations[annotationAwaiting] != "" {
+		return nil // said so already
+	}
+	a.waiting.Lock()
+	defer a.waiting.Unlock()
+	list := &certificatesv1.CertificateSigningRequestList{}
+	if err := a.Reader.List(ctx, list); err != nil {
+		return err
+	}
+	waiting := 0
+	for i := range list.Items {
+		other := &list.Items[i]
+		approved, denied := decided(other)
+		if other.Name != csr.Name && other.Spec.Username == csr.Spec.Username && other.Annotations[annotationAwaiting] != "" && !approved && !denied {
+			waiting++
+		}
+	}
+	if waiting >= MaxPendingJoinsPerToken {
+		return a.decide(ctx, csr, false, "TooManyPendingRequests", fmt.Sprintf(
+			"%s already has %d join requests waiting for flotilla accept (at most %d); wait for a decision on those", csr.Spec.Username, waiting, MaxPendingJoinsPerToken))
+	}
+	patch := client.MergeFrom(csr.DeepCopy())
+	if csr.Annotations == nil {
+		csr.Annotations = map[string]string{}
+	}
+	csr.Annotations[annotationAwaiting] = why
+	if err := a.Client.Patch(ctx, csr, patch); err != nil {
+		return fmt.Errorf("marking CSR %s as waiting: %w", csr.Name, err)
+	}
+	log.FromContext(ctx).Info("join waits for flotilla accept", "csr", csr.Name, "requester", csr.Spec.Username, "why", why)
+	if a.Recorder != nil {
+		a.Recorder.Eventf(csr, nil, corev1.EventTypeNormal, "AwaitingAcceptance", "Wait", why)
+	}
+	return nil
+}
+
+// spent reports whether another join filed with the same token was approved already.
+func (a *Approver) spent(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) (bool, error) {
+	list := &certificatesv1.CertificateSigningRequestList{}
+	if err := a.Client.List(ctx, list); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if approved, _ := decided(other); approved && other.Name != csr.Name && other.Spec.Username == csr.Spec.Username {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// checkLifetime refuses a request without a lifetime or longer than the hub grants: the signer would cap it
+// on an embedded hub, but not on an existing cluster (--kubeconfig), and the agent should know.
+func (a *Approver) checkLifetime(csr *certificatesv1.CertificateSigningRequest) error {
+	if a.MaxCertTTL <= 0 {
+		return nil
+	}
+	if csr.Spec.ExpirationSeconds == nil {
+		return fmt.Errorf("the request names no lifetime (spec.expirationSeconds); the hub grants agent certificates of at most %s", a.MaxCertTTL)
+	}
+	if asked := time.Duration(*csr.Spec.ExpirationSeconds) * time.Second; asked > a.MaxCertTTL {
+		return fmt.Errorf("the request asks for a certificate valid %s; the hub grants at most %s (--max-agent-cert-ttl): use a shorter --cert-ttl", asked, a.MaxCertTTL)
+	}
+	return nil
+}
+
+func (a *Approver) decide(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, approve bool, reason, message string) error {
+	return decide(ctx, a.Client, a.Recorder, csr, approve, reason, message)
 }
 
 // decide approves or denies csr and records an event about it.
@@ -140,39 +277,48 @@ func decide(ctx context.Context, c client.Client, recorder events.EventRecorder,
 
 var errNotAgentCSR = errors.New("not a Flotilla agent CSR")
 
-// parseAgentCSR returns the cluster an agent CSR is for and checks that it asks for exactly an agent's
-// client certificate.
-func parseAgentCSR(csr *certificatesv1.CertificateSigningRequest) (string, error) {
+// parseAgentCSR reads the cluster and agent user an agent CSR is for and checks that it asks for exactly an
+// agent's client certificate.
+func parseAgentCSR(csr *certificatesv1.CertificateSigningRequest) (joinRequest, error) {
+	r := joinRequest{csr: csr}
+	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
+		return r, errNotAgentCSR
+	}
 	block, _ := pem.Decode(csr.Spec.Request)
 	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return "", errNotAgentCSR
+		return r, errNotAgentCSR
 	}
 	req, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
-		return "", errNotAgentCSR
+		return r, errNotAgentCSR
 	}
-	cluster, ok := ClusterOfUser(req.Subject.CommonName)
+	cluster, registration, ok := ParseAgentUser(req.Subject.CommonName)
 	if !ok {
-		return "", errNotAgentCSR
+		return r, errNotAgentCSR
 	}
-	if msgs := validation.IsDNS1123Label(cluster); len(msgs) > 0 {
-		return cluster, fmt.Errorf("cluster name %q is invalid: %s", cluster, strings.Join(msgs, "; "))
+	r.cluster, r.user = cluster, req.Subject.CommonName
+	if err := ValidateClusterName(cluster); err != nil {
+		return r, err
+	}
+	if isJoin(csr) && (len(registration) < minRegistrationLength || strings.Trim(registration, "0123456789abcdefghijklmnopqrstuvwxyz") != "") {
+		return r, fmt.Errorf("the agent user name %q needs a registration suffix of at least %d lowercase letters and digits: update the agent",
+			r.user, minRegistrationLength)
 	}
 	if !slices.Equal(req.Subject.Organization, []string{AgentGroup}) {
-		return cluster, fmt.Errorf("an agent certificate must have organization %s, not %v", AgentGroup, req.Subject.Organization)
+		return r, fmt.Errorf("an agent certificate must have organization %s, not %v", AgentGroup, req.Subject.Organization)
 	}
 	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
-		return cluster, errors.New("an agent certificate carries no subject alternative names")
+		return r, errors.New("an agent certificate carries no subject alternative names")
 	}
 	for _, u := range csr.Spec.Usages {
 		if u != certificatesv1.UsageClientAuth && u != certificatesv1.UsageDigitalSignature && u != certificatesv1.UsageKeyEncipherment {
-			return cluster, fmt.Errorf("an agent certificate is for client authentication only, not %q", u)
+			return r, fmt.Errorf("an agent certificate is for client authentication only, not %q", u)
 		}
 	}
 	if isJoin(csr) && csr.Labels[LabelClusterName] != cluster {
-		return cluster, fmt.Errorf("label %s=%q does not match the certificate's cluster %q", LabelClusterName, csr.Labels[LabelClusterName], cluster)
+		return r, fmt.Errorf("label %s=%q does not match the certificate's cluster %q", LabelClusterName, csr.Labels[LabelClusterName], cluster)
 	}
-	return cluster, nil
+	return r, nil
 }
 
 // isJoin reports whether a CSR was filed with a Flotilla bootstrap token.
@@ -186,24 +332,4 @@ func decided(csr *certificatesv1.CertificateSigningRequest) (approved, denied bo
 		denied = denied || ((c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed) && c.Status == corev1.ConditionTrue)
 	}
 	return approved, denied
-}
-
-// desiredCluster is the Cluster a join CSR asks for.
-func desiredCluster(csr *certificatesv1.CertificateSigningRequest, name string) *clusterv1alpha1.Cluster {
-	c := &clusterv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: clusterv1alpha1.ClusterSpec{
-			SyncMode: clusterv1alpha1.Pull,
-			ID:       csr.Annotations[AnnotationClusterID],
-			Provider: csr.Annotations[AnnotationProvider],
-			Region:   csr.Annotations[AnnotationRegion],
-		},
-	}
-	if zones := csr.Annotations[AnnotationZones]; zones != "" {
-		c.Spec.Zones = strings.Split(zones, ",")
-	}
-	if l, err := labels.ConvertSelectorToLabelsMap(csr.Annotations[AnnotationLabels]); err == nil && len(l) > 0 {
-		c.Labels = l
-	}
-	return c
 }

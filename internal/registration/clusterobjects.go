@@ -30,6 +30,12 @@ func EnsureClusterObjects(ctx context.Context, c client.Client, desired *cluster
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", desired.Name, err)
 	}
+	return cluster, ensureOwnedObjects(ctx, c, cluster)
+}
+
+// ensureOwnedObjects creates a Cluster's namespace and Lease and binds its agent RBAC to the Cluster's
+// current agent user (CurrentAgentUser), replacing the subject of an earlier registration.
+func ensureOwnedObjects(ctx context.Context, c client.Client, cluster *clusterv1alpha1.Cluster) error {
 	owner := []metav1.OwnerReference{{
 		APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
 	}}
@@ -44,22 +50,31 @@ func EnsureClusterObjects(ctx context.Context, c client.Client, desired *cluster
 			ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: ns},
 		},
 	}
+	var bindings []client.Object
 	if cluster.Spec.SyncMode == clusterv1alpha1.Pull {
-		objs = append(objs, agentRBAC(cluster.Name, owner)...)
+		roles, b := agentRBAC(cluster.Name, CurrentAgentUser(cluster), owner)
+		objs, bindings = append(objs, roles...), b
 	}
 	for _, o := range objs {
 		if err := createIfMissing(ctx, c, o); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return cluster, nil
+	// Bindings are applied, not only created: a re-registration moves them to the new agent user.
+	for _, o := range bindings {
+		if err := apply(ctx, c, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func agentRBAC(cluster string, owner []metav1.OwnerReference) []client.Object {
-	name, ns, user := "flotilla:agent:"+cluster, ClusterNamespace(cluster), AgentUser(cluster)
+// agentRBAC returns the roles of a cluster's agent and the bindings that give them to user.
+func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bindings []client.Object) {
+	name, ns := "flotilla:agent:"+cluster, ClusterNamespace(cluster)
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
 	work := workv1alpha1.GroupVersion.Group
-	return []client.Object{
+	roles = []client.Object{
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
 			Rules: []rbacv1.PolicyRule{
@@ -70,11 +85,6 @@ func agentRBAC(cluster string, owner []metav1.OwnerReference) []client.Object {
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			},
 		},
-		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "flotilla:agent"},
-			Subjects:   subjects,
-		},
 		&rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owner},
 			Rules: []rbacv1.PolicyRule{
@@ -82,12 +92,22 @@ func agentRBAC(cluster string, owner []metav1.OwnerReference) []client.Object {
 				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "update", "patch"}},
 			},
 		},
+	}
+	bindings = []client.Object{
+		&rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "flotilla:agent"},
+			Subjects:   subjects,
+		},
 		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owner},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 			Subjects:   subjects,
 		},
 	}
+	return roles, bindings
 }
 
 func createIfMissing(ctx context.Context, c client.Client, obj client.Object) error {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,15 +24,28 @@ import (
 // ErrHubUnreachable is returned while the hub does not answer; joining retries it.
 var ErrHubUnreachable = errors.New("hub unreachable")
 
-// CAHash returns the pin of a CA certificate: "sha256:" and the hex SHA-256 of its SubjectPublicKeyInfo, as
-// kubeadm prints it.
-func CAHash(caPEM []byte) (string, error) {
+// CAHashes returns the pin of each certificate in a CA bundle: "sha256:" and the hex SHA-256 of its
+// SubjectPublicKeyInfo, as kubeadm prints it.
+func CAHashes(caPEM []byte) ([]string, error) {
 	certs, err := certutil.ParseCertsPEM(caPEM)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	sum := sha256.Sum256(certs[0].RawSubjectPublicKeyInfo)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+	hashes := make([]string, 0, len(certs))
+	for _, cert := range certs {
+		sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
+		hashes = append(hashes, "sha256:"+hex.EncodeToString(sum[:]))
+	}
+	return hashes, nil
+}
+
+// ValidateCAHash checks the form of a pin: sha256:<64 hex digits>.
+func ValidateCAHash(caHash string) error {
+	digits, ok := strings.CutPrefix(caHash, "sha256:")
+	if _, err := hex.DecodeString(digits); !ok || len(digits) != 64 || err != nil {
+		return fmt.Errorf("--ca-cert-hash %q: want sha256:<64 hex digits>", caHash)
+	}
+	return nil
 }
 
 // HubCA returns the CA a client configuration for the hub trusts, from its data or its file.
@@ -42,11 +56,18 @@ func HubCA(cfg *rest.Config) ([]byte, error) {
 	return os.ReadFile(cfg.CAFile)
 }
 
-// DiscoverCA fetches the hub's CA from its public cluster-info and accepts it only when its pin equals
-// caHash. Nothing secret is sent before the pin matches: the request is anonymous.
-func DiscoverCA(ctx context.Context, hubURL, caHash string) ([]byte, error) {
-	if !strings.HasPrefix(caHash, "sha256:") || len(caHash) != len("sha256:")+64 {
-		return nil, fmt.Errorf("--ca-cert-hash %q: want sha256:<64 hex digits>", caHash)
+// DiscoverCA fetches the hub's CA bundle from its public cluster-info and accepts it only when every
+// certificate in it matches one of caHashes: the bundle becomes the agent's trust, so one unpinned
+// certificate in it would let its holder pose as the hub. Nothing secret is sent before the pins match: the
+// request is anonymous.
+func DiscoverCA(ctx context.Context, hubURL string, caHashes []string) ([]byte, error) {
+	if len(caHashes) == 0 {
+		return nil, errors.New("--ca-cert-hash is required: the pin of the hub's CA, from flotilla token create")
+	}
+	for _, h := range caHashes {
+		if err := ValidateCAHash(h); err != nil {
+			return nil, err
+		}
 	}
 	client := &http.Client{
 		Timeout: 10 * time.Second,
@@ -69,22 +90,24 @@ func DiscoverCA(ctx context.Context, hubURL, caHash string) ([]byte, error) {
 	}
 	cm := &corev1.ConfigMap{}
 	if err := json.Unmarshal(body, cm); err != nil {
-		return nil, fmt.Errorf("hub %s: cluster-info is not a ConfigMap: %w", hubURL, err)
+		return nil, fmt.Errorf("hub %s: %s is not a ConfigMap: %w", hubURL, ClusterInfoName, err)
 	}
 	cfg, err := clientcmd.Load([]byte(cm.Data["kubeconfig"]))
 	if err != nil {
-		return nil, fmt.Errorf("hub %s: cluster-info kubeconfig: %w", hubURL, err)
+		return nil, fmt.Errorf("hub %s: %s kubeconfig: %w", hubURL, ClusterInfoName, err)
 	}
 	for _, cluster := range cfg.Clusters {
-		got, err := CAHash(cluster.CertificateAuthorityData)
+		got, err := CAHashes(cluster.CertificateAuthorityData)
 		if err != nil {
-			return nil, fmt.Errorf("hub %s: cluster-info CA: %w", hubURL, err)
+			return nil, fmt.Errorf("hub %s: %s CA: %w", hubURL, ClusterInfoName, err)
 		}
-		if got != caHash {
-			return nil, fmt.Errorf("the hub's CA does not match --ca-cert-hash: the hub presents %s, the join command pins %s; "+
-				"check the hub URL, or print a fresh join command with flotilla token create", got, caHash)
+		for _, h := range got {
+			if !slices.Contains(caHashes, h) {
+				return nil, fmt.Errorf("the hub's CA does not match --ca-cert-hash: the hub presents %s, the join command pins %s; "+
+					"check the hub URL, or print a fresh join command with flotilla token create", strings.Join(got, ", "), strings.Join(caHashes, ", "))
+			}
 		}
 		return cluster.CertificateAuthorityData, nil
 	}
-	return nil, fmt.Errorf("hub %s: cluster-info holds no cluster", hubURL)
+	return nil, fmt.Errorf("hub %s: %s holds no cluster", hubURL, ClusterInfoName)
 }

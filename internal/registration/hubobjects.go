@@ -14,8 +14,9 @@ import (
 )
 
 // EnsureHubObjects publishes what agents need before they have an identity: the hub's CA and address in
-// kube-public/cluster-info, readable anonymously, and the right for Flotilla bootstrap tokens (and for agents,
-// to renew) to file CertificateSigningRequests.
+// kube-public/flotilla-cluster-info, readable anonymously, and the right for Flotilla bootstrap tokens (and
+// for agents, to renew) to file CertificateSigningRequests and read them back by name. They may not list or
+// watch them: other requesters' requests are none of their business.
 func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM []byte) error {
 	info := clientcmdapi.NewConfig()
 	info.Clusters[""] = &clientcmdapi.Cluster{Server: hubURL, CertificateAuthorityData: caPEM}
@@ -45,7 +46,7 @@ func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:csr-requester"},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{certificatesv1.GroupName}, Resources: []string{"certificatesigningrequests"},
-				Verbs: []string{"create", "get", "watch"}}},
+				Verbs: []string{"create", "get"}}},
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},

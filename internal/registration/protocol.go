@@ -1,25 +1,48 @@
 // Package registration lets member clusters join the hub, both ends of it side by side.
 //
 // Pull (agent) registration, kubeadm style: the hub admin creates a bootstrap token (token.go); the agent
-// fetches the hub CA anonymously from kube-public/cluster-info and checks it against the pinned hash
+// fetches the hub CA anonymously from kube-public/flotilla-cluster-info and checks it against the pinned hashes
 // (discovery.go), then files a CertificateSigningRequest with the token (agent.go). The hub's approver
-// (approver.go) approves it when the token is valid and the cluster name is free or already this cluster's,
-// and creates the Cluster, its namespace, its Lease and RBAC for exactly that identity (clusterobjects.go).
-// kube-controller-manager signs the certificate; the agent keeps it in its data directory and renews it
-// before it expires with a CSR authenticated by the certificate itself.
+// (approver.go) approves it when the token allows it (token.go: a token may be bound to one name, single-use,
+// and say which labels and location a join may claim) and the cluster name is free; it creates the Cluster,
+// its namespace, its Lease and RBAC for exactly that identity (register.go, clusterobjects.go). A join for a
+// name that is already registered waits for `flotilla accept` (accept.go): nothing in a join request proves
+// it comes from the registered member.
+//
+// The agent's user name carries a random registration suffix that the Cluster records (AnnotationAgentUser)
+// and RBAC is bound to, so an identity belongs to one registration, not to a name: after unjoin, or after an
+// accepted re-registration, the old certificate has no rights and cannot renew. kube-controller-manager
+// signs the certificate; the agent keeps it in its data directory and renews it before it expires with a CSR
+// authenticated by the certificate itself.
 //
 // Push registration (push.go) stores the member's kubeconfig in a Secret and creates the Cluster.
 package registration
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+)
 
 const (
 	// BootstrapGroup is the extra group of Flotilla's bootstrap tokens; it may only file CSRs.
 	BootstrapGroup = "system:bootstrappers:flotilla"
 	// AgentGroup is the organization in every agent certificate.
 	AgentGroup = "system:flotilla:agents"
-	// agentUserPrefix starts the user name (certificate CN) of a cluster's agent.
+	// agentUserPrefix starts the user name (certificate CN) of a cluster's agent:
+	// system:flotilla:agent:CLUSTER:REGISTRATION.
 	agentUserPrefix = "system:flotilla:agent:"
+	// minRegistrationLength is the shortest registration suffix a join may use: it is what keeps one
+	// registration's identity apart from the next one of the same name.
+	minRegistrationLength = 16
+
+	// AnnotationAgentUser on a Pull Cluster is the user name of its current agent; RBAC is bound to it and a
+	// renewal is approved only for it. A Cluster without it predates registrations and trusts the user
+	// system:flotilla:agent:NAME.
+	AnnotationAgentUser = "flotilla.io/agent-user"
+	// AnnotationJoinDropped on a Cluster lists what its join asked for and the token did not allow.
+	AnnotationJoinDropped = "flotilla.io/join-dropped"
 
 	// Annotations on a join CSR: the member's identity and what the agent asked the Cluster to carry.
 	AnnotationClusterID = "flotilla.io/cluster-id"
@@ -30,18 +53,42 @@ const (
 	// LabelClusterName marks a CSR with the cluster it is for.
 	LabelClusterName = "flotilla.io/cluster-name"
 
-	// ClusterInfoNamespace and ClusterInfoName hold the hub's CA and address for anonymous discovery.
+	// ClusterInfoNamespace and ClusterInfoName hold the hub's CA and address for anonymous discovery. The
+	// name is Flotilla's own, not kubeadm's cluster-info, so a hub run on an existing cluster (--kubeconfig)
+	// never overwrites what that cluster publishes.
 	ClusterInfoNamespace = "kube-public"
-	ClusterInfoName      = "cluster-info"
+	ClusterInfoName      = "flotilla-cluster-info"
 )
 
-// AgentUser is the user name of the agent of cluster name.
-func AgentUser(cluster string) string { return agentUserPrefix + cluster }
+// AgentUser is the user name of the agent of one registration of cluster.
+func AgentUser(cluster, registration string) string {
+	return fmt.Sprintf("%s%s:%s", agentUserPrefix, cluster, registration)
+}
+
+// ParseAgentUser splits an agent user name into its cluster and registration (empty for a user name from
+// before registrations).
+func ParseAgentUser(user string) (cluster, registration string, ok bool) {
+	rest, ok := strings.CutPrefix(user, agentUserPrefix)
+	if !ok || rest == "" {
+		return "", "", false
+	}
+	cluster, registration, _ = strings.Cut(rest, ":")
+	return cluster, registration, cluster != ""
+}
 
 // ClusterOfUser returns the cluster an agent user name belongs to.
 func ClusterOfUser(user string) (string, bool) {
-	name, ok := strings.CutPrefix(user, agentUserPrefix)
-	return name, ok && name != ""
+	cluster, _, ok := ParseAgentUser(user)
+	return cluster, ok
+}
+
+// CurrentAgentUser is the user name of a Pull Cluster's current agent: the one its RBAC is bound to and the
+// only one whose renewals are approved.
+func CurrentAgentUser(cluster *clusterv1alpha1.Cluster) string {
+	if user := cluster.Annotations[AnnotationAgentUser]; user != "" {
+		return user
+	}
+	return agentUserPrefix + cluster.Name
 }
 
 const clusterNamespacePrefix = "flotilla-cluster-"

@@ -31,18 +31,28 @@ import (
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
-// joinRequest is a join of cluster name (member identity id) to the test hub with a fresh token.
+// testGrant lets a join claim what joinRequest asks for.
+var testGrant = registration.Grant{Labels: map[string]string{"env": "test"}, Region: "eu-west-1"}
+
+// joinRequest is a join of cluster name (member identity id) to the test hub with a fresh token that allows
+// the labels and region it asks for.
 func joinRequest(t *testing.T, env *testenv.Env, name, id string) registration.JoinRequest {
 	t.Helper()
-	token, err := registration.CreateToken(context.Background(), env.Kube, time.Hour, "test")
+	return joinRequestWith(t, env, name, id, testGrant)
+}
+
+// joinRequestWith is joinRequest with a token that allows grant.
+func joinRequestWith(t *testing.T, env *testenv.Env, name, id string, grant registration.Grant) registration.JoinRequest {
+	t.Helper()
+	token, err := registration.CreateToken(context.Background(), env.Kube, time.Hour, "test", grant)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hash, err := registration.CAHash(env.Config.CAData)
+	hashes, err := registration.CAHashes(env.Config.CAData)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return registration.JoinRequest{HubURL: env.Config.Host, Token: token.String(), CACertHash: hash,
+	return registration.JoinRequest{HubURL: env.Config.Host, Token: token.String(), CACertHashes: hashes,
 		ClusterName: name, ClusterID: id, Labels: "env=test", Region: "eu-west-1", CertTTL: time.Hour}
 }
 
@@ -166,6 +176,7 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 			return agentA.List(ctx, &corev1.SecretList{}, client.InNamespace("flotilla-system"))
 		},
 		"get bootstrap token Secrets": func() error { return agentA.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")) },
+		"list CSRs":                   func() error { return agentA.List(ctx, &certificatesv1.CertificateSigningRequestList{}) },
 	}
 	for what, do := range forbidden {
 		if err := do(); !apierrors.IsForbidden(err) {
@@ -190,18 +201,25 @@ func TestJoinRejectsBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	bound := joinRequestWith(t, env, "elsewhere", "id-elsewhere", registration.Grant{ClusterName: "elsewhere"})
+
 	tests := []struct {
 		name   string
 		change func(r *registration.JoinRequest)
 		want   string
 	}{
-		{"wrong CA pin", func(r *registration.JoinRequest) { r.CACertHash = "sha256:" + strings.Repeat("ab", 32) }, "does not match --ca-cert-hash"},
-		{"malformed CA pin", func(r *registration.JoinRequest) { r.CACertHash = "md5:1234" }, "want sha256:<64 hex digits>"},
+		{"wrong CA pin", func(r *registration.JoinRequest) { r.CACertHashes = []string{"sha256:" + strings.Repeat("ab", 32)} }, "does not match --ca-cert-hash"},
+		{"malformed CA pin", func(r *registration.JoinRequest) { r.CACertHashes = []string{"md5:1234"} }, "want sha256:<64 hex digits>"},
 		{"unknown token", func(r *registration.JoinRequest) { r.Token = "abcdef.0123456789abcdef" }, "rejected the token"},
 		{"malformed token", func(r *registration.JoinRequest) { r.Token = "not-a-token" }, "rejected the token"},
 		{"expired token", func(r *registration.JoinRequest) { r.Token = expired.Token }, "rejected the token"},
 		{"name taken by another cluster", func(r *registration.JoinRequest) { r.ClusterName = "taken" }, `cluster name "taken" is already registered to another cluster`},
 		{"invalid cluster name", func(r *registration.JoinRequest) { r.ClusterName = "Bad.Name" }, `cluster name "Bad.Name" is invalid`},
+		{"cluster name too long for its namespace", func(r *registration.JoinRequest) { r.ClusterName = strings.Repeat("n", 47) },
+			"a cluster name is at most 46 characters"},
+		{"token bound to another name", func(r *registration.JoinRequest) { r.Token = bound.Token }, "this token joins only cluster elsewhere, not newcomer"},
+		{"certificate longer than the hub grants", func(r *registration.JoinRequest) { r.CertTTL = 800 * time.Hour },
+			"asks for a certificate valid 800h0m0s; the hub grants at most 720h0m0s"},
 		{"hub unreachable", func(r *registration.JoinRequest) { r.HubURL = "https://127.0.0.1:1" }, "unreachable"},
 	}
 	for _, tt := range tests {
@@ -218,10 +236,6 @@ func TestJoinRejectsBadInput(t *testing.T) {
 		})
 	}
 
-	// The same member may join again under its name, with a new token.
-	if _, cred := join(t, env, "taken", "id-original"); !cred.Exists() {
-		t.Fatal("rejoin stored no credential")
-	}
 }
 
 // TestCertificateRenewalAndRevocation renews an agent's certificate with the certificate itself, then unjoins
@@ -280,7 +294,8 @@ func TestRequireApproval(t *testing.T) {
 
 	joined := make(chan error, 2)
 	for _, name := range []string{"patient", "refused"} {
-		r := joinRequest(t, hub, name, "id-"+name)
+		// The token allows no labels: an administrator's accept keeps what the join asked for.
+		r := joinRequestWith(t, hub, name, "id-"+name, registration.Grant{})
 		go func() { joined <- registration.Join(ctx, r, registration.NewCredential(t.TempDir()), func(string) {}) }()
 	}
 	testenv.Eventually(t, time.Minute, "both joins wait for a decision", func() error {
@@ -298,10 +313,10 @@ func TestRequireApproval(t *testing.T) {
 	if err := hub.Client.Get(ctx, client.ObjectKey{Name: "patient"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("cluster created before it was accepted: %v", err)
 	}
-	if _, err := registration.Decide(ctx, hub.Client, "patient", true, "welcome"); err != nil {
+	if _, err := registration.Decide(ctx, hub.Client, "patient", "", true, "welcome"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := registration.Decide(ctx, hub.Client, "refused", false, "not in this fleet"); err != nil {
+	if _, err := registration.Decide(ctx, hub.Client, "refused", "", false, "not in this fleet"); err != nil {
 		t.Fatal(err)
 	}
 	var errs []string
@@ -317,9 +332,37 @@ func TestRequireApproval(t *testing.T) {
 	if !strings.Contains(got, "<nil>") || !strings.Contains(got, "denied the certificate request (DeniedByAdmin): not in this fleet") {
 		t.Fatalf("join results: %s", got)
 	}
-	testenv.Eventually(t, time.Minute, "the accepted cluster exists", func() error {
-		return hub.Client.Get(ctx, client.ObjectKey{Name: "patient"}, &clusterv1alpha1.Cluster{})
-	})
+	patient := &clusterv1alpha1.Cluster{}
+	if err := hub.Client.Get(ctx, client.ObjectKey{Name: "patient"}, patient); err != nil {
+		t.Fatalf("the accepted cluster does not exist: %v", err)
+	}
+	if patient.Labels["env"] != "test" || patient.Spec.Region != "eu-west-1" {
+		t.Fatalf("accept dropped what the join asked for: labels %v region %q", patient.Labels, patient.Spec.Region)
+	}
+
+	// Three members ask for one name and three administrators accept at once: one wins.
+	for i := range 3 {
+		startJoin(t, joinRequest(t, hub, "contested", fmt.Sprintf("id-contested-%d", i)), registration.NewCredential(t.TempDir()))
+	}
+	contested := waitPending(t, hub, "contested", 3)
+	accepted := make(chan error, len(contested))
+	for _, csr := range contested {
+		go func() {
+			_, err := registration.Decide(ctx, hub.Client, "contested", csr.Name, true, "")
+			accepted <- err
+		}()
+	}
+	var won []string
+	for range contested {
+		if err := <-accepted; err == nil {
+			won = append(won, "accepted")
+		} else if !strings.Contains(err.Error(), "already registered") && !strings.Contains(err.Error(), "at the same time") {
+			t.Errorf("a losing accept says: %v", err)
+		}
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d of %d simultaneous accepts for one name succeeded, want 1", len(won), len(contested))
+	}
 }
 
 // TestReporterWritesStatusOnlyWhenItChanges reports this test's own control plane as a member: the first
@@ -327,7 +370,7 @@ func TestRequireApproval(t *testing.T) {
 func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 	ctx := context.Background()
 	agent, _ := join(t, env, "self", "id-self")
-	r := &clusterstatus.Reporter{Hub: agent, Member: env.Kube, Cluster: "self", Holder: registration.AgentUser("self"), AgentVersion: "test"}
+	r := &clusterstatus.Reporter{Hub: agent, Member: env.Kube, Cluster: "self", Holder: "agent-self", AgentVersion: "test"}
 	if err := r.ReportOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

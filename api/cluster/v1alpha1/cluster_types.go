@@ -38,8 +38,13 @@ const ClusterConditionAPIsComplete = "APIsComplete"
 // read a file).
 const ClusterConditionCredentialsValid = "CredentialsValid"
 
+// MaxClusterNameLength is the longest cluster name: flotilla-cluster-<name> must be a valid namespace name
+// (63 characters).
+const MaxClusterNameLength = 46
+
 // Cluster is a member cluster registered with the hub. Its name is the cluster's name everywhere in Flotilla;
-// its Works live in the namespace flotilla-cluster-<name>.
+// its Works live in the namespace flotilla-cluster-<name>, so the name is at most 46 characters.
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 46",message="a cluster name is at most 46 characters: flotilla-cluster-<name> must be a valid namespace name"
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=fc;fcluster,categories=flotilla
 // +kubebuilder:subresource:status

@@ -136,15 +136,35 @@ func (c *Cluster) Flotilla(args ...string) string {
 	return p.Output()
 }
 
-// JoinPull joins member to hub as a Pull cluster with a fresh token, the way the token command prints it,
-// and returns the running agent once it joined.
+// JoinPull joins member to hub as a Pull cluster with a fresh single-use token bound to its name, the way
+// the token command prints it. The labels and location in extraArgs go to the token, which allows exactly
+// them; the token reaches the agent in a file. It returns the running agent once it joined.
 func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.Process {
 	t.Helper()
-	out := hub.Flotilla("token", "create")
+	create := []string{"token", "create", "--cluster-name", member.Name, "--single-use"}
+	var rest []string
+	for i := 0; i < len(extraArgs); i++ {
+		switch flag := extraArgs[i]; flag {
+		case "--labels", "--provider", "--region":
+			create = append(create, flag, extraArgs[i+1])
+			i++
+		case "--zone":
+			create = append(create, "--zones", extraArgs[i+1])
+			i++
+		default:
+			rest = append(rest, flag)
+		}
+	}
+	out := hub.Flotilla(create...)
 	var join []string
+	tokenFile := filepath.Join(t.TempDir(), "token")
 	for _, line := range strings.Split(out, "\n") {
-		if fields := strings.Fields(line); len(fields) > 2 && fields[0] == "flotilla" && fields[1] == "join" {
-			join = fields[1:]
+		fields := strings.Fields(line)
+		if len(fields) > 3 && strings.HasPrefix(fields[0], "FLOTILLA_TOKEN=") && fields[1] == "flotilla" && fields[2] == "join" {
+			if err := os.WriteFile(tokenFile, []byte(strings.TrimPrefix(fields[0], "FLOTILLA_TOKEN=")), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			join = append(fields[2:], "--token-file", tokenFile)
 		}
 	}
 	if join == nil {
@@ -152,15 +172,12 @@ func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.
 	}
 	// Fill in the placeholders of the printed command.
 	for i, f := range join {
-		switch f {
-		case "NAME":
-			join[i] = member.Name
-		case "MEMBER_KUBECONFIG":
+		if f == "MEMBER_KUBECONFIG" {
 			join[i] = member.Kubeconfig
 		}
 	}
 	join = append(join, "--agent-data-dir", filepath.Join(t.TempDir(), "agent-"+member.Name))
-	agent := testenv.StartBinary(t, Binary(t), "agent-"+member.Name, append(join, extraArgs...)...)
+	agent := testenv.StartBinary(t, Binary(t), "agent-"+member.Name, append(join, rest...)...)
 	testenv.Eventually(t, readyTimeout, member.Name+" joins", func() error {
 		if agent.Exited() {
 			t.Fatalf("join of %s ended:\n%s", member.Name, agent.Output())

@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/internal/hub"
+	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -37,7 +39,19 @@ func TestHubAdoptsExistingCluster(t *testing.T) {
 		}
 	}
 
+	// The cluster publishes its own cluster-info (kubeadm does); the hub must leave it alone.
+	hostInfo := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cluster-info", Namespace: "kube-public"}, Data: map[string]string{"kubeconfig": "the host's own"}}
+	if err := env.Client.Create(ctx, hostInfo); err != nil {
+		t.Fatal(err)
+	}
+
 	p := startAdoptingHub(t)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(hostInfo), hostInfo); err != nil || hostInfo.Data["kubeconfig"] != "the host's own" {
+		t.Fatalf("the hub changed the host cluster's kube-public/cluster-info: %v %v", err, hostInfo.Data)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: registration.ClusterInfoNamespace, Name: registration.ClusterInfoName}, &corev1.ConfigMap{}); err != nil {
+		t.Fatalf("the hub did not publish its own %s for agents: %v", registration.ClusterInfoName, err)
+	}
 	for _, name := range crdNames {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {

@@ -1,0 +1,307 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// startJoin runs a join in the background; it ends with the test.
+func startJoin(t *testing.T, r registration.JoinRequest, cred registration.Credential) <-chan error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- registration.Join(ctx, r, cred, func(string) {}) }()
+	return done
+}
+
+// waitPending waits until cluster has n undecided join requests and returns them.
+func waitPending(t *testing.T, hub *testenv.Env, cluster string, n int) []certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	var pending []certificatesv1.CertificateSigningRequest
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("%d join requests for %s wait", n, cluster), func() error {
+		list := &certificatesv1.CertificateSigningRequestList{}
+		if err := hub.Client.List(context.Background(), list, client.MatchingLabels{registration.LabelClusterName: cluster}); err != nil {
+			return err
+		}
+		pending = slices.DeleteFunc(list.Items, func(c certificatesv1.CertificateSigningRequest) bool { return len(c.Status.Conditions) > 0 })
+		if len(pending) != n {
+			return fmt.Errorf("%d undecided", len(pending))
+		}
+		return nil
+	})
+	return pending
+}
+
+// waitEvent waits for an event with reason about the object named regarding.
+func waitEvent(t *testing.T, hub *testenv.Env, regarding, reason string) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, "event "+reason+" about "+regarding, func() error {
+		events, err := hub.Kube.EventsV1().Events("").List(context.Background(), metav1.ListOptions{FieldSelector: "regarding.name=" + regarding})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == reason {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event among %d", reason, len(events.Items))
+	})
+}
+
+// TestRejoinOfRegisteredNameNeedsAccept: a join that presents a registered name and its (not secret) cluster
+// ID is never approved by itself; it waits, the registered agent keeps its rights, and accept with two such
+// requests refuses and lists them. An accepted re-registration takes the identity from the old agent.
+func TestRejoinOfRegisteredNameNeedsAccept(t *testing.T) {
+	ctx := context.Background()
+	oldAgent, oldCred := join(t, env, "owned", "id-owned")
+	oldUser, err := oldCred.User()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A second token holder copies the registered cluster ID.
+	newCred := registration.NewCredential(t.TempDir())
+	copycat := startJoin(t, joinRequest(t, env, "owned", "id-owned"), newCred)
+	first := waitPending(t, env, "owned", 1)[0]
+	waitEvent(t, env, first.Name, "AwaitingAcceptance")
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "owned"}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	if registration.CurrentAgentUser(cluster) != oldUser {
+		t.Fatalf("a waiting join changed the Cluster's agent to %s", registration.CurrentAgentUser(cluster))
+	}
+	if err := oldAgent.Get(ctx, client.ObjectKey{Name: "owned"}, &clusterv1alpha1.Cluster{}); err != nil {
+		t.Fatalf("the registered agent lost its access to a waiting join: %v", err)
+	}
+	select {
+	case err := <-copycat:
+		t.Fatalf("the copied-ID join ended without a decision: %v", err)
+	default:
+	}
+
+	second := startJoin(t, joinRequest(t, env, "owned", "id-owned"), registration.NewCredential(t.TempDir()))
+	pending := waitPending(t, env, "owned", 2)
+	_, err = registration.Decide(ctx, env.Client, "owned", "", true, "")
+	if err == nil {
+		t.Fatal("accept chose one of two pending requests by itself")
+	}
+	for _, want := range []string{"2 pending join requests", pending[0].Name, pending[1].Name, `cluster ID "id-owned"`, "system:bootstrap:", `labels "env=test"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("accept's refusal does not mention %q:\n%v", want, err)
+		}
+	}
+	if _, err := registration.Decide(ctx, env.Client, "owned", first.Name, true, "welcome back"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := registration.Decide(ctx, env.Client, "owned", "", false, "one is enough"); err != nil {
+		t.Fatal(err)
+	}
+	for name, done := range map[string]<-chan error{"accepted": copycat, "denied": second} {
+		select {
+		case err := <-done:
+			if (name == "accepted") != (err == nil) {
+				t.Errorf("the %s join ended with %v", name, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("the %s join did not end", name)
+		}
+	}
+	if err := agentClient(t, newCred).Get(ctx, client.ObjectKey{Name: "owned"}, &clusterv1alpha1.Cluster{}); err != nil {
+		t.Fatalf("the accepted agent has no access: %v", err)
+	}
+	testenv.Eventually(t, time.Minute, "the replaced agent loses its access", func() error {
+		if err := oldAgent.Get(ctx, client.ObjectKey{Name: "owned"}, &clusterv1alpha1.Cluster{}); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("got %v, want Forbidden", err)
+		}
+		return nil
+	})
+	if err := oldCred.Renew(ctx, time.Hour); err == nil || !strings.Contains(err.Error(), "earlier registration") {
+		t.Fatalf("renewal by the replaced agent: %v, want a denial naming the earlier registration", err)
+	}
+}
+
+// TestUnjoinedRegistrationStaysRevoked: after unjoin, the approved join request does not bring the Cluster
+// back, and after another member registers the name, the first agent's certificate has no rights and
+// cannot renew.
+func TestUnjoinedRegistrationStaysRevoked(t *testing.T) {
+	ctx := context.Background()
+	firstAgent, firstCred := join(t, env, "gen", "id-first")
+	list := &certificatesv1.CertificateSigningRequestList{}
+	if err := env.Client.List(ctx, list, client.MatchingLabels{registration.LabelClusterName: "gen"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("want the one join request of gen: %v %d", err, len(list.Items))
+	}
+	joinCSR := list.Items[0]
+
+	if err := env.Client.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "gen"}}, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "gen and its namespace are gone", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "gen"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("cluster: %v", err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: registration.ClusterNamespace("gen")}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace: %v", err)
+		}
+		return nil
+	})
+	// The approver sees the approved join request again, as after a hub restart.
+	patch := client.MergeFrom(joinCSR.DeepCopy())
+	joinCSR.Annotations["test.flotilla.io/touched"] = "true"
+	if err := env.Client.Patch(ctx, &joinCSR, patch); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "gen"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the unjoined cluster came back from its old join request: %v", err)
+		}
+	}
+
+	secondAgent, _ := join(t, env, "gen", "id-second")
+	if err := secondAgent.Get(ctx, client.ObjectKey{Name: "gen"}, &clusterv1alpha1.Cluster{}); err != nil {
+		t.Fatalf("the new registration's agent has no access: %v", err)
+	}
+	if err := firstAgent.Get(ctx, client.ObjectKey{Name: "gen"}, &clusterv1alpha1.Cluster{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the first registration's agent reads the re-registered cluster: %v, want Forbidden", err)
+	}
+	if err := firstCred.Renew(ctx, time.Hour); err == nil || !strings.Contains(err.Error(), "earlier registration") {
+		t.Fatalf("renewal by the first registration's agent: %v, want a denial naming the earlier registration", err)
+	}
+}
+
+// TestTokenRights: a token holder may not list or watch join requests; a single-use token is spent by its
+// first join; a token holds at most three joins waiting for accept (a registered name makes them wait).
+func TestTokenRights(t *testing.T) {
+	ctx := context.Background()
+	once := testGrant
+	once.SingleUse = true
+	r := joinRequestWith(t, env, "once-a", "id-once-a", once)
+	holder, err := kubernetes.NewForConfig(&rest.Config{Host: env.Config.Host, BearerToken: r.Token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the token holder may not list or watch CSRs", func() error {
+		csrs := holder.CertificatesV1().CertificateSigningRequests()
+		if _, err := csrs.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("list: %v, want Forbidden", err)
+		}
+		if _, err := csrs.Watch(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("watch: %v, want Forbidden", err)
+		}
+		return nil
+	})
+
+	if err := registration.Join(ctx, r, registration.NewCredential(t.TempDir()), func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	id, _, _ := strings.Cut(r.Token, ".")
+	testenv.Eventually(t, time.Minute, "the single-use token is deleted", func() error {
+		_, err := env.Kube.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, bootstraputil.BootstrapTokenSecretName(id), metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("token Secret: %v", err)
+		}
+		return nil
+	})
+	again := r
+	again.ClusterName = "once-b"
+	short, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := registration.Join(short, again, registration.NewCredential(t.TempDir()), func(string) {}); err == nil || !strings.Contains(err.Error(), "token") {
+		t.Fatalf("second join with a single-use token: %v, want it refused for the token", err)
+	}
+
+	// Four joins for a registered name with one token: three wait, the fourth is denied.
+	join(t, env, "crowded", "id-crowded")
+	crowd := joinRequest(t, env, "crowded", "id-crowded")
+	results := make(chan error, 4)
+	for range 4 {
+		done := startJoin(t, crowd, registration.NewCredential(t.TempDir()))
+		go func() { results <- <-done }()
+	}
+	select {
+	case err := <-results:
+		if err == nil || !strings.Contains(err.Error(), "TooManyPendingRequests") {
+			t.Fatalf("a join beyond the limit ended with %v, want TooManyPendingRequests", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no join beyond the limit was denied")
+	}
+	waitPending(t, env, "crowded", registration.MaxPendingJoinsPerToken)
+	if _, err := registration.Decide(ctx, env.Client, "crowded", "", false, "no"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestJoinDropsWhatTheTokenDoesNotAllow: labels and location a join asks for and its token does not allow
+// are dropped, and describe cluster says so; an event the agent writes is shown as the agent's, not the
+// hub's.
+func TestJoinDropsWhatTheTokenDoesNotAllow(t *testing.T) {
+	ctx := context.Background()
+	cred := registration.NewCredential(t.TempDir())
+	if err := registration.Join(ctx, joinRequestWith(t, env, "narrow", "id-narrow", registration.Grant{}), cred, func(string) {}); err != nil {
+		t.Fatal(err)
+	}
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "narrow"}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	if cluster.Labels["env"] != "" || cluster.Spec.Region != "" {
+		t.Fatalf("the join claimed what its token does not allow: labels %v region %q", cluster.Labels, cluster.Spec.Region)
+	}
+	if got := cluster.Annotations[registration.AnnotationJoinDropped]; got != "labels env=test; region eu-west-1" {
+		t.Fatalf("dropped = %q", got)
+	}
+	waitEvent(t, env, "narrow", "JoinRequestNarrowed")
+
+	agent := agentClient(t, cred)
+	forged := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "forged-", Namespace: registration.ClusterNamespace("narrow")},
+		EventTime:  metav1.NowMicro(), ReportingController: "flotilla-cluster-health", ReportingInstance: "hub", Action: "HealthChanged",
+		Reason: "AllClear", Note: "the hub says all is well", Type: corev1.EventTypeNormal,
+		// An event about a cluster-scoped object may only be written in default; the agent names its own
+		// namespace in the reference to write one anywhere near the Cluster.
+		Regarding: corev1.ObjectReference{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: "narrow", Namespace: registration.ClusterNamespace("narrow")},
+	}
+	if err := agent.Create(ctx, forged); err != nil {
+		t.Fatal(err)
+	}
+	p := testenv.StartProcess(t, "describe", "describe", "cluster", "narrow", "--kubeconfig", env.Kubeconfig)
+	if err := p.Wait(time.Minute); err != nil {
+		t.Fatalf("describe: %v\n%s", err, p.Output())
+	}
+	out := p.Output()
+	if !strings.Contains(out, "Dropped at join:") || !strings.Contains(out, "labels env=test; region eu-west-1") {
+		t.Errorf("describe does not show what the join dropped:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		switch {
+		case strings.Contains(line, "AllClear") && (!strings.Contains(line, "agent of narrow") || strings.Contains(line, "hub  ")):
+			t.Errorf("the agent's event reads as the hub's: %q", line)
+		case strings.Contains(line, "JoinRequestNarrowed") && !strings.Contains(line, "hub"):
+			t.Errorf("the hub's event is not marked as the hub's: %q", line)
+		}
+	}
+	if !strings.Contains(out, "AllClear") || !strings.Contains(out, "JoinRequestNarrowed") {
+		t.Errorf("describe misses an event:\n%s", out)
+	}
+}
