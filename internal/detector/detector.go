@@ -233,4 +233,3 @@ func (d *Detector) policies(ctx context.Context, namespace string) ([]Policy, er
 	}
 	return out, nil
 }
-
