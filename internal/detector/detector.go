@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,11 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -91,8 +94,22 @@ func Setup(mgr ctrl.Manager) error {
 		Watches(&policyv1alpha1.PropagationPolicy{}, toAll).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, toAll).
 		// A policy may select a kind before its CRD exists; the CRD's arrival is when it takes effect.
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll, builder.WithPredicates(crdEstablished)).
 		Complete(reconcile.Func(d.policiesChanged))
+}
+
+// crdEstablished passes the events of a CRD that can make a kind servable: its creation, and an update that
+// establishes it.
+var crdEstablished = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		established := func(o client.Object) bool {
+			crd, ok := o.(*apiextensionsv1.CustomResourceDefinition)
+			return ok && apiextensionshelpers.IsCRDConditionTrue(crd, apiextensionsv1.Established)
+		}
+		return !established(e.ObjectOld) && established(e.ObjectNew)
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // templateEvents maps every event of a template to its key.

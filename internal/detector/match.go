@@ -44,7 +44,7 @@ func (p Policy) precision(t *unstructured.Unstructured) int {
 		return noMatch // a PropagationPolicy sees only its own namespace
 	}
 	for _, s := range p.Spec.ResourceSelectors {
-		if Reachable(p, s, t) {
+		if reachable(p, s, t) {
 			best = max(best, selectorPrecision(s, t))
 		}
 	}

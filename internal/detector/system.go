@@ -32,14 +32,14 @@ func homeNamespace(t *unstructured.Unstructured) string {
 	return t.GetNamespace()
 }
 
-// Reachable reports whether selector s of policy p may select template t at all. Flotilla's own objects
+// reachable reports whether selector s of policy p may select template t at all. Flotilla's own objects
 // (its kinds, flotilla-system with the push credentials, the per-cluster namespaces with the Works and
 // Leases) and bootstrap-token Secrets never leave the hub, whatever a policy says: a ClusterPropagationPolicy
 // that selects every Secret must not hand a member the credentials of the others. Templates of kube-system,
 // kube-public and kube-node-lease (and those Namespace objects themselves) need an explicit opt-in: a
 // selector that names the namespace (namespace: kube-system, or name: kube-system for the Namespace), or a
 // PropagationPolicy that lives in it.
-func Reachable(p Policy, s policyv1alpha1.ResourceSelector, t *unstructured.Unstructured) bool {
+func reachable(p Policy, s policyv1alpha1.ResourceSelector, t *unstructured.Unstructured) bool {
 	gvk := t.GroupVersionKind()
 	if flotillaGroup(gvk.Group) {
 		return false

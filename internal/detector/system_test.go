@@ -58,8 +58,8 @@ func TestReachable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Reachable(tt.p, tt.s, tt.t); got != tt.want {
-				t.Fatalf("Reachable = %v, want %v", got, tt.want)
+			if got := reachable(tt.p, tt.s, tt.t); got != tt.want {
+				t.Fatalf("reachable = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -79,12 +79,18 @@ var configMapKind = schema.GroupKind{Kind: "ConfigMap"}
 func waitBindings(t *testing.T, namespace string, names []string) {
 	t.Helper()
 	testenv.Eventually(t, hangGuard, fmt.Sprintf("bindings of %d templates in %s", len(names), namespace), func() error {
+		list := &workv1alpha1.ResourceBindingList{}
+		if err := env.Client.List(context.Background(), list, client.InNamespace(namespace)); err != nil {
+			return err
+		}
+		bound := map[string]bool{}
+		for _, b := range list.Items {
+			bound[b.Name] = true
+		}
 		missing := 0
 		for _, name := range names {
-			if _, err := binding(context.Background(), configMapKind, namespace, name); apierrors.IsNotFound(err) {
+			if !bound[detector.BindingName(configMapKind, name)] {
 				missing++
-			} else if err != nil {
-				return err
 			}
 		}
 		if missing > 0 {
