@@ -78,6 +78,11 @@ func TestPolicyAfterTemplates(t *testing.T) {
 		})
 	}
 
+	// As on any hub in use, some policy selects Deployments already: the templates the new policy takes
+	// come from its policy pass, not from the first look at a newly watched kind.
+	if err := hub.Client.Create(ctx, propagationPolicy("unrelated", deploymentSelector("unrelated"), placementOn("m1"))); err != nil {
+		t.Fatal(err)
+	}
 	first := createBatch("first", 100)
 	policy := propagationPolicy("batches", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment",
 		LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
