@@ -44,14 +44,18 @@ func (p Policy) precision(t *unstructured.Unstructured) int {
 		return noMatch // a PropagationPolicy sees only its own namespace
 	}
 	for _, s := range p.Spec.ResourceSelectors {
-		best = max(best, selectorPrecision(s, t))
+		if reachable(p, s, t) {
+			best = max(best, selectorPrecision(s, t))
+		}
 	}
 	return best
 }
 
+// selectorPrecision compares group and kind, not version: one object served under two versions of its kind
+// (autoscaling/v1 and v2, a CRD's v1beta1 and v1) is one template, whichever version a selector names.
 func selectorPrecision(s policyv1alpha1.ResourceSelector, t *unstructured.Unstructured) int {
 	gv, err := schema.ParseGroupVersion(s.APIVersion)
-	if err != nil || gv.WithKind(s.Kind) != t.GroupVersionKind() {
+	if err != nil || gv.WithKind(s.Kind).GroupKind() != t.GroupVersionKind().GroupKind() {
 		return noMatch
 	}
 	if s.Namespace != "" && s.Namespace != t.GetNamespace() {

@@ -26,7 +26,8 @@ func TestChoose(t *testing.T) {
 	byName := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	byLabel := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}}
 	otherName := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}
-	wrongVersion := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1beta1", Kind: "Deployment"}
+	otherVersion := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1beta1", Kind: "Deployment"}
+	otherGroup := policyv1alpha1.ResourceSelector{APIVersion: "extensions/v1beta1", Kind: "Deployment"}
 
 	tests := []struct {
 		name     string
@@ -34,7 +35,8 @@ func TestChoose(t *testing.T) {
 		claimed  *Policy
 		want     string
 	}{
-		{"none matches", []Policy{policy("shop", "p", 0, "", otherName), policy("", "c", 0, "", wrongVersion)}, nil, ""},
+		{"none matches", []Policy{policy("shop", "p", 0, "", otherName), policy("", "c", 0, "", otherGroup)}, nil, ""},
+		{"another version of the kind is the same template", []Policy{policy("", "c", 0, "", otherVersion)}, nil, "/c"},
 		{"another namespace's policy does not see it", []Policy{policy("other", "p", 0, "", kind)}, nil, ""},
 		{"higher priority wins", []Policy{policy("shop", "low", 1, "", byName), policy("", "high", 5, "", kind)}, nil, "/high"},
 		{"name beats labels beats kind", []Policy{policy("shop", "a", 0, "", kind), policy("shop", "b", 0, "", byLabel), policy("shop", "c", 0, "", byName)}, nil, "shop/c"},
@@ -57,19 +59,5 @@ func TestChoose(t *testing.T) {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestBindingName(t *testing.T) {
-	if got := BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web"); got != "web-deployment" {
-		t.Fatal(got)
-	}
-	if got := BindingName(schema.GroupKind{Kind: "Service"}, "web"); got != "web-service" {
-		t.Fatal(got)
-	}
-	a := BindingName(schema.GroupKind{Group: "example.com", Kind: "Deployment"}, "web")
-	b := BindingName(schema.GroupKind{Group: "other.io", Kind: "Deployment"}, "web")
-	if a == b || a == "web-deployment" {
-		t.Fatalf("groups collide: %s %s", a, b)
 	}
 }

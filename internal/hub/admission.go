@@ -15,11 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
-// overrideValuesPolicy is the name of the admission policy (and its binding) that checks override values.
+// overrideValuesPolicy is the name of the admission policy (and its binding) that checks override values
+// and paths.
 const overrideValuesPolicy = "flotilla-override-values"
+
+// agentWorksPolicy is the name of the admission policy (and its binding) that limits what agents change in
+// their Works.
+const agentWorksPolicy = "flotilla-agent-works"
 
 // valueRequired is a CEL check that every operation in ops (a list of {operator, value}) that adds or
 // replaces has a value.
@@ -27,9 +34,23 @@ func valueRequired(ops string) string {
 	return fmt.Sprintf("%s.all(o, o.operator == 'remove' || has(o.value))", ops)
 }
 
-// overrideValuesAdmission rejects override operations that could never apply: add or replace without a value.
-// The CRD's own rules cannot see `value` (schemaless JSON); an admission policy evaluates the object as it
-// is.
+// reachesIdentity is a CEL check that the JSON pointer path is, contains or lies under apiVersion, kind,
+// metadata.name or metadata.namespace: an override there would make the manifest another object (another
+// kind, or an object in a namespace its author cannot reach). A pointer has one spelling for each field
+// (~0 and ~1 only escape ~ and /), so comparing strings is enough.
+func reachesIdentity(path string) string {
+	return fmt.Sprintf("(%[1]s in ['/apiVersion', '/kind', '/metadata', '/metadata/name', '/metadata/namespace'] || "+
+		"['/apiVersion/', '/kind/', '/metadata/name/', '/metadata/namespace/'].exists(p, %[1]s.startsWith(p)))", path)
+}
+
+// identityMessage ends every refusal of an override path that reaches an object's identity.
+const identityMessage = "Forbidden: an override may not change apiVersion, kind, metadata.name or metadata.namespace (nor metadata as a whole)"
+
+// overrideValuesAdmission rejects override operations that could never apply (add or replace without a
+// value) and overriders that reach an object's identity: plaintext operations, field overriders and image
+// overriders with a path. (Labels, annotations, command and args cannot reach it.) The CRD's own rules
+// cannot see `value` (schemaless JSON); an admission policy evaluates the object as it is. The override
+// engine refuses identity changes too, whatever their path.
 func overrideValuesAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	eachRule := func(check string) string {
 		return "!has(object.spec.overrideRules) || object.spec.overrideRules.all(r, !has(r.overriders) || " + check + ")"
@@ -55,15 +76,76 @@ func overrideValuesAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 						"(!has(f.json) || " + valueRequired("f.json") + ") && (!has(f.yaml) || " + valueRequired("f.yaml") + "))"),
 					Message: "spec.overrideRules[].overriders.fieldOverrider[].json[]/yaml[].value: Required value: value is required for add and replace",
 				},
+				{
+					Expression: eachRule("!has(r.overriders.plaintext) || r.overriders.plaintext.all(o, !" + reachesIdentity("o.path") + ")"),
+					Message:    "spec.overrideRules[].overriders.plaintext[].path: " + identityMessage,
+				},
+				{
+					Expression: eachRule("!has(r.overriders.fieldOverrider) || r.overriders.fieldOverrider.all(f, !" + reachesIdentity("f.fieldPath") + ")"),
+					Message:    "spec.overrideRules[].overriders.fieldOverrider[].fieldPath: " + identityMessage,
+				},
+				{
+					Expression: eachRule("!has(r.overriders.imageOverrider) || r.overriders.imageOverrider.all(i, " +
+						"!has(i.predicate) || !" + reachesIdentity("i.predicate.path") + ")"),
+					Message: "spec.overrideRules[].overriders.imageOverrider[].predicate.path: " + identityMessage,
+				},
 			},
 		},
 	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: overrideValuesPolicy},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: overrideValuesPolicy,
+	return policy, bindingFor(policy)
+}
+
+// unchanged is a CEL check that an update leaves the field of metadata as it was (both absent counts).
+func unchanged(field string) string {
+	return fmt.Sprintf("has(object.metadata.%[1]s) == has(oldObject.metadata.%[1]s) && "+
+		"(!has(object.metadata.%[1]s) || object.metadata.%[1]s == oldObject.metadata.%[1]s)", field)
+}
+
+// agentWorksAdmission lets an agent change nothing of a Work but its status (a subresource of its own) and
+// its finalizers, of which it may only remove: its role grants update on Works for the finalizer, and
+// without this an agent could rewrite what its cluster runs, or a Work's labels and so the binding it
+// reports to.
+func agentWorksAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	const message = "an agent may change only a Work's status and remove its finalizers"
+	forbidden := ptr.To(metav1.StatusReasonForbidden)
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: agentWorksPolicy},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{workv1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
+						Resources: []string{"works"}},
+				},
+			}}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{
+				Name: "agents", Expression: fmt.Sprintf("%q in request.userInfo.groups", registration.AgentGroup),
+			}},
+			// Forbidden rather than Invalid: the request is well formed, the requester may not make it.
+			Validations: []admissionregistrationv1.Validation{
+				{Expression: "object.spec == oldObject.spec", Message: "spec: " + message, Reason: forbidden},
+				{Expression: unchanged("labels"), Message: "metadata.labels: " + message, Reason: forbidden},
+				{Expression: unchanged("annotations"), Message: "metadata.annotations: " + message, Reason: forbidden},
+				{Expression: unchanged("ownerReferences"), Message: "metadata.ownerReferences: " + message, Reason: forbidden},
+				{
+					Expression: "!has(object.metadata.finalizers) || object.metadata.finalizers.all(f, " +
+						"has(oldObject.metadata.finalizers) && f in oldObject.metadata.finalizers)",
+					Message: "metadata.finalizers: " + message, Reason: forbidden,
+				},
+			},
+		},
+	}
+	return policy, bindingFor(policy)
+}
+
+// bindingFor binds an admission policy cluster-wide, denying what it rejects.
+func bindingFor(policy *admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
 	}
-	return policy, binding
 }
 
 // InstallAdmission installs (or restores) the hub's admission policies. The API server enforces them a
@@ -73,13 +155,19 @@ func InstallAdmission(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	policy, binding := overrideValuesAdmission()
-	wantPolicy, wantBinding := policy.Spec, binding.Spec
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, policy, func() error { policy.Spec = wantPolicy; return nil }); err != nil {
-		return fmt.Errorf("admission policy %s: %w", policy.Name, err)
-	}
-	if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error { binding.Spec = wantBinding; return nil }); err != nil {
-		return fmt.Errorf("admission policy binding %s: %w", binding.Name, err)
+	// The override policy goes last: WaitForAdmission probes it, and the API server loads policies in the
+	// order they were written.
+	for _, admission := range []func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding){
+		agentWorksAdmission, overrideValuesAdmission,
+	} {
+		policy, binding := admission()
+		wantPolicy, wantBinding := policy.Spec, binding.Spec
+		if _, err := controllerutil.CreateOrUpdate(ctx, c, policy, func() error { policy.Spec = wantPolicy; return nil }); err != nil {
+			return fmt.Errorf("admission policy %s: %w", policy.Name, err)
+		}
+		if _, err := controllerutil.CreateOrUpdate(ctx, c, binding, func() error { binding.Spec = wantBinding; return nil }); err != nil {
+			return fmt.Errorf("admission policy binding %s: %w", binding.Name, err)
+		}
 	}
 	return nil
 }

@@ -76,6 +76,9 @@ func Apply(manifest *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster
 			if err := applyOverriders(work, &rule.Overriders); err != nil {
 				return nil, fmt.Errorf("%s, overrideRules[%d]: %w", p.ID(), i, err)
 			}
+			if err := sameIdentity(manifest, work); err != nil {
+				return nil, fmt.Errorf("%s, overrideRules[%d]: %w", p.ID(), i, err)
+			}
 			used = true
 		}
 		if used {
@@ -84,6 +87,25 @@ func Apply(manifest *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster
 	}
 	manifest.Object = work.Object
 	return applied, nil
+}
+
+// sameIdentity refuses a result that is another object than the template: a changed group, kind, name or
+// namespace would apply (and later delete) an object that no template describes, possibly in a namespace
+// the policy's author cannot reach. Admission refuses overriders that touch these fields; this also holds
+// for policies admitted before that rule existed or that reach them another way.
+func sameIdentity(template, result *unstructured.Unstructured) error {
+	want, got := template.GroupVersionKind().GroupKind(), result.GroupVersionKind().GroupKind()
+	for _, f := range []struct{ field, want, got string }{
+		{"the API group", want.Group, got.Group},
+		{"kind", want.Kind, got.Kind},
+		{"metadata.name", template.GetName(), result.GetName()},
+		{"metadata.namespace", template.GetNamespace(), result.GetNamespace()},
+	} {
+		if f.want != f.got {
+			return fmt.Errorf("an override may not change %s (%q to %q)", f.field, f.want, f.got)
+		}
+	}
+	return nil
 }
 
 func applyOverriders(m *unstructured.Unstructured, o *policyv1alpha1.Overriders) error {

@@ -149,3 +149,48 @@ func TestFieldOverrider(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// TestApplyKeepsIdentity: overrides that would turn the manifest into another object are refused by Apply,
+// even when admission did not see them (policies admitted before the rule, or paths it cannot foresee).
+func TestApplyKeepsIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    policyv1alpha1.Overriders
+		want string
+	}{
+		{"name by plaintext", policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/metadata/name", Operator: "replace", Value: rawJSON(`"kube-proxy"`)}}}, `metadata.name ("web" to "kube-proxy")`},
+		{"namespace by plaintext", policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/metadata/namespace", Operator: "replace", Value: rawJSON(`"kube-system"`)}}}, `metadata.namespace ("shop" to "kube-system")`},
+		{"namespace removed", policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/metadata/namespace", Operator: "remove"}}}, `metadata.namespace ("shop" to "")`},
+		{"whole metadata", policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/metadata", Operator: "replace", Value: rawJSON(`{"name":"other","namespace":"shop"}`)}}}, `metadata.name ("web" to "other")`},
+		{"kind", policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/kind", Operator: "replace", Value: rawJSON(`"DaemonSet"`)}}}, `kind ("Deployment" to "DaemonSet")`},
+		{"group", policyv1alpha1.Overriders{Plaintext: []policyv1alpha1.PlaintextOverrider{
+			{Path: "/apiVersion", Operator: "replace", Value: rawJSON(`"extensions/v1beta1"`)}}}, `the API group ("apps" to "extensions")`},
+		{"name through an image overrider's path", policyv1alpha1.Overriders{ImageOverrider: []policyv1alpha1.ImageOverrider{
+			{Predicate: &policyv1alpha1.ImagePredicate{Path: "/metadata/name"}, Component: "Repository", Operator: "replace", Value: "api"}}},
+			`metadata.name ("web" to "api")`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := manifest(t, web)
+			policies := []Policy{{Namespace: "shop", Name: "old", Spec: &policyv1alpha1.OverrideSpec{OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: tc.o}}}}}
+			_, err := Apply(m, &clusterv1alpha1.Cluster{}, policies)
+			if err == nil || !strings.Contains(err.Error(), "OverridePolicy/shop/old, overrideRules[0]: an override may not change "+tc.want) {
+				t.Fatalf("error = %v", err)
+			}
+			if m.GetName() != "web" || m.GetNamespace() != "shop" || m.GetKind() != "Deployment" {
+				t.Fatalf("the manifest changed: %s %s/%s", m.GetKind(), m.GetNamespace(), m.GetName())
+			}
+		})
+	}
+	// A version of the same group is the same object.
+	m := manifest(t, web)
+	sameGroup := []Policy{{Name: "v", Spec: &policyv1alpha1.OverrideSpec{OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: policyv1alpha1.Overriders{
+		Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/apiVersion", Operator: "replace", Value: rawJSON(`"apps/v1beta2"`)}}}}}}}}
+	if _, err := Apply(m, &clusterv1alpha1.Cluster{}, sameGroup); err != nil {
+		t.Fatal(err)
+	}
+}

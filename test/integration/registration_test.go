@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -162,6 +163,14 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 		},
 		"get the other cluster's Work": func() error {
 			return agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-b", Name: "w"}, &workv1alpha1.Work{})
+		},
+		"change own Work spec": func() error {
+			w := &workv1alpha1.Work{}
+			if err := agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-a", Name: "w"}, w); err != nil {
+				return err
+			}
+			w.Spec.SuspendDispatching = ptr.To(true)
+			return agentA.Update(ctx, w)
 		},
 		"create a Work": func() error {
 			return agentA.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "flotilla-cluster-iso-a"}})

@@ -133,6 +133,30 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"cluster override policy with an unknown labels operator",
 			policy("ClusterOverridePolicy", "  overrideRules:\n    - overriders:\n        labelsOverrider:\n          - {operator: merge, value: {a: b}}\n"),
 			[]string{"spec.overrideRules[0].overriders.labelsOverrider[0].operator", `Unsupported value: "merge"`}},
+		{"plaintext override of metadata.name",
+			op("        plaintext:\n          - {path: /metadata/name, operator: replace, value: kube-proxy}\n"),
+			[]string{"spec.overrideRules[].overriders.plaintext[].path: Forbidden", "may not change apiVersion, kind, metadata.name or metadata.namespace"}},
+		{"plaintext removal of metadata.namespace",
+			op("        plaintext:\n          - {path: /metadata/namespace, operator: remove}\n"),
+			[]string{"spec.overrideRules[].overriders.plaintext[].path: Forbidden"}},
+		{"plaintext override of the whole metadata",
+			op("        plaintext:\n          - {path: /metadata, operator: replace, value: {name: x}}\n"),
+			[]string{"spec.overrideRules[].overriders.plaintext[].path: Forbidden", "nor metadata as a whole"}},
+		{"plaintext override of kind",
+			op("        plaintext:\n          - {path: /kind, operator: replace, value: DaemonSet}\n"),
+			[]string{"spec.overrideRules[].overriders.plaintext[].path: Forbidden"}},
+		{"plaintext override of apiVersion",
+			policy("ClusterOverridePolicy", "  overrideRules:\n    - overriders:\n        plaintext:\n          - {path: /apiVersion, operator: replace, value: v1}\n"),
+			[]string{"spec.overrideRules[].overriders.plaintext[].path: Forbidden"}},
+		{"plaintext override below metadata.name",
+			op("        plaintext:\n          - {path: /metadata/name/0, operator: add, value: x}\n"),
+			[]string{"spec.overrideRules[].overriders.plaintext[].path: Forbidden"}},
+		{"field overrider of metadata.name",
+			op("        fieldOverrider:\n          - fieldPath: /metadata/name\n            yaml: [{subPath: /a, operator: remove}]\n"),
+			[]string{"spec.overrideRules[].overriders.fieldOverrider[].fieldPath: Forbidden"}},
+		{"image overrider with a path to metadata.namespace",
+			op("        imageOverrider:\n          - {predicate: {path: /metadata/namespace}, component: Repository, operator: replace, value: kube-system}\n"),
+			[]string{"spec.overrideRules[].overriders.imageOverrider[].predicate.path: Forbidden"}},
 		{"cluster with an unknown syncMode", cluster("  syncMode: Both\n"),
 			[]string{"spec.syncMode", `Unsupported value: "Both"`, `"Push", "Pull"`}},
 		{"push cluster without apiEndpoint", cluster("  syncMode: Push\n  secretRef: {namespace: flotilla-system, name: x}\n"),
@@ -170,5 +194,16 @@ func TestInvalidObjectsRejected(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestOverridesNextToIdentityAccepted: the identity rule refuses only the identity: labels, annotations and
+// fields whose names merely start like an identity field are overridden as before.
+func TestOverridesNextToIdentityAccepted(t *testing.T) {
+	for _, path := range []string{"/metadata/labels/app", "/metadata/annotations/a~1b", "/metadata/namespaces", "/kinds", "/spec/template/metadata/name"} {
+		obj := policy("OverridePolicy", "  overrideRules:\n    - overriders:\n        plaintext:\n          - {path: "+path+", operator: add, value: x}\n")
+		if err := createDryRun(parseObject(t, obj)); err != nil {
+			t.Errorf("override of %s refused: %v", path, err)
+		}
 	}
 }
