@@ -185,7 +185,7 @@ func TestLongTemplateNamesAreBound(t *testing.T) {
 // token, nothing of kube-system unless a selector names it.
 func TestSystemObjectsStayOnTheHub(t *testing.T) {
 	ctx := context.Background()
-	token, err := registration.CreateToken(ctx, env.Kube, time.Hour, "detector test")
+	token, err := registration.CreateToken(ctx, env.Kube, time.Hour, "detector test", registration.Grant{})
 	if err != nil {
 		t.Fatal(err)
 	}

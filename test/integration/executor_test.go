@@ -60,7 +60,7 @@ func manifest(t *testing.T, obj client.Object) workv1alpha1.Manifest {
 	return workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
 }
 
-func configMap(namespace, name string, annotations map[string]string) *corev1.ConfigMap {
+func annotatedConfigMap(namespace, name string, annotations map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: annotations},
 		Data: map[string]string{"k": "v"}}
 }
@@ -138,7 +138,7 @@ func deleteWork(t *testing.T, w *workv1alpha1.Work) {
 func TestExecutorLetsGoWithoutDeletingWhatItDidNotCreate(t *testing.T) {
 	ctx := context.Background()
 	ensureNamespace(t, "exec-existing")
-	foreign := configMap("exec-existing", "foreign", nil)
+	foreign := annotatedConfigMap("exec-existing", "foreign", nil)
 	if err := env.Client.Create(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestExecutorLetsGoWithoutDeletingWhatItDidNotCreate(t *testing.T) {
 	e := newExecutor(t, env.Client, nil)
 	w := createWork(t, "exec-works", "adopter", nil, policyv1alpha1.ConflictOverwrite,
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-existing"}},
-		configMap("exec-existing", "foreign", nil), configMap("exec-existing", "own", nil), pvc)
+		annotatedConfigMap("exec-existing", "foreign", nil), annotatedConfigMap("exec-existing", "own", nil), pvc)
 	w, err := reconcile(t, e, w)
 	if err != nil || !meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
 		t.Fatalf("apply: %v, conditions %+v", err, w.Status.Conditions)
@@ -162,10 +162,10 @@ func TestExecutorLetsGoWithoutDeletingWhatItDidNotCreate(t *testing.T) {
 	if w, err = reconcile(t, e, w); err != nil || w != nil {
 		t.Fatalf("finalize: %v, Work %v", err, w)
 	}
-	if present(t, configMap("exec-existing", "own", nil)) {
+	if present(t, annotatedConfigMap("exec-existing", "own", nil)) {
 		t.Fatal("the ConfigMap the Work created is still there")
 	}
-	for _, kept := range []client.Object{configMap("exec-existing", "foreign", nil), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-existing"}},
+	for _, kept := range []client.Object{annotatedConfigMap("exec-existing", "foreign", nil), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-existing"}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "exec-existing", Name: "data"}}} {
 		if !present(t, kept) {
 			t.Fatalf("%T %s was deleted with the Work", kept, client.ObjectKeyFromObject(kept))
@@ -189,11 +189,11 @@ func TestExecutorPrunesWhatALostStatusWriteApplied(t *testing.T) {
 			return c.SubResource(sub).Update(ctx, obj, opts...)
 		},
 	})
-	w := createWork(t, "exec-works", "lost-status", nil, "", configMap("exec-lost", "a", nil), configMap("exec-lost", "b", nil))
+	w := createWork(t, "exec-works", "lost-status", nil, "", annotatedConfigMap("exec-lost", "a", nil), annotatedConfigMap("exec-lost", "b", nil))
 	if _, err := reconcile(t, newExecutor(t, lossy, nil), w); !apierrors.IsConflict(err) {
 		t.Fatalf("the status write was not lost: %v", err)
 	}
-	if !present(t, configMap("exec-lost", "b", nil)) {
+	if !present(t, annotatedConfigMap("exec-lost", "b", nil)) {
 		t.Fatal("b was not applied")
 	}
 
@@ -208,10 +208,10 @@ func TestExecutorPrunesWhatALostStatusWriteApplied(t *testing.T) {
 	if _, err := reconcile(t, newExecutor(t, env.Client, nil), w); err != nil {
 		t.Fatal(err)
 	}
-	if present(t, configMap("exec-lost", "b", nil)) {
+	if present(t, annotatedConfigMap("exec-lost", "b", nil)) {
 		t.Fatal("b, dropped from the Work, is still in the member")
 	}
-	if !present(t, configMap("exec-lost", "a", nil)) {
+	if !present(t, annotatedConfigMap("exec-lost", "a", nil)) {
 		t.Fatal("a is gone")
 	}
 }
@@ -221,7 +221,7 @@ func TestExecutorPrunesWhatALostStatusWriteApplied(t *testing.T) {
 func TestExecutorRecreatesADeletedNamespace(t *testing.T) {
 	ctx := context.Background()
 	e := newExecutor(t, env.Client, nil)
-	w := createWork(t, "exec-works", "in-gone", nil, "", configMap("exec-gone", "c", nil))
+	w := createWork(t, "exec-works", "in-gone", nil, "", annotatedConfigMap("exec-gone", "c", nil))
 	if w, err := reconcile(t, e, w); err != nil || !meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
 		t.Fatalf("apply: %v", err)
 	}
@@ -239,7 +239,7 @@ func TestExecutorRecreatesADeletedNamespace(t *testing.T) {
 	if err != nil || !meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
 		t.Fatalf("apply after the namespace was deleted: %v, %+v", err, manifestCondition(w, "c"))
 	}
-	if !present(t, configMap("exec-gone", "c", nil)) {
+	if !present(t, annotatedConfigMap("exec-gone", "c", nil)) {
 		t.Fatal("the ConfigMap was not created again")
 	}
 
@@ -257,7 +257,7 @@ func TestExecutorRecreatesADeletedNamespace(t *testing.T) {
 // applies nothing into another namespace or at cluster scope, whatever its manifests say.
 func TestExecutorRefusesManifestsOutsideTheBindingNamespace(t *testing.T) {
 	labels := map[string]string{workv1alpha1.LabelBindingNamespace: "exec-team-a", workv1alpha1.LabelBindingName: "web"}
-	w := createWork(t, "exec-works", "exec-team-a.web", labels, "", configMap("exec-team-a", "inside", nil), configMap("exec-team-b", "outside", nil),
+	w := createWork(t, "exec-works", "exec-team-a.web", labels, "", annotatedConfigMap("exec-team-a", "inside", nil), annotatedConfigMap("exec-team-b", "outside", nil),
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-team-c"}})
 	w, err := reconcile(t, newExecutor(t, env.Client, nil), w)
 	if err != nil {
@@ -271,7 +271,7 @@ func TestExecutorRefusesManifestsOutsideTheBindingNamespace(t *testing.T) {
 			t.Fatalf("manifest %s: %+v, want %s", name, c, execution.ReasonNamespaceMismatch)
 		}
 	}
-	if present(t, configMap("exec-team-b", "outside", nil)) || present(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-team-c"}}) {
+	if present(t, annotatedConfigMap("exec-team-b", "outside", nil)) || present(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "exec-team-c"}}) {
 		t.Fatal("an object outside the binding's namespace was applied")
 	}
 }
@@ -280,7 +280,7 @@ func TestExecutorRefusesManifestsOutsideTheBindingNamespace(t *testing.T) {
 // NotFound, the executor does not apply over it: the object stays as its owner made it.
 func TestExecutorRetriesAReadErrorInsteadOfForcing(t *testing.T) {
 	ensureNamespace(t, "exec-guarded")
-	guarded := configMap("exec-guarded", "guarded", nil)
+	guarded := annotatedConfigMap("exec-guarded", "guarded", nil)
 	if err := env.Client.Create(context.Background(), guarded); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestExecutorRetriesAReadErrorInsteadOfForcing(t *testing.T) {
 			return rt.RoundTrip(r)
 		})
 	})
-	changed := configMap("exec-guarded", "guarded", nil)
+	changed := annotatedConfigMap("exec-guarded", "guarded", nil)
 	changed.Data = map[string]string{"k": "flotilla's"}
 	w := createWork(t, "exec-works", "guarded", nil, policyv1alpha1.ConflictOverwrite, changed)
 	w, _ = reconcile(t, newExecutor(t, env.Client, cfg), w)
