@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +51,10 @@ const templateWorkers = 4
 // unservedRetry is how soon the policies are looked at again while one selects a kind the hub does not serve.
 // A CRD's arrival wakes them at once; this covers kinds that come from an aggregated API.
 const unservedRetry = 30 * time.Second
+
+// discoveryRetry is how soon they are looked at again when a CRD defines the kind but the hub's discovery
+// does not list it yet: an established CRD can take a moment to appear there.
+const discoveryRetry = time.Second
 
 // Detector is the template reconciler.
 type Detector struct {
@@ -173,7 +178,13 @@ func (d *Detector) policiesChanged(ctx context.Context, _ reconcile.Request) (re
 				errs = append(errs, err)
 			} else if !served {
 				ctrl.LoggerFrom(ctx).Info("policy selects a kind the hub does not serve yet", "kind", s.Kind, "apiVersion", s.APIVersion, "policy", p.Name)
-				result.RequeueAfter = unservedRetry
+				retry := unservedRetry
+				if d.crdDefines(ctx, gv.WithKind(s.Kind).GroupKind()) {
+					retry = discoveryRetry
+				}
+				if result.RequeueAfter == 0 || retry < result.RequeueAfter {
+					result.RequeueAfter = retry
+				}
 			}
 		}
 	}
@@ -224,6 +235,17 @@ func (d *Detector) watch(gk schema.GroupKind) (bool, error) {
 	}
 	d.watched[gk] = mapping.GroupVersionKind.Version
 	return true, nil
+}
+
+// crdDefines reports whether a CRD in the cache defines gk.
+func (d *Detector) crdDefines(ctx context.Context, gk schema.GroupKind) bool {
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := d.client.List(ctx, crds); err != nil {
+		return false
+	}
+	return slices.ContainsFunc(crds.Items, func(crd apiextensionsv1.CustomResourceDefinition) bool {
+		return crd.Spec.Group == gk.Group && crd.Spec.Names.Kind == gk.Kind
+	})
 }
 
 // policies lists the PropagationPolicies of namespace (all namespaces when empty) and every
