@@ -44,9 +44,9 @@ type Key struct {
 	Namespace, Name string
 }
 
-// templateWorkers is how many templates are claimed at once: a policy created after a thousand templates
-// claims them all in one pass.
-const templateWorkers = 4
+// templateWorkers is how many templates are claimed at once, as many as the hub's other controllers run (in
+// a burst of 100 Deployments on 2 members, 8 rather than 4 brought scheduled p99 from 9.1 s to 7.8 s).
+const templateWorkers = 8
 
 // unservedRetry is how soon the policies are looked at again while one selects a kind the hub does not serve.
 // A CRD's arrival wakes them at once; this covers kinds that come from an aggregated API.
