@@ -1,8 +1,13 @@
 package testenv
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Eventually calls check every 100ms until it returns nil, and fails the test with check's last error when
@@ -20,4 +25,17 @@ func Eventually(t testing.TB, timeout time.Duration, what string, check func() e
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// EventuallyGone waits until reading obj answers NotFound; any other answer, an error included, means it may
+// still be there.
+func EventuallyGone(t testing.TB, c client.Reader, obj client.Object, timeout time.Duration) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	Eventually(t, timeout, fmt.Sprintf("%T %s gone", obj, key), func() error {
+		if err := c.Get(context.Background(), key, obj); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
 }

@@ -229,12 +229,7 @@ func TestExecutorRecreatesADeletedNamespace(t *testing.T) {
 	if err := env.Client.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, "namespace exec-gone deleted", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
+	testenv.EventuallyGone(t, env.Client, ns, time.Minute)
 	w, err := reconcile(t, e, w)
 	if err != nil || !meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
 		t.Fatalf("apply after the namespace was deleted: %v, %+v", err, manifestCondition(w, "c"))

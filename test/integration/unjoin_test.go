@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,12 +91,7 @@ func TestExecutorKeepsObjectsOfAClusterLeavingTheHub(t *testing.T) {
 	if err := env.Client.Delete(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, "Cluster leaving gone", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
+	testenv.EventuallyGone(t, env.Client, cluster, time.Minute)
 	if err := client.IgnoreNotFound(env.Client.Delete(ctx, orphaned)); err != nil {
 		t.Fatal(err)
 	}
@@ -168,10 +162,5 @@ func TestClusterDeletedWithoutUnjoinDoesNotHang(t *testing.T) {
 	if err := env.Client.Delete(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, "the namespace of the deleted cluster gone", func() error {
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
-		}
-		return nil
-	})
+	testenv.EventuallyGone(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, time.Minute)
 }
