@@ -18,7 +18,7 @@ const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // apiserverOptions configures kube-apiserver as a hub or member needs it: client-certificate and
 // bootstrap-token authentication, RBAC, aggregation through the front-proxy CA, storage in etcd with Secrets
-// encrypted, no profiling endpoints.
+// encrypted, events rate-limited per namespace, no profiling endpoints.
 func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS) *apiserveroptions.ServerRunOptions {
 	s := apiserveroptions.NewServerRunOptions()
 
@@ -55,6 +55,8 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	s.ProxyClientKeyFile = pki.FrontProxyClientKey()
 
 	s.Authorization.Modes = []string{"Node", "RBAC"}
+	s.Admission.GenericAdmission.EnablePlugins = []string{"EventRateLimit"}
+	s.Admission.GenericAdmission.ConfigFile = admissionConfig(c.DataDir)
 
 	// On shutdown, drain ordinary requests and give long-running ones (watches of agents in other processes)
 	// two seconds instead of the request timeout of a minute.

@@ -156,6 +156,9 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 
 	apiCtx, stopAPIServer := context.WithCancel(context.WithoutCancel(ctx))
 	cp.stopAPIServer, cp.apiServerDone = stopAPIServer, make(chan struct{})
+	if err := writeAdmissionConfig(c.DataDir); err != nil {
+		return nil, err
+	}
 	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
 	go func() {
 		defer close(cp.apiServerDone)
