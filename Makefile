@@ -14,7 +14,7 @@ LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli.Version=$(VERSI
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
-.PHONY: all build run generate verify test test-unit test-integration test-e2e bench-smoke no-leftovers clean
+.PHONY: all build run generate verify check-imports test test-unit test-integration test-e2e bench-smoke no-leftovers clean
 
 all: build
 
@@ -40,6 +40,18 @@ verify: generate
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	cd api && $(GO) vet ./...
+	@$(MAKE) -s check-imports
+
+# The layout's import rules: api/ imports no internal package, and the decision packages (placement, overrides,
+# interpretation, bindings) never import what talks to members or runs control planes.
+DECISION_PKGS := detector scheduler override interpreter binding
+RUNTIME_PKGS  := execution|agent|controlplane|devenv|hub|cli|bench
+check-imports:
+	@if (cd api && $(GO) list -deps ./...) | grep -q 'flotilla-io/flotilla/internal'; then echo "api/ imports an internal package"; exit 1; fi
+	@for p in $(DECISION_PKGS); do \
+	  bad=$$($(GO) list -deps ./internal/$$p | grep -E 'flotilla-io/flotilla/internal/($(RUNTIME_PKGS))$$'); \
+	  if [ -n "$$bad" ]; then echo "internal/$$p must not import: $$bad"; exit 1; fi; \
+	done
 
 ## test: every tier — verify, unit, integration, e2e, a tiny run of each benchmark — and no process left behind
 test: verify test-unit test-integration test-e2e bench-smoke no-leftovers
