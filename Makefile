@@ -44,7 +44,7 @@ verify: generate
 
 # The layout's import rules: api/ imports no internal package, and the decision packages (placement, overrides,
 # interpretation, bindings) never import what talks to members or runs control planes.
-DECISION_PKGS := detector scheduler override interpreter binding
+DECISION_PKGS := detector scheduler override interpreter binding selection
 RUNTIME_PKGS  := execution|agent|controlplane|devenv|hub|cli|bench
 check-imports:
 	@if (cd api && $(GO) list -deps ./...) | grep -q 'flotilla-io/flotilla/internal'; then echo "api/ imports an internal package"; exit 1; fi
@@ -61,7 +61,7 @@ test-unit:
 	$(GO) test $(UNIT_PKGS)
 	cd api && $(GO) test ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime 5s ./internal/override
-	$(GO) test -run '^$$' -fuzz '^FuzzAffinityMatches$$' -fuzztime 5s ./internal/scheduler
+	$(GO) test -run '^$$' -fuzz '^FuzzCluster$$' -fuzztime 5s ./internal/selection
 
 ## test-integration: real control planes in-process and hub processes started by the tests
 test-integration:

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/execution"
@@ -137,7 +138,7 @@ func report(ctx context.Context, cred registration.Credential, member *execution
 	// client-go's default of 5 requests/s made a burst of Works queue for seconds on the agent's side; the
 	// hub's API priority and fairness, not a client limit, is what protects it from many agents.
 	hubConfig.QPS, hubConfig.Burst = 100, 200
-	namespace := registration.ClusterNamespace(cluster)
+	namespace := clusterv1alpha1.ClusterNamespace(cluster)
 	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},

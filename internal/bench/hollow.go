@@ -81,7 +81,7 @@ func joinHollow(ctx context.Context, hub hubAccess, dir, name string, mapper met
 		return nil, err
 	}
 	works, err := cache.New(cfg, cache.Options{Scheme: scheme.New(), Mapper: mapper,
-		DefaultNamespaces: map[string]cache.Config{registration.ClusterNamespace(name): {}}})
+		DefaultNamespaces: map[string]cache.Config{clusterv1alpha1.ClusterNamespace(name): {}}})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 	defer a.mu.Unlock()
 	if a.lease == nil {
 		a.lease = &coordinationv1.Lease{}
-		if err := a.client.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(a.name), Name: a.name}, a.lease); err != nil {
+		if err := a.client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(a.name), Name: a.name}, a.lease); err != nil {
 			a.lease = nil
 			return err
 		}
@@ -195,7 +195,7 @@ func (a *hollowAgent) acknowledge(ctx context.Context) {
 		case name = <-a.queue:
 		}
 		w := &workv1alpha1.Work{}
-		if err := a.works.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(a.name), Name: name}, w); err != nil {
+		if err := a.works.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(a.name), Name: name}, w); err != nil {
 			continue
 		}
 		var err error

@@ -21,12 +21,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 	"github.com/flotilla-io/flotilla/internal/process"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // PropagationOptions configure `flotilla bench propagation`.
@@ -229,7 +229,7 @@ func (p *propagation) watch(ctx context.Context) error {
 	}
 	err = watchKind(ctx, hubConfig, &workv1alpha1.Work{}, "", func(obj client.Object, deleted bool) {
 		w := obj.(*workv1alpha1.Work)
-		cluster, ok := registration.ClusterOfNamespace(w.Namespace)
+		cluster, ok := clusterv1alpha1.ClusterOfNamespace(w.Namespace)
 		if !ok || w.Labels[workv1alpha1.LabelBindingNamespace] != benchNamespace {
 			return
 		}

@@ -341,7 +341,7 @@ func (f *fanOut) watch(ctx context.Context, cfg *rest.Config, clusters int32) er
 	}
 	err = watchKind(ctx, cfg, &workv1alpha1.Work{}, "", func(obj client.Object, deleted bool) {
 		w := obj.(*workv1alpha1.Work)
-		cluster, ok := registration.ClusterOfNamespace(w.Namespace)
+		cluster, ok := clusterv1alpha1.ClusterOfNamespace(w.Namespace)
 		if deleted || !ok || w.Labels[workv1alpha1.LabelBindingNamespace] != benchNamespace {
 			return
 		}

@@ -33,11 +33,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 type binding interface {
@@ -234,7 +233,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	slices.Sort(overrideErrs)
 	setOverridden(b.BindingStatus(), b.GetGeneration(), overrideErrs)
 	inNamespace := func(w *workv1alpha1.Work) func(string) bool {
-		return func(cluster string) bool { return registration.ClusterNamespace(cluster) == w.Namespace }
+		return func(cluster string) bool { return clusterv1alpha1.ClusterNamespace(cluster) == w.Namespace }
 	}
 	for i := range works.Items {
 		w := &works.Items[i]
@@ -345,7 +344,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	if want.ConflictResolution == "" {
 		want.ConflictResolution = policyv1alpha1.ConflictAbort
 	}
-	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: WorkName(b), Namespace: registration.ClusterNamespace(cluster)}}
+	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: WorkName(b), Namespace: clusterv1alpha1.ClusterNamespace(cluster)}}
 	err = r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
 	annotation := strings.Join(overrides, ",")
 	if apierrors.IsNotFound(err) {
@@ -390,7 +389,7 @@ func encodeManifests(rendered []*unstructured.Unstructured) ([]workv1alpha1.Mani
 // finalize deletes the binding's Works, letting go of their member objects first when the template was
 // released rather than deleted, and drops the binding's finalizer once they are gone.
 func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.Work) error {
-	release := b.GetAnnotations()[detector.AnnotationRelease] == "true"
+	release := b.GetAnnotations()[workv1alpha1.AnnotationRelease] == "true"
 	for i := range works {
 		w := &works[i]
 		if release && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {

@@ -17,9 +17,9 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // aggregate writes the binding's per-cluster status and its FullyApplied and Healthy conditions, and sums
@@ -185,7 +185,7 @@ func summarize(status *runtime.RawExtension) *runtime.RawExtension {
 
 func workOf(works []workv1alpha1.Work, cluster string) *workv1alpha1.Work {
 	for i := range works {
-		if works[i].Namespace == registration.ClusterNamespace(cluster) {
+		if works[i].Namespace == clusterv1alpha1.ClusterNamespace(cluster) {
 			return &works[i]
 		}
 	}

@@ -13,9 +13,9 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // printBindings prints bindings as a table: where each template runs and how it is doing.
@@ -94,7 +94,7 @@ func newStatusCommand() *cobra.Command {
 			}
 			overrides := map[string]string{}
 			for _, w := range works.Items {
-				if cluster, ok := registration.ClusterOfNamespace(w.Namespace); ok {
+				if cluster, ok := clusterv1alpha1.ClusterOfNamespace(w.Namespace); ok {
 					overrides[cluster] = w.Annotations[workv1alpha1.AnnotationOverrides]
 				}
 			}

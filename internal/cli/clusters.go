@@ -24,7 +24,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 func newGetCommand() *cobra.Command {
@@ -150,7 +149,7 @@ func usage(r *clusterv1alpha1.ResourceSummary, name corev1.ResourceName) string 
 // lastSeen is how long ago the cluster's Lease was renewed.
 func lastSeen(ctx context.Context, c client.Client, cluster string) string {
 	lease := &coordinationv1.Lease{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(cluster), Name: cluster}, lease); err != nil || lease.Spec.RenewTime == nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: cluster}, lease); err != nil || lease.Spec.RenewTime == nil {
 		return "never"
 	}
 	return age(lease.Spec.RenewTime.Time) + " ago"

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -42,7 +41,7 @@ func newDescribeCommand() *cobra.Command {
 			if cl.Spec.SyncMode == clusterv1alpha1.Pull {
 				fmt.Fprintf(w, "Agent user:\t%s\n", registration.CurrentAgentUser(cl))
 			}
-			if dropped := cl.Annotations[registration.AnnotationJoinDropped]; dropped != "" {
+			if dropped := cl.Annotations[clusterv1alpha1.AnnotationJoinDropped]; dropped != "" {
 				fmt.Fprintf(w, "Dropped at join:\t%s (asked for by the join, not allowed by its token)\n", dropped)
 			}
 			fmt.Fprintf(w, "Version:\t%s (%s), agent %s\n", orDash(cl.Status.KubernetesVersion), orDash(cl.Status.Platform), orDash(cl.Status.AgentVersion))
@@ -94,10 +93,10 @@ func newDescribeCommand() *cobra.Command {
 // and its own flotilla-system; an agent may write events only in its cluster's namespace, and whatever it
 // puts in them must not read as the hub's word.
 func eventSource(namespace string) string {
-	if cluster, ok := registration.ClusterOfNamespace(namespace); ok {
+	if cluster, ok := clusterv1alpha1.ClusterOfNamespace(namespace); ok {
 		return "agent of " + cluster
 	}
-	if namespace == metav1.NamespaceDefault || namespace == hub.SystemNamespace {
+	if namespace == metav1.NamespaceDefault || namespace == clusterv1alpha1.SystemNamespace {
 		return "hub"
 	}
 	return "namespace " + namespace

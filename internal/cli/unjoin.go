@@ -20,7 +20,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/execution"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // unjoinOptions are the flags of flotilla unjoin.
@@ -80,7 +79,7 @@ Running unjoin again finishes an unjoin that was interrupted.`,
 // deleted and their objects removed from the member; then the Cluster goes, and its Works are released so
 // that its namespace goes too without an agent.
 func unjoin(ctx context.Context, c client.Client, name string, deleteResources bool, out io.Writer) error {
-	ns := registration.ClusterNamespace(name)
+	ns := clusterv1alpha1.ClusterNamespace(name)
 	cluster := &clusterv1alpha1.Cluster{}
 	err := c.Get(ctx, client.ObjectKey{Name: name}, cluster)
 	gone := apierrors.IsNotFound(err)
@@ -152,7 +151,7 @@ func deleteMemberObjects(ctx context.Context, c client.Client, cluster string, o
 	last := ""
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		works := &workv1alpha1.WorkList{}
-		if err := c.List(ctx, works, client.InNamespace(registration.ClusterNamespace(cluster))); err != nil {
+		if err := c.List(ctx, works, client.InNamespace(clusterv1alpha1.ClusterNamespace(cluster))); err != nil {
 			return false, err
 		}
 		waiting = waiting[:0]

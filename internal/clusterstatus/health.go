@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // Reasons of the Ready condition.
@@ -54,7 +53,7 @@ func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration) error {
 
 // leaseToCluster maps a cluster's Lease (named after it, in its namespace) to the Cluster.
 func leaseToCluster(_ context.Context, o client.Object) []reconcile.Request {
-	if o.GetNamespace() != registration.ClusterNamespace(o.GetName()) {
+	if o.GetNamespace() != clusterv1alpha1.ClusterNamespace(o.GetName()) {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.GetName()}}}
@@ -70,7 +69,7 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	lease := &coordinationv1.Lease{}
-	err := m.Client.Get(ctx, client.ObjectKey{Namespace: registration.ClusterNamespace(cluster.Name), Name: cluster.Name}, lease)
+	err := m.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster.Name), Name: cluster.Name}, lease)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // HeartbeatPeriod is how often a reporter renews the Lease and looks at the member.
@@ -108,7 +107,7 @@ func withLastKnown(discovered, last []clusterv1alpha1.APIEnablement) []clusterv1
 
 func (r *Reporter) renewLease(ctx context.Context) error {
 	lease := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: registration.ClusterNamespace(r.Cluster), Name: r.Cluster}
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(r.Cluster), Name: r.Cluster}
 	if err := r.Hub.Get(ctx, key, lease); err != nil {
 		return err
 	}

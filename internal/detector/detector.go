@@ -34,10 +34,6 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 )
 
-// AnnotationRelease on a binding being deleted says its member objects stay: the template was released, not
-// deleted.
-const AnnotationRelease = "work.flotilla.io/release"
-
 // Key identifies a template. GVK's version is the one the detector watches the kind under (see watch).
 type Key struct {
 	GVK             schema.GroupVersionKind

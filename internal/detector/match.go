@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // Policy is a PropagationPolicy or ClusterPropagationPolicy, seen the same way.
@@ -29,52 +27,18 @@ func (p Policy) priority() int32 {
 	return *p.Spec.Priority
 }
 
-// Precision of a selector match: a name beats a label selector beats the kind alone.
-const (
-	noMatch = iota
-	matchKind
-	matchLabels
-	matchName
-)
-
-// precision returns how precisely the policy selects the template (noMatch when it does not).
-func (p Policy) precision(t *unstructured.Unstructured) int {
-	best := noMatch
+// precision returns how precisely the policy selects the template (selection.NoMatch when it does not).
+func (p Policy) precision(t *unstructured.Unstructured) selection.Precision {
+	best := selection.NoMatch
 	if !p.Cluster() && p.Namespace != t.GetNamespace() {
-		return noMatch // a PropagationPolicy sees only its own namespace
+		return selection.NoMatch // a PropagationPolicy sees only its own namespace
 	}
 	for _, s := range p.Spec.ResourceSelectors {
 		if reachable(p, s, t) {
-			best = max(best, selectorPrecision(s, t))
+			best = max(best, selection.Resource(s, t))
 		}
 	}
 	return best
-}
-
-// selectorPrecision compares group and kind, not version: one object served under two versions of its kind
-// (autoscaling/v1 and v2, a CRD's v1beta1 and v1) is one template, whichever version a selector names.
-func selectorPrecision(s policyv1alpha1.ResourceSelector, t *unstructured.Unstructured) int {
-	gv, err := schema.ParseGroupVersion(s.APIVersion)
-	if err != nil || gv.WithKind(s.Kind).GroupKind() != t.GroupVersionKind().GroupKind() {
-		return noMatch
-	}
-	if s.Namespace != "" && s.Namespace != t.GetNamespace() {
-		return noMatch
-	}
-	switch {
-	case s.Name != "":
-		if s.Name == t.GetName() {
-			return matchName
-		}
-		return noMatch
-	case s.LabelSelector != nil:
-		sel, err := metav1.LabelSelectorAsSelector(s.LabelSelector)
-		if err != nil || !sel.Matches(labels.Set(t.GetLabels())) {
-			return noMatch
-		}
-		return matchLabels
-	}
-	return matchKind
 }
 
 // Choose returns the policy that claims template t, or nil: the highest priority, then the most precise
@@ -84,11 +48,11 @@ func selectorPrecision(s policyv1alpha1.ResourceSelector, t *unstructured.Unstru
 func Choose(t *unstructured.Unstructured, policies []Policy, claimedBy *Policy) *Policy {
 	type candidate struct {
 		p         Policy
-		precision int
+		precision selection.Precision
 	}
 	var matches []candidate
 	for _, p := range policies {
-		if n := p.precision(t); n != noMatch {
+		if n := p.precision(t); n != selection.NoMatch {
 			matches = append(matches, candidate{p, n})
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // kubeNamespaces hold what Kubernetes itself runs on the hub (bootstrap tokens, cluster-info, node
@@ -50,7 +50,7 @@ func reachable(p Policy, s policyv1alpha1.ResourceSelector, t *unstructured.Unst
 		}
 	}
 	ns := homeNamespace(t)
-	if _, isCluster := registration.ClusterOfNamespace(ns); isCluster || ns == registration.SecretNamespace {
+	if _, isCluster := clusterv1alpha1.ClusterOfNamespace(ns); isCluster || ns == clusterv1alpha1.SystemNamespace {
 		return false
 	}
 	if !kubeNamespaces[ns] {

@@ -101,7 +101,7 @@ func (d *Detector) patchLabels(ctx context.Context, t *unstructured.Unstructured
 func (d *Detector) release(ctx context.Context, t *unstructured.Unstructured) error {
 	binding := newBinding(t)
 	if err := d.client.Get(ctx, client.ObjectKeyFromObject(binding), binding); err == nil {
-		binding.SetAnnotations(map[string]string{AnnotationRelease: "true"})
+		binding.SetAnnotations(map[string]string{workv1alpha1.AnnotationRelease: "true"})
 		if err := d.client.Update(ctx, binding); err != nil {
 			return err
 		}

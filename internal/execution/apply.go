@@ -134,12 +134,12 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 	}
 	// Once adopted, always adopted: the mark is applied again each time, or server-side apply would drop it.
 	mark(obj, w, how == adopted || (how == owned && existing.GetAnnotations()[workv1alpha1.AnnotationAdopted] == "true"))
-	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: workv1alpha1.FieldManager, Force: true})
 	if apierrors.IsNotFound(err) && namespaced {
 		// The namespace was deleted in the member since it was last seen: create it again and retry once.
 		m.forgetNamespace(obj.GetNamespace())
 		if err = m.ensureNamespace(ctx, obj.GetNamespace()); err == nil {
-			out, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+			out, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: workv1alpha1.FieldManager, Force: true})
 		}
 	}
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // prune lets go of the objects the Work listed before (applied, or about to be: recordIntent) but no longer
@@ -124,7 +123,7 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 // never takes its workloads with it.
 // An error reading the Cluster is returned, never taken for its absence.
 func (e *Executor) unjoining(ctx context.Context, w *workv1alpha1.Work) (string, error) {
-	name, ok := registration.ClusterOfNamespace(w.Namespace)
+	name, ok := clusterv1alpha1.ClusterOfNamespace(w.Namespace)
 	if !ok {
 		return "", nil
 	}

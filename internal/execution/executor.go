@@ -30,9 +30,6 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// FieldManager owns the fields Flotilla applies in members.
-const FieldManager = "flotilla"
-
 // Condition reasons on Works and manifests.
 const (
 	ReasonApplied       = "Applied"

@@ -11,7 +11,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // memberTTL is how long the push executor reuses a member's clients before reading its credentials again.
@@ -40,7 +39,7 @@ type pushMembers struct {
 }
 
 func (p *pushMembers) memberFor(ctx context.Context, namespace string) (*Member, error) {
-	name, ok := registration.ClusterOfNamespace(namespace)
+	name, ok := clusterv1alpha1.ClusterOfNamespace(namespace)
 	if !ok {
 		return nil, nil
 	}

@@ -12,7 +12,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // Releaser removes the execution finalizer from deleted Works whose Cluster is gone from the hub. Their
@@ -38,7 +37,7 @@ func (r *Releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := r.Client.Get(ctx, req.NamespacedName, w); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	name, ok := registration.ClusterOfNamespace(w.Namespace)
+	name, ok := clusterv1alpha1.ClusterOfNamespace(w.Namespace)
 	if !ok || w.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(w, workv1alpha1.FinalizerExecution) {
 		return ctrl.Result{}, nil
 	}

@@ -18,10 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/flotilla-io/flotilla/api/crds"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
-
-// FieldManager is the server-side-apply field manager of everything Flotilla writes.
-const FieldManager = "flotilla"
 
 // CRDs returns the CustomResourceDefinitions embedded in the binary.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
@@ -83,7 +81,7 @@ func putCRD(ctx context.Context, crdClient apiextensionsv1client.CustomResourceD
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		got, err := crdClient.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = crdClient.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+			_, err = crdClient.Create(ctx, want, metav1.CreateOptions{FieldManager: workv1alpha1.FieldManager})
 			return err
 		}
 		if err != nil {
@@ -93,7 +91,7 @@ func putCRD(ctx context.Context, crdClient apiextensionsv1client.CustomResourceD
 			return nil
 		}
 		got.Spec = want.Spec
-		_, err = crdClient.Update(ctx, got, metav1.UpdateOptions{FieldManager: FieldManager})
+		_, err = crdClient.Update(ctx, got, metav1.UpdateOptions{FieldManager: workv1alpha1.FieldManager})
 		return err
 	})
 }

@@ -26,14 +26,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 const (
-	// SystemNamespace holds the hub's own objects: the controllers' leader Lease, push credentials.
-	SystemNamespace = "flotilla-system"
 	// LeaderLease is the Lease that elects the hub that runs the controllers.
 	LeaderLease = "flotilla-controllers"
 )
@@ -87,10 +86,10 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if err := WaitForAdmission(ctx, h.Config); err != nil {
 		return nil, err
 	}
-	if err := ensureNamespace(ctx, h.Config, SystemNamespace); err != nil {
+	if err := ensureNamespace(ctx, h.Config, clusterv1alpha1.SystemNamespace); err != nil {
 		return nil, err
 	}
-	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", SystemNamespace))
+	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", clusterv1alpha1.SystemNamespace))
 
 	if o.Embedded() {
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
@@ -178,7 +177,7 @@ func releaseOwnStaleLease(ctx context.Context, cfg *rest.Config, identity, dataD
 	if err != nil {
 		return err
 	}
-	lease, err := kube.CoordinationV1().Leases(SystemNamespace).Get(ctx, LeaderLease, metav1.GetOptions{})
+	lease, err := kube.CoordinationV1().Leases(clusterv1alpha1.SystemNamespace).Get(ctx, LeaderLease, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
@@ -189,7 +188,7 @@ func releaseOwnStaleLease(ctx context.Context, cfg *rest.Config, identity, dataD
 		return nil
 	}
 	lease.Spec.HolderIdentity = nil
-	if _, err := kube.CoordinationV1().Leases(SystemNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+	if _, err := kube.CoordinationV1().Leases(clusterv1alpha1.SystemNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("releasing the leader Lease of a previous run: %w", err)
 	}
 	return nil
@@ -237,7 +236,7 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 	if err != nil {
 		return nil, err
 	}
-	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, SystemNamespace, LeaderLease,
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, clusterv1alpha1.SystemNamespace, LeaderLease,
 		kube.CoreV1(), kube.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: s.Identity})
 	if err != nil {
 		return nil, err
@@ -254,7 +253,7 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 		HealthProbeBindAddress:              "0",
 		LeaderElection:                      true,
 		LeaderElectionID:                    LeaderLease,
-		LeaderElectionNamespace:             SystemNamespace,
+		LeaderElectionNamespace:             clusterv1alpha1.SystemNamespace,
 		LeaderElectionResourceLockInterface: lock,
 		LeaderElectionReleaseOnCancel:       true,
 	})

@@ -15,7 +15,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
-	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // Policy is an OverridePolicy (Namespace set) or a ClusterOverridePolicy.
@@ -70,7 +70,7 @@ func Apply(manifest *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster
 		}
 		used := false
 		for i, rule := range p.Spec.OverrideRules {
-			if rule.TargetCluster != nil && !scheduler.AffinityMatches(rule.TargetCluster, cluster) {
+			if rule.TargetCluster != nil && !selection.Cluster(rule.TargetCluster, cluster) {
 				continue
 			}
 			if err := applyOverriders(work, &rule.Overriders); err != nil {

@@ -165,7 +165,7 @@ func (a *Approver) join(ctx context.Context, csr *certificatesv1.CertificateSign
 	desired := r.desired()
 	dropped := grant.narrow(desired)
 	if dropped != "" {
-		desired.Annotations[AnnotationJoinDropped] = dropped
+		desired.Annotations[clusterv1alpha1.AnnotationJoinDropped] = dropped
 	}
 	cluster, err := register(ctx, a.Client, a.Reader, r, desired, false)
 	if errors.Is(err, errNameTaken) {

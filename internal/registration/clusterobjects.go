@@ -39,7 +39,7 @@ func ensureOwnedObjects(ctx context.Context, c client.Client, cluster *clusterv1
 	owner := []metav1.OwnerReference{{
 		APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
 	}}
-	ns := ClusterNamespace(cluster.Name)
+	ns := clusterv1alpha1.ClusterNamespace(cluster.Name)
 	objs := []client.Object{
 		&corev1.Namespace{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
@@ -71,7 +71,7 @@ func ensureOwnedObjects(ctx context.Context, c client.Client, cluster *clusterv1
 
 // agentRBAC returns the roles of a cluster's agent and the bindings that give them to user.
 func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bindings []client.Object) {
-	name, ns := "flotilla:agent:"+cluster, ClusterNamespace(cluster)
+	name, ns := "flotilla:agent:"+cluster, clusterv1alpha1.ClusterNamespace(cluster)
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
 	work := workv1alpha1.GroupVersion.Group
 	roles = []client.Object{

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // EnsureHubObjects publishes what agents need before they have an identity: the hub's CA and address in
@@ -68,7 +70,7 @@ func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM
 
 // apply server-side applies an object with Flotilla's field manager.
 func apply(ctx context.Context, c client.Client, obj client.Object) error {
-	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("flotilla"), client.ForceOwnership); err != nil {
+	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(workv1alpha1.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil

@@ -9,7 +9,7 @@
 // name that is already registered waits for `flotilla accept` (accept.go): nothing in a join request proves
 // it comes from the registered member.
 //
-// The agent's user name carries a random registration suffix that the Cluster records (AnnotationAgentUser)
+// The agent's user name carries a random registration suffix that the Cluster records (clusterv1alpha1.AnnotationAgentUser)
 // and RBAC is bound to, so an identity belongs to one registration, not to a name: after unjoin, or after an
 // accepted re-registration, the old certificate has no rights and cannot renew. kube-controller-manager
 // signs the certificate; the agent keeps it in its data directory and renews it before it expires with a CSR
@@ -36,13 +36,6 @@ const (
 	// minRegistrationLength is the shortest registration suffix a join may use: it is what keeps one
 	// registration's identity apart from the next one of the same name.
 	minRegistrationLength = 16
-
-	// AnnotationAgentUser on a Pull Cluster is the user name of its current agent; RBAC is bound to it and a
-	// renewal is approved only for it. A Cluster without it predates registrations and trusts the user
-	// system:flotilla:agent:NAME.
-	AnnotationAgentUser = "flotilla.io/agent-user"
-	// AnnotationJoinDropped on a Cluster lists what its join asked for and the token did not allow.
-	AnnotationJoinDropped = "flotilla.io/join-dropped"
 
 	// Annotations on a join CSR: the member's identity and what the agent asked the Cluster to carry.
 	AnnotationClusterID = "flotilla.io/cluster-id"
@@ -85,19 +78,8 @@ func ClusterOfUser(user string) (string, bool) {
 // CurrentAgentUser is the user name of a Pull Cluster's current agent: the one its RBAC is bound to and the
 // only one whose renewals are approved.
 func CurrentAgentUser(cluster *clusterv1alpha1.Cluster) string {
-	if user := cluster.Annotations[AnnotationAgentUser]; user != "" {
+	if user := cluster.Annotations[clusterv1alpha1.AnnotationAgentUser]; user != "" {
 		return user
 	}
 	return agentUserPrefix + cluster.Name
-}
-
-const clusterNamespacePrefix = "flotilla-cluster-"
-
-// ClusterNamespace is the hub namespace that holds a cluster's Works and Lease.
-func ClusterNamespace(cluster string) string { return clusterNamespacePrefix + cluster }
-
-// ClusterOfNamespace returns the cluster whose namespace ns is.
-func ClusterOfNamespace(ns string) (string, bool) {
-	name, ok := strings.CutPrefix(ns, clusterNamespacePrefix)
-	return name, ok && name != ""
 }

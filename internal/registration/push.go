@@ -34,9 +34,6 @@ type PushRequest struct {
 	Zones      []string
 }
 
-// SecretNamespace holds the credentials of Push clusters.
-const SecretNamespace = "flotilla-system"
-
 // Keys of a Push cluster's Secret: either a kubeconfig, or a bearer token with the CA bundle that verifies
 // the member's serving certificate (optional: without it the system's roots do).
 const (
@@ -72,7 +69,7 @@ func JoinPush(ctx context.Context, c client.Client, r PushRequest) (*clusterv1al
 	}
 	secret := &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + r.ClusterName, Namespace: SecretNamespace, Labels: map[string]string{LabelClusterName: r.ClusterName}},
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + r.ClusterName, Namespace: clusterv1alpha1.SystemNamespace, Labels: map[string]string{LabelClusterName: r.ClusterName}},
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{SecretKeyKubeconfig: data},
 	}
@@ -84,7 +81,7 @@ func JoinPush(ctx context.Context, c client.Client, r PushRequest) (*clusterv1al
 		Spec: clusterv1alpha1.ClusterSpec{
 			SyncMode: clusterv1alpha1.Push, ID: r.ClusterID, APIEndpoint: server,
 			InsecureSkipTLSVerification: insecure, ProxyURL: proxyURL,
-			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: SecretNamespace, Name: secret.Name},
+			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: clusterv1alpha1.SystemNamespace, Name: secret.Name},
 			Provider:  r.Provider, Region: r.Region, Zones: r.Zones,
 		},
 	})

@@ -31,7 +31,7 @@ type joinRequest struct {
 func (r joinRequest) desired() *clusterv1alpha1.Cluster {
 	a := r.csr.Annotations
 	c := &clusterv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: r.cluster, Annotations: map[string]string{AnnotationAgentUser: r.user}},
+		ObjectMeta: metav1.ObjectMeta{Name: r.cluster, Annotations: map[string]string{clusterv1alpha1.AnnotationAgentUser: r.user}},
 		Spec: clusterv1alpha1.ClusterSpec{
 			SyncMode: clusterv1alpha1.Pull,
 			ID:       a[AnnotationClusterID],
@@ -81,7 +81,7 @@ func register(ctx context.Context, c client.Client, reader client.Reader, r join
 		if cluster.Annotations == nil {
 			cluster.Annotations = map[string]string{}
 		}
-		cluster.Annotations[AnnotationAgentUser] = r.user
+		cluster.Annotations[clusterv1alpha1.AnnotationAgentUser] = r.user
 		if err := c.Patch(ctx, cluster, patch); err != nil {
 			return nil, fmt.Errorf("re-registering cluster %s: %w", cluster.Name, err)
 		}

@@ -70,7 +70,7 @@ func ValidateClusterName(name string) error {
 	}
 	if len(name) > clusterv1alpha1.MaxClusterNameLength {
 		return fmt.Errorf("cluster name %q is %d characters long: a cluster name is at most %d characters, because %s must be a valid namespace name",
-			name, len(name), clusterv1alpha1.MaxClusterNameLength, ClusterNamespace(name))
+			name, len(name), clusterv1alpha1.MaxClusterNameLength, clusterv1alpha1.ClusterNamespace(name))
 	}
 	return nil
 }

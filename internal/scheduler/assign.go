@@ -7,6 +7,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // assignReplicas gives each feasible cluster its replicas. Duplicated (the default when replicaScheduling
@@ -72,7 +73,7 @@ func staticWeight(p *policyv1alpha1.ClusterPreferences, c *clusterv1alpha1.Clust
 		return 1
 	}
 	for _, w := range p.StaticWeightList {
-		if AffinityMatches(&w.TargetCluster, c) {
+		if selection.Cluster(&w.TargetCluster, c) {
 			return w.Weight
 		}
 	}

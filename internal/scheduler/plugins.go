@@ -7,14 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // APIEnablement keeps a binding off clusters that do not serve its kind. It takes a binding away from a
@@ -53,45 +51,10 @@ func (ClusterAffinity) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1a
 	if b.Placement == nil || b.Placement.ClusterAffinity == nil {
 		return ""
 	}
-	if !AffinityMatches(b.Placement.ClusterAffinity, c) {
+	if !selection.Cluster(b.Placement.ClusterAffinity, c) {
 		return "do not match the cluster affinity"
 	}
 	return ""
-}
-
-// AffinityMatches reports whether a cluster qualifies under an affinity: in clusterNames (when set), matching
-// the label and field selectors (when set), and not excluded.
-func AffinityMatches(a *policyv1alpha1.ClusterAffinity, c *clusterv1alpha1.Cluster) bool {
-	if slices.Contains(a.ExcludeClusters, c.Name) {
-		return false
-	}
-	if len(a.ClusterNames) > 0 && !slices.Contains(a.ClusterNames, c.Name) {
-		return false
-	}
-	if a.LabelSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(a.LabelSelector)
-		if err != nil || !sel.Matches(labels.Set(c.Labels)) {
-			return false
-		}
-	}
-	if a.FieldSelector != nil {
-		for _, e := range a.FieldSelector.MatchExpressions {
-			var values []string
-			switch e.Key {
-			case "provider":
-				values = []string{c.Spec.Provider}
-			case "region":
-				values = []string{c.Spec.Region}
-			case "zone":
-				values = c.Spec.Zones
-			}
-			in := slices.ContainsFunc(values, func(v string) bool { return slices.Contains(e.Values, v) })
-			if (e.Operator == corev1.NodeSelectorOpIn) != in {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // TaintToleration keeps a binding off clusters with NoSchedule or NoExecute taints it does not tolerate.

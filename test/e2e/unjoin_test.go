@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
@@ -46,7 +46,7 @@ func TestUnjoinKeepsMemberObjectsAndRejoinAdoptsThem(t *testing.T) {
 	if !strings.Contains(out, "cluster m1 unjoined; the objects Flotilla placed in it were left there") {
 		t.Fatalf("unjoin printed:\n%s", out)
 	}
-	if _, err := hub.Kube.CoreV1().Namespaces().Get(ctx, registration.ClusterNamespace("m1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := hub.Kube.CoreV1().Namespaces().Get(ctx, clusterv1alpha1.ClusterNamespace("m1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the cluster's namespace after unjoin: %v, want it gone", err)
 	}
 	waitPlaced(t, "web", map[*framework.Cluster]int32{m1: 1})
@@ -54,7 +54,7 @@ func TestUnjoinKeepsMemberObjectsAndRejoinAdoptsThem(t *testing.T) {
 	framework.JoinPull(t, hub, m1)
 	testenv.Eventually(t, 3*time.Minute, "the rejoined cluster's Work applied", func() error {
 		works := &workv1alpha1.WorkList{}
-		if err := hub.Client.List(ctx, works, client.InNamespace(registration.ClusterNamespace("m1"))); err != nil {
+		if err := hub.Client.List(ctx, works, client.InNamespace(clusterv1alpha1.ClusterNamespace("m1"))); err != nil {
 			return err
 		}
 		if len(works.Items) != 1 {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
@@ -195,7 +196,7 @@ func TestSystemObjectsStayOnTheHub(t *testing.T) {
 	secret := func(namespace, name string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, StringData: map[string]string{"k": "v"}}
 	}
-	create(t, secret(registration.SecretNamespace, "system-test-credential"))
+	create(t, secret(clusterv1alpha1.SystemNamespace, "system-test-credential"))
 	create(t, secret("flotilla-cluster-system-test", "system-test"))
 	create(t, secret(metav1.NamespaceSystem, "system-test-opt-in"))
 	create(t, secret(metav1.NamespacePublic, "system-test-public"))
@@ -223,7 +224,7 @@ func TestSystemObjectsStayOnTheHub(t *testing.T) {
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, s := range []struct{ namespace, name string }{
-			{metav1.NamespaceSystem, tokenSecret}, {registration.SecretNamespace, "system-test-credential"},
+			{metav1.NamespaceSystem, tokenSecret}, {clusterv1alpha1.SystemNamespace, "system-test-credential"},
 			{"flotilla-cluster-system-test", "system-test"}, {metav1.NamespacePublic, "system-test-public"},
 		} {
 			if _, err := binding(ctx, secretKind, s.namespace, s.name); !apierrors.IsNotFound(err) {

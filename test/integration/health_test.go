@@ -55,7 +55,7 @@ func TestLivenessFollowsTheHubsClock(t *testing.T) {
 			defer tick.Stop()
 			for {
 				lease := &coordinationv1.Lease{}
-				if err := env.Client.Get(renewing, client.ObjectKey{Namespace: registration.ClusterNamespace(name), Name: name}, lease); err == nil {
+				if err := env.Client.Get(renewing, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(name), Name: name}, lease); err == nil {
 					lease.Spec.HolderIdentity = ptr.To(registration.AgentUser(name, "test"))
 					lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(skew)}
 					_ = env.Client.Update(renewing, lease)

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
@@ -201,7 +202,7 @@ func TestHubPortInUse(t *testing.T) {
 }
 
 func leaseHolder(ctx context.Context, env *testenv.Env) (string, error) {
-	lease, err := env.Kube.CoordinationV1().Leases(hub.SystemNamespace).Get(ctx, hub.LeaderLease, metav1.GetOptions{})
+	lease, err := env.Kube.CoordinationV1().Leases(clusterv1alpha1.SystemNamespace).Get(ctx, hub.LeaderLease, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}

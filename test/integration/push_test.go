@@ -36,13 +36,13 @@ import (
 func pushCluster(t *testing.T, name string, data map[string][]byte, change func(*clusterv1alpha1.ClusterSpec)) {
 	t.Helper()
 	ctx := context.Background()
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: registration.SecretNamespace}, Data: data}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "cluster-" + name, Namespace: clusterv1alpha1.SystemNamespace}, Data: data}
 	if err := env.Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
 	spec := clusterv1alpha1.ClusterSpec{
 		SyncMode: clusterv1alpha1.Push, ID: "id-" + name, APIEndpoint: env.Config.Host,
-		SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: registration.SecretNamespace, Name: secret.Name},
+		SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: clusterv1alpha1.SystemNamespace, Name: secret.Name},
 	}
 	if change != nil {
 		change(&spec)
@@ -160,7 +160,7 @@ func TestPushCredentialsInTheSecretAndCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := &workv1alpha1.Work{
-		ObjectMeta: metav1.ObjectMeta{Name: "pushed", Namespace: registration.ClusterNamespace("push-token")},
+		ObjectMeta: metav1.ObjectMeta{Name: "pushed", Namespace: clusterv1alpha1.ClusterNamespace("push-token")},
 		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
 	}
 	if err := env.Client.Create(context.Background(), work); err != nil {

@@ -160,7 +160,7 @@ func TestUnjoinedRegistrationStaysRevoked(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: "gen"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("cluster: %v", err)
 		}
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: registration.ClusterNamespace("gen")}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.ClusterNamespace("gen")}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace: %v", err)
 		}
 		return nil
@@ -268,19 +268,19 @@ func TestJoinDropsWhatTheTokenDoesNotAllow(t *testing.T) {
 	if cluster.Labels["env"] != "" || cluster.Spec.Region != "" {
 		t.Fatalf("the join claimed what its token does not allow: labels %v region %q", cluster.Labels, cluster.Spec.Region)
 	}
-	if got := cluster.Annotations[registration.AnnotationJoinDropped]; got != "labels env=test; region eu-west-1" {
+	if got := cluster.Annotations[clusterv1alpha1.AnnotationJoinDropped]; got != "labels env=test; region eu-west-1" {
 		t.Fatalf("dropped = %q", got)
 	}
 	waitEvent(t, env, "narrow", "JoinRequestNarrowed")
 
 	agent := agentClient(t, cred)
 	forged := &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "forged-", Namespace: registration.ClusterNamespace("narrow")},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "forged-", Namespace: clusterv1alpha1.ClusterNamespace("narrow")},
 		EventTime:  metav1.NowMicro(), ReportingController: "flotilla-cluster-health", ReportingInstance: "hub", Action: "HealthChanged",
 		Reason: "AllClear", Note: "the hub says all is well", Type: corev1.EventTypeNormal,
 		// An event about a cluster-scoped object may only be written in default; the agent names its own
 		// namespace in the reference to write one anywhere near the Cluster.
-		Regarding: corev1.ObjectReference{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: "narrow", Namespace: registration.ClusterNamespace("narrow")},
+		Regarding: corev1.ObjectReference{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: "narrow", Namespace: clusterv1alpha1.ClusterNamespace("narrow")},
 	}
 	if err := agent.Create(ctx, forged); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli"
 	"github.com/flotilla-io/flotilla/internal/execution"
-	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -30,7 +29,7 @@ func createPullCluster(t *testing.T, name string) *clusterv1alpha1.Cluster {
 	if err := env.Client.Create(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: registration.ClusterNamespace(name), OwnerReferences: []metav1.OwnerReference{{
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterNamespace(name), OwnerReferences: []metav1.OwnerReference{{
 		APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: name, UID: cluster.UID}}}}
 	if err := env.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -53,7 +52,7 @@ func annotateUnjoin(t *testing.T, cluster *clusterv1alpha1.Cluster, mode string)
 func TestExecutorKeepsObjectsOfAClusterLeavingTheHub(t *testing.T) {
 	ctx := context.Background()
 	cluster := createPullCluster(t, "leaving")
-	ns := registration.ClusterNamespace("leaving")
+	ns := clusterv1alpha1.ClusterNamespace("leaving")
 	e := newExecutor(t, env.Client, nil)
 	apply := func(name string) *workv1alpha1.Work {
 		w := createWork(t, ns, name, nil, "", configMap("exec-leaving", name, nil))
@@ -126,7 +125,7 @@ func runFlotilla(ctx context.Context, args ...string) (string, error) {
 func TestUnjoinWithoutAnAgent(t *testing.T) {
 	ctx := context.Background()
 	createPullCluster(t, "agentless")
-	ns := registration.ClusterNamespace("agentless")
+	ns := clusterv1alpha1.ClusterNamespace("agentless")
 	createWork(t, ns, "default.web", nil, "", configMap("default", "web", nil))
 
 	out, err := runFlotilla(ctx, "unjoin", "agentless", "--delete-resources", "--timeout", "3s")
@@ -157,7 +156,7 @@ func TestUnjoinWithoutAnAgent(t *testing.T) {
 func TestClusterDeletedWithoutUnjoinDoesNotHang(t *testing.T) {
 	ctx := context.Background()
 	cluster := createPullCluster(t, "deleted-directly")
-	ns := registration.ClusterNamespace("deleted-directly")
+	ns := clusterv1alpha1.ClusterNamespace("deleted-directly")
 	createWork(t, ns, "default.web", nil, "", configMap("default", "web", nil))
 	if err := env.Client.Delete(ctx, cluster); err != nil {
 		t.Fatal(err)

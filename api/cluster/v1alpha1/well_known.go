@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "strings"
+
 // AnnotationUnjoin on a Cluster records that `flotilla unjoin` is removing it and what becomes of the objects
 // Flotilla placed in the member: the executor reads it before it finalizes a Work of the cluster.
 const AnnotationUnjoin = "cluster.flotilla.io/unjoin"
@@ -12,3 +14,28 @@ const (
 	// before the Cluster goes.
 	UnjoinDeleteResources = "DeleteResources"
 )
+
+// SystemNamespace holds the hub's own objects: the controllers' leader Lease and push credentials.
+const SystemNamespace = "flotilla-system"
+
+// Annotations Flotilla keeps on a Cluster.
+const (
+	// AnnotationAgentUser on a Pull Cluster is the user name of its current agent; RBAC is bound to it and a
+	// renewal is approved only for it. A Cluster without it predates registrations and trusts the user
+	// system:flotilla:agent:NAME.
+	AnnotationAgentUser = "flotilla.io/agent-user"
+	// AnnotationJoinDropped on a Cluster lists what its join asked for and the token did not allow.
+	AnnotationJoinDropped = "flotilla.io/join-dropped"
+)
+
+// clusterNamespacePrefix starts the name of every cluster's namespace on the hub.
+const clusterNamespacePrefix = "flotilla-cluster-"
+
+// ClusterNamespace is the hub namespace that holds a cluster's Works and Lease.
+func ClusterNamespace(cluster string) string { return clusterNamespacePrefix + cluster }
+
+// ClusterOfNamespace returns the cluster whose namespace ns is.
+func ClusterOfNamespace(ns string) (string, bool) {
+	name, ok := strings.CutPrefix(ns, clusterNamespacePrefix)
+	return name, ok && name != ""
+}

@@ -35,6 +35,10 @@ const (
 	// they applied.
 	AnnotationOverrides = "work.flotilla.io/overrides"
 
+	// AnnotationRelease on a binding being deleted says its member objects stay: the template was released,
+	// not deleted.
+	AnnotationRelease = "work.flotilla.io/release"
+
 	// ConditionOverridden on a binding is False when an override policy cannot apply to it; the Works keep
 	// their last good manifests.
 	ConditionOverridden = "Overridden"
@@ -65,3 +69,11 @@ func (b *ClusterResourceBinding) BindingSpec() *ResourceBindingSpec { return &b.
 
 // BindingStatus returns the binding's status.
 func (b *ClusterResourceBinding) BindingStatus() *ResourceBindingStatus { return &b.Status }
+
+// FieldManager is the field manager of what Flotilla applies in member clusters and of the objects the hub
+// sets up for itself. Each hub controller writes its own fields of Flotilla's objects under
+// ControllerFieldManager(name), so that managedFields tell which controller owns which field.
+const FieldManager = "flotilla"
+
+// ControllerFieldManager is the field manager of one hub controller.
+func ControllerFieldManager(controller string) string { return FieldManager + "-" + controller }

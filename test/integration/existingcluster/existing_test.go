@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -59,7 +60,7 @@ func TestHubAdoptsExistingCluster(t *testing.T) {
 		}
 	}
 	testenv.Eventually(t, time.Minute, "the hub leads its controllers", func() error {
-		lease, err := env.Kube.CoordinationV1().Leases(hub.SystemNamespace).Get(ctx, hub.LeaderLease, metav1.GetOptions{})
+		lease, err := env.Kube.CoordinationV1().Leases(clusterv1alpha1.SystemNamespace).Get(ctx, hub.LeaderLease, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
