@@ -230,6 +230,19 @@ func (cp *ControlPlane) RESTConfig() (*rest.Config, error) {
 	return clientcmd.NewDefaultClientConfig(*cp.Admin, nil).ClientConfig()
 }
 
+// ClientConfig returns a client configuration for user, an identity without groups whose certificate the
+// cluster CA issues on first use (see PKI.EnsureClientCert).
+func (cp *ControlPlane) ClientConfig(user string) (*rest.Config, error) {
+	if err := cp.pki.EnsureClientCert(user); err != nil {
+		return nil, err
+	}
+	cfg, err := kubeconfigFor(cp.cfg.Name, cp.URL, cp.pki, user)
+	if err != nil {
+		return nil, err
+	}
+	return clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+}
+
 // WriteAdminKubeconfig writes the cluster-admin kubeconfig to path, atomically.
 func (cp *ControlPlane) WriteAdminKubeconfig(path string) error {
 	return writeKubeconfig(path, cp.Admin)

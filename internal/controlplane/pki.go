@@ -134,6 +134,17 @@ func (p PKI) Ensure(hosts []string) error {
 	return p.ensureServiceAccountKey()
 }
 
+// EnsureClientCert issues (or reissues, when near expiry or signed by another CA) a client certificate from
+// the cluster CA for user, in no group: what that user may do is up to RBAC, and its requests are subject to
+// API Priority and Fairness, unlike the admin's (system:masters is exempt from both).
+func (p PKI) EnsureClientCert(user string) error {
+	ca, caKey, err := loadPair(p.CACert(), p.CAKey())
+	if err != nil {
+		return fmt.Errorf("reading CA %s: %w", p.CACert(), err)
+	}
+	return p.ensureLeaf(p.ClientCert(user), p.ClientKey(user), ca, caKey, leafSpec{cn: user})
+}
+
 func (p PKI) ensureCA(certFile, keyFile, cn string) (*x509.Certificate, crypto.Signer, error) {
 	if cert, key, err := loadPair(certFile, keyFile); err == nil {
 		return cert, key, nil

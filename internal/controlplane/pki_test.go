@@ -74,7 +74,38 @@ func TestPKIEnsure(t *testing.T) {
 	if !readCert(t, p.ClientCert(AdminUser)).Equal(admin) {
 		t.Fatal("admin certificate reissued without a reason")
 	}
+}
 
+// TestEnsureClientCert: an identity issued on demand is signed by the cluster CA, names the user and belongs to
+// no group (above all not system:masters, which would exempt it from RBAC and API Priority and Fairness), and
+// is kept until it needs renewing.
+func TestEnsureClientCert(t *testing.T) {
+	p := PKI{Dir: t.TempDir()}
+	if err := p.EnsureClientCert("system:flotilla:controllers"); err == nil {
+		t.Fatal("a client certificate was issued without a CA")
+	}
+	if err := p.Ensure([]string{"localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.EnsureClientCert("system:flotilla:controllers"); err != nil {
+		t.Fatal(err)
+	}
+	cert := readCert(t, p.ClientCert("system:flotilla:controllers"))
+	if err := cert.CheckSignatureFrom(readCert(t, p.CACert())); err != nil {
+		t.Fatalf("not signed by the cluster CA: %v", err)
+	}
+	if cert.Subject.CommonName != "system:flotilla:controllers" || len(cert.Subject.Organization) != 0 {
+		t.Fatalf("identity = %v, want the user alone, in no group", cert.Subject)
+	}
+	if !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
+		t.Fatalf("key usage = %v, want client authentication only", cert.ExtKeyUsage)
+	}
+	if err := p.EnsureClientCert("system:flotilla:controllers"); err != nil {
+		t.Fatal(err)
+	}
+	if !readCert(t, p.ClientCert("system:flotilla:controllers")).Equal(cert) {
+		t.Fatal("client certificate reissued without a reason")
+	}
 }
 
 // TestProcessIdentity: every process gets an identity of its own, also on a copy of a data directory, with

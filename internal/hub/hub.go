@@ -109,8 +109,16 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 			return nil, err
 		}
 	}
+	// The embedded hub's controllers run as a user of their own (identity.go); on an existing cluster they
+	// keep the identity of --kubeconfig, whose administrator decides its rights and priority.
+	controllersConfig := h.Config
+	if o.Embedded() {
+		if controllersConfig, err = h.installControllersIdentity(ctx); err != nil {
+			return nil, err
+		}
+	}
 	progress("controllers elect their leader as " + h.Identity)
-	if h.manager, err = newManager(h.Config, Settings{Options: o, Identity: h.Identity, Version: o.Version}, selected); err != nil {
+	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, Version: o.Version}, selected); err != nil {
 		return nil, err
 	}
 	return h, nil
