@@ -95,6 +95,10 @@ type WaveResult struct {
 	CPUSeconds map[string]float64 `json:"cpuSeconds"`
 	// HubPeakRSSMiB is the hub's peak resident memory since it started, at the end of the wave.
 	HubPeakRSSMiB float64 `json:"hubPeakRSSMiB"`
+	// HubRequests are the hub API's requests during the wave, until its writes settled, per object.
+	HubRequests HubRequests `json:"hubRequests"`
+	// UserCreates, in the create wave, is how long the user's creates took, against an idle hub.
+	UserCreates *UserCreates `json:"userCreates,omitempty"`
 }
 
 // Stages, in the order they happen. Object stages happen once per object, the others once per object and
@@ -138,12 +142,15 @@ const benchNamespace = "bench"
 
 // propagation is one run of the benchmark.
 type propagation struct {
-	o        PropagationOptions
-	env      *devenv.Environment
-	hub      kubernetes.Interface
-	members  []string
-	recorder *recorder
-	current  atomic.Pointer[wave]
+	o   PropagationOptions
+	env *devenv.Environment
+	// hub is the admin's client; user acts as a namespace user, for the changes each wave makes.
+	hub, user kubernetes.Interface
+	members   []string
+	recorder  *recorder
+	current   atomic.Pointer[wave]
+	// timer, while set, times the creates.
+	timer atomic.Pointer[clientTimer]
 }
 
 // RunPropagation starts a hub and members, places Objects Deployments on every member, then changes every
@@ -173,7 +180,17 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 	defer env.Stop()
 
 	p := &propagation{o: o, env: env, recorder: newRecorder()}
-	if err := p.watch(ctx); err != nil {
+	hubConfig, err := loadConfig(p.env.HubKubeconfig)
+	if err != nil {
+		return err
+	}
+	if p.hub, err = kubernetes.NewForConfig(hubConfig); err != nil {
+		return err
+	}
+	if err := p.watch(ctx, hubConfig); err != nil {
+		return err
+	}
+	if p.user, err = setupUser(ctx, p.hub, hubConfig); err != nil {
 		return err
 	}
 	if err := p.createPolicy(ctx); err != nil {
@@ -190,11 +207,20 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 		return err
 	}
 	result.HubIdleRSSMiB = float64(idle["hub"].RSS) / (1 << 20)
+	progress(fmt.Sprintf("reference: %d creates on the idle hub", o.Objects))
+	idleCreates, err := p.idleCreates(ctx)
+	if err != nil {
+		return err
+	}
 	for _, w := range allWaves[:len(o.Waves)] {
 		progress(fmt.Sprintf("%s wave: %d objects × %d members", w.name, o.Objects, o.Members))
 		r, err := p.run(ctx, w, progress)
 		if err != nil {
 			return fmt.Errorf("%s wave: %w", w.name, err)
+		}
+		if r.UserCreates != nil {
+			r.UserCreates.Idle = idleCreates
+			r.UserCreates.Ratio = compare(r.UserCreates.Burst, idleCreates, o.Sequential)
 		}
 		result.Waves[w.name] = r
 	}
@@ -203,18 +229,11 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 }
 
 // watch records stages from watches on the hub and on every member.
-func (p *propagation) watch(ctx context.Context) error {
-	hubConfig, err := loadConfig(p.env.HubKubeconfig)
-	if err != nil {
-		return err
-	}
-	if p.hub, err = kubernetes.NewForConfig(hubConfig); err != nil {
-		return err
-	}
+func (p *propagation) watch(ctx context.Context, hubConfig *rest.Config) error {
 	for name := range p.env.MemberKubeconfigs {
 		p.members = append(p.members, name)
 	}
-	err = watchKind(ctx, hubConfig, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
+	err := watchKind(ctx, hubConfig, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
 		rb := obj.(*workv1alpha1.ResourceBinding)
 		object := strings.TrimSuffix(rb.Name, "-deployment")
 		switch {
@@ -293,12 +312,8 @@ func image(d *appsv1.Deployment) string {
 	return d.Spec.Template.Spec.Containers[0].Image
 }
 
-// createPolicy makes the namespace and a policy placing every Deployment in it on every member.
+// createPolicy makes a policy placing every Deployment in the benchmark's namespace on every member.
 func (p *propagation) createPolicy(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
-	if _, err := p.hub.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		return err
-	}
 	return p.env.Hub.Create(ctx, &policyv1alpha1.PropagationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "everywhere", Namespace: benchNamespace},
 		Spec: policyv1alpha1.PropagationSpec{
@@ -316,6 +331,15 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 	if err != nil {
 		return WaveResult{}, err
 	}
+	requestsBefore, err := scrapeRequests(ctx, p.hub)
+	if err != nil {
+		return WaveResult{}, err
+	}
+	timer := &clientTimer{}
+	if w == createWave {
+		p.timer.Store(timer)
+		defer p.timer.Store(nil)
+	}
 	want := map[string]int{}
 	for _, s := range w.stages {
 		want[s] = p.o.Objects
@@ -327,7 +351,7 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 		for i := range p.o.Objects {
 			name := objectName(i)
 			p.recorder.begin(name)
-			if err := p.act(ctx, w, name); err != nil {
+			if err := p.act(ctx, w, benchNamespace, name); err != nil {
 				return WaveResult{}, err
 			}
 			if err := p.waitObject(ctx, w, name); err != nil {
@@ -335,7 +359,7 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 			}
 		}
 	} else {
-		if err := p.actOnAll(ctx, w); err != nil {
+		if err := p.actOnAll(ctx, w, benchNamespace); err != nil {
 			return WaveResult{}, err
 		}
 	}
@@ -346,8 +370,16 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 	if err != nil {
 		return WaveResult{}, err
 	}
+	requestsAfter, err := settledRequests(ctx, p.hub)
+	if err != nil {
+		return WaveResult{}, err
+	}
 	r := WaveResult{Stages: map[string]map[string]float64{}, MemberOpsPerSecond: p.recorder.rate(w.throughputStage),
-		CPUSeconds: map[string]float64{}, HubPeakRSSMiB: float64(after["hub"].PeakRSS) / (1 << 20)}
+		CPUSeconds: map[string]float64{}, HubPeakRSSMiB: float64(after["hub"].PeakRSS) / (1 << 20),
+		HubRequests: requestsAfter.since(requestsBefore).perObject(p.o.Objects)}
+	if w == createWave {
+		r.UserCreates = &UserCreates{Burst: timer.times()}
+	}
 	for _, s := range w.stages {
 		r.Stages[s] = percentiles(p.recorder.durations(s))
 	}
@@ -359,13 +391,19 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 
 func objectName(i int) string { return fmt.Sprintf("bench-%04d", i) }
 
-// act does the wave's change to one object on the hub.
-func (p *propagation) act(ctx context.Context, w *wave, name string) error {
-	deployments := p.hub.AppsV1().Deployments(benchNamespace)
+// act does the wave's change to one object on the hub, as the user; creates are timed while a timer is set.
+func (p *propagation) act(ctx context.Context, w *wave, namespace, name string) error {
+	deployments := p.user.AppsV1().Deployments(namespace)
 	switch w {
 	case createWave:
-		_, err := deployments.Create(ctx, benchDeployment(name, p.o.Replicas, w.image), metav1.CreateOptions{})
-		return err
+		create := func() error {
+			_, err := deployments.Create(ctx, benchDeployment(name, namespace, p.o.Replicas, w.image), metav1.CreateOptions{})
+			return err
+		}
+		if timer := p.timer.Load(); timer != nil {
+			return timer.do(create)
+		}
+		return create()
 	case updateWave:
 		patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":%q}]}}}}`, w.image)
 		_, err := deployments.Patch(ctx, name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
@@ -375,8 +413,8 @@ func (p *propagation) act(ctx context.Context, w *wave, name string) error {
 	}
 }
 
-// actOnAll does the wave's change to every object at once, from a few clients in parallel.
-func (p *propagation) actOnAll(ctx context.Context, w *wave) error {
+// actOnAll does the wave's change to every object in namespace at once, from a few clients in parallel.
+func (p *propagation) actOnAll(ctx context.Context, w *wave, namespace string) error {
 	const workers = 16
 	names := make(chan string)
 	errs := make(chan error, workers)
@@ -384,8 +422,10 @@ func (p *propagation) actOnAll(ctx context.Context, w *wave) error {
 	for range workers {
 		wg.Go(func() {
 			for name := range names {
-				p.recorder.begin(name)
-				if err := p.act(ctx, w, name); err != nil {
+				if namespace == benchNamespace {
+					p.recorder.begin(name)
+				}
+				if err := p.act(ctx, w, namespace, name); err != nil {
 					errs <- fmt.Errorf("%s: %w", name, err)
 					return
 				}
@@ -460,10 +500,10 @@ func (p *propagation) usage() (map[string]process.Usage, error) {
 	return sums, nil
 }
 
-func benchDeployment(name string, replicas int32, image string) *appsv1.Deployment {
+func benchDeployment(name, namespace string, replicas int32, image string) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: benchNamespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -505,5 +545,14 @@ func printPropagation(out io.Writer, r *PropagationResult) {
 		}
 		fmt.Fprintf(out, "%-8s %.1f member changes/s; CPU s: hub %.1f, members %.1f, agents %.1f; hub peak RSS %.0f MiB\n", "",
 			wr.MemberOpsPerSecond, wr.CPUSeconds["hub"], wr.CPUSeconds["members"], wr.CPUSeconds["agents"], wr.HubPeakRSSMiB)
+		if c := wr.UserCreates; c != nil {
+			fmt.Fprintf(out, "%-8s user's creates: %s; idle hub: %s; ratio %.2f (goal ≤ 1.5)\n", "",
+				describeTimes(c.Burst), describeTimes(c.Idle), c.Ratio)
+		}
+		printRequests(out, strings.Repeat(" ", 9), wr.HubRequests)
 	}
+}
+
+func describeTimes(t ClientTimes) string {
+	return fmt.Sprintf("%d in %.2f s (each p50 %.3f s, p99 %.3f s)", t.Requests, t.Seconds, t.Each["p50"], t.Each["p99"])
 }

@@ -384,7 +384,7 @@ func (f *fanOut) place(ctx context.Context, prefix string, n int, sequential boo
 	for i := range n {
 		name := fmt.Sprintf("%s-%04d", prefix, i)
 		f.recorder.begin(name)
-		if _, err := f.hub.AppsV1().Deployments(benchNamespace).Create(ctx, benchDeployment(name, 1, "nginx:1"), metav1.CreateOptions{}); err != nil {
+		if _, err := f.hub.AppsV1().Deployments(benchNamespace).Create(ctx, benchDeployment(name, benchNamespace, 1, "nginx:1"), metav1.CreateOptions{}); err != nil {
 			return err
 		}
 		if sequential {
