@@ -113,6 +113,22 @@ func TestRebalancer(t *testing.T) {
 		}
 	})
 
+	t.Run("flotilla rebalance", func(t *testing.T) {
+		out, err := runFlotilla(ctx, "rebalance", "deploy/api", "-n", ns)
+		if err != nil {
+			t.Fatalf("flotilla rebalance: %v\n%s", err, out)
+		}
+		name := strings.TrimSpace(out)
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, &workv1alpha1.Rebalancer{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+		got := finished(t, name)
+		if r := got.Status.ObservedWorkloads; len(r) != 1 || r[0].Workload != ref("api") || r[0].Result != workv1alpha1.RebalanceSuccessful {
+			t.Fatalf("observed %+v, want Deployment %s/api Successful", r, ns)
+		}
+		if out, err := runFlotilla(ctx, "rebalance", "nosuchkind/web", "-n", ns); err == nil || !strings.Contains(err.Error(), `unknown kind "nosuchkind"`) {
+			t.Fatalf("an unknown kind: %v\n%s", err, out)
+		}
+	})
+
 	t.Run("TTL deletes a finished Rebalancer", func(t *testing.T) {
 		rb := &workv1alpha1.Rebalancer{ObjectMeta: metav1.ObjectMeta{Name: "rebalance-ttl"}, Spec: workv1alpha1.RebalancerSpec{
 			Workloads: []workv1alpha1.WorkloadReference{ref("missing")}, TTLSecondsAfterFinished: ptr.To(int32(1)),
