@@ -119,7 +119,9 @@ func TestRebalancer(t *testing.T) {
 			t.Fatalf("flotilla rebalance: %v\n%s", err, out)
 		}
 		name := strings.TrimSpace(out)
-		t.Cleanup(func() { _ = env.Client.Delete(ctx, &workv1alpha1.Rebalancer{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
+		t.Cleanup(func() {
+			_ = env.Client.Delete(ctx, &workv1alpha1.Rebalancer{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		})
 		got := finished(t, name)
 		if r := got.Status.ObservedWorkloads; len(r) != 1 || r[0].Workload != ref("api") || r[0].Result != workv1alpha1.RebalanceSuccessful {
 			t.Fatalf("observed %+v, want Deployment %s/api Successful", r, ns)
