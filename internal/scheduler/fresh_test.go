@@ -101,3 +101,16 @@ func TestScheduleBindingFresh(t *testing.T) {
 		})
 	}
 }
+
+// A fresh pass drops no cluster the binding runs on for a doubt that only keeps new placements away.
+func TestScheduleBindingFreshKeepsFilters(t *testing.T) {
+	notReady := corev1.Taint{Key: clusterv1alpha1.TaintClusterNotReady, Effect: corev1.TaintEffectNoSchedule}
+	clusters := []clusterv1alpha1.Cluster{cluster("a", "eu", notReady), withoutDeployments(cluster("b", "eu"), "incomplete"), cluster("c", "us")}
+	trigger := metav1.Now()
+	spec := deployment(2, nil, workv1alpha1.TargetCluster{Name: "a", Replicas: 2}, workv1alpha1.TargetCluster{Name: "b", Replicas: 2})
+	spec.RescheduleTriggeredAt = &trigger
+	res, err := Default().ScheduleBinding(spec, &workv1alpha1.ResourceBindingStatus{}, clusters)
+	if err != nil || result(res.Clusters) != "a=2,b=2,c=2" {
+		t.Fatalf("got %s (%v), want a=2,b=2,c=2", result(res.Clusters), err)
+	}
+}
