@@ -8,9 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -52,26 +49,22 @@ func newStatusCommand() *cobra.Command {
 		Example: "  flotilla status deployment/web -n shop",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kind, name, ok := strings.Cut(args[0], "/")
-			if !ok || kind == "" || name == "" {
-				return fmt.Errorf("%q: want KIND/NAME, for example deployment/web", args[0])
+			target, err := parseKindName(args[0])
+			if err != nil {
+				return err
 			}
 			_, c, kube, err := hub.clients()
 			if err != nil {
 				return err
 			}
-			mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())), kube.Discovery(), nil)
-			gvk, err := mapper.KindFor(schema.GroupVersionResource{Resource: kind})
-			if err != nil {
-				return fmt.Errorf("unknown kind %q: %w", kind, err)
-			}
-			mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			gvk, namespaced, err := templateKind(kube.Discovery(), target.kind)
 			if err != nil {
 				return err
 			}
+			kind, name := target.kind, target.name
 			var b client.Object = &workv1alpha1.ClusterResourceBinding{}
 			key := client.ObjectKey{Name: detector.BindingName(gvk.GroupKind(), name)}
-			if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			if namespaced {
 				b, key.Namespace = &workv1alpha1.ResourceBinding{}, namespace
 			}
 			if err := c.Get(cmd.Context(), key, b); err != nil {

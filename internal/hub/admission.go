@@ -139,6 +139,44 @@ func agentWorksAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, 
 	return policy, bindingFor(policy)
 }
 
+// purgeModeNamesPolicy is the name of the admission policy (and its binding) that warns about the older
+// names of purge modes.
+const purgeModeNamesPolicy = "flotilla-purge-mode-names"
+
+// purgeModeNamesAdmission warns, without refusing, when a policy uses Immediately or Graciously, the purge
+// mode names of older Karmada releases: Flotilla reads them as Directly and Gracefully, and the warning tells
+// the user to write the current name, so policies migrate.
+func purgeModeNamesAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	var validations []admissionregistrationv1.Validation
+	for _, part := range []string{"cluster", "application"} {
+		field := "object.spec.failover." + part + ".purgeMode"
+		for _, old := range []policyv1alpha1.PurgeMode{policyv1alpha1.PurgeImmediately, policyv1alpha1.PurgeGraciously} {
+			validations = append(validations, admissionregistrationv1.Validation{
+				Expression: fmt.Sprintf("!has(object.spec.failover) || !has(object.spec.failover.%[1]s) || "+
+					"!has(%[2]s) || %[2]s != '%[3]s'", part, field, old),
+				Message: fmt.Sprintf("spec.failover.%s.purgeMode: %s is the older name of %s; write %s", part, old, old.Canonical(), old.Canonical()),
+			})
+		}
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: purgeModeNamesPolicy},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Ignore), // a warning is no reason to refuse a policy
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{policyv1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
+						Resources: []string{"propagationpolicies", "clusterpropagationpolicies"}},
+				},
+			}}},
+			Validations: validations,
+		},
+	}
+	binding := bindingFor(policy)
+	binding.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
+	return policy, binding
+}
+
 // bindingFor binds an admission policy cluster-wide, denying what it rejects.
 func bindingFor(policy *admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
 	return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
@@ -158,7 +196,7 @@ func InstallAdmission(ctx context.Context, cfg *rest.Config) error {
 	// The override policy goes last: WaitForAdmission probes it, and the API server loads policies in the
 	// order they were written.
 	for _, admission := range []func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding){
-		agentWorksAdmission, overrideValuesAdmission,
+		agentWorksAdmission, purgeModeNamesAdmission, overrideValuesAdmission,
 	} {
 		policy, binding := admission()
 		wantPolicy, wantBinding := policy.Spec, binding.Spec

@@ -77,8 +77,33 @@ type Result struct {
 // in use (observedAffinity), so a binding falls through to the next group when its group cannot host it and
 // does not move back on its own. Clusters are considered in name order so results are deterministic.
 func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, observedAffinity string) (Result, error) {
+	return f.schedule(b, clusters, observedAffinity, false)
+}
+
+// ScheduleBinding places a binding from its spec and status: as Schedule does, from the clusterAffinities
+// group in use, unless the binding asks for a fresh pass (Fresh). A fresh pass places the binding as if it
+// ran nowhere yet: the groups are tried from the first, the clusters it runs on get no preference, and
+// divided replicas are shared out from scratch rather than adjusted, so replicas may move back to a
+// recovered or preferred cluster. Filters still see where the binding runs, so a cluster it runs on is not
+// dropped for a doubt that only keeps new placements away (a NoSchedule taint, an incomplete API list).
+func (f *Framework) ScheduleBinding(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, clusters []clusterv1alpha1.Cluster) (Result, error) {
+	if Fresh(spec, status) {
+		return f.schedule(spec, clusters, "", true)
+	}
+	return f.schedule(spec, clusters, status.SchedulerObservedAffinityName, false)
+}
+
+// Fresh reports whether a binding asks for a fresh scheduling pass: spec.rescheduleTriggeredAt (set by a
+// Rebalancer) is newer than the last time the scheduler placed the binding. Once the scheduler has placed it
+// after the trigger, the binding is sticky again.
+func Fresh(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus) bool {
+	trigger := spec.RescheduleTriggeredAt
+	return trigger != nil && (status.LastScheduledTime == nil || trigger.After(status.LastScheduledTime.Time))
+}
+
+func (f *Framework) schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, observedAffinity string, fresh bool) (Result, error) {
 	if b.Placement == nil || len(b.Placement.ClusterAffinities) == 0 {
-		targets, note, err := f.scheduleOne(b, clusters)
+		targets, note, err := f.scheduleOne(b, clusters, fresh)
 		return Result{Clusters: targets, Evicted: evicted(b, clusters), Note: note}, err
 	}
 	terms := b.Placement.ClusterAffinities
@@ -89,7 +114,7 @@ func (f *Framework) Schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clu
 		placement := *b.Placement
 		placement.ClusterAffinity, placement.ClusterAffinities = &term.ClusterAffinity, nil
 		spec.Placement = &placement
-		targets, note, err := f.scheduleOne(&spec, clusters)
+		targets, note, err := f.scheduleOne(&spec, clusters, fresh)
 		if err == nil {
 			return Result{Clusters: targets, AffinityName: term.AffinityName, Evicted: evicted(b, clusters), Note: note}, nil
 		}
@@ -111,8 +136,9 @@ func evicted(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Clu
 	return out
 }
 
-// scheduleOne filters, ranks, spreads and assigns replicas under one cluster affinity.
-func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) ([]workv1alpha1.TargetCluster, string, error) {
+// scheduleOne filters, ranks, spreads and assigns replicas under one cluster affinity. A fresh pass ranks and
+// assigns as for a binding that runs nowhere yet.
+func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, fresh bool) ([]workv1alpha1.TargetCluster, string, error) {
 	reasons := map[string]string{}
 	var feasible []*clusterv1alpha1.Cluster
 	for i := range clusters {
@@ -129,6 +155,11 @@ func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []
 	}
 	if len(feasible) == 0 {
 		return nil, "", &NoFitError{Reasons: reasons}
+	}
+	if fresh {
+		unplaced := *b
+		unplaced.Clusters = nil
+		b = &unplaced
 	}
 	scores := map[string]int64{}
 	for _, c := range feasible {

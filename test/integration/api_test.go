@@ -36,6 +36,7 @@ func TestCRDsEstablished(t *testing.T) {
 		"resourcebindings.work.flotilla.io":             {"rb"},
 		"clusterresourcebindings.work.flotilla.io":      {"crb"},
 		"works.work.flotilla.io":                        nil,
+		"rebalancers.work.flotilla.io":                  {"rebal"},
 	}
 	found := 0
 	for _, crd := range list.Items {
@@ -79,7 +80,7 @@ func TestValidObjectsAccepted(t *testing.T) {
 		})
 	}
 	for _, k := range []string{"Cluster", "PropagationPolicy", "ClusterPropagationPolicy", "OverridePolicy",
-		"ClusterOverridePolicy", "ResourceBinding", "ClusterResourceBinding", "Work"} {
+		"ClusterOverridePolicy", "ResourceBinding", "ClusterResourceBinding", "Work", "Rebalancer"} {
 		if !kinds[k] {
 			t.Errorf("no valid %s in testdata/valid", k)
 		}

@@ -1,8 +1,13 @@
 package integration
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 const selector = "  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n"
@@ -178,6 +183,19 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"work without spec",
 			"apiVersion: work.flotilla.io/v1alpha1\nkind: Work\nmetadata: {name: x, namespace: default}\n",
 			[]string{"spec: Required value"}},
+		{"unknown purgeMode", pp("  failover:\n    cluster: {purgeMode: Softly}\n"),
+			[]string{"spec.failover.cluster.purgeMode", `Unsupported value: "Softly"`, `"Graciously"`}},
+		{"rebalancer naming nothing", rebalancer("  ttlSecondsAfterFinished: 10\n"),
+			[]string{"spec", "name at least one workload or give a selector"}},
+		{"rebalancer with a negative TTL",
+			rebalancer("  workloads: [{apiVersion: apps/v1, kind: Deployment, namespace: default, name: web}]\n  ttlSecondsAfterFinished: -1\n"),
+			[]string{"spec.ttlSecondsAfterFinished", "greater than or equal to 0"}},
+		{"rebalancer workload without a name",
+			rebalancer("  workloads: [{apiVersion: apps/v1, kind: Deployment, namespace: default}]\n"),
+			[]string{"spec.workloads[0].name: Required value"}},
+		{"rebalancer selector without labelSelector",
+			rebalancer("  selector: {apiVersion: apps/v1, kind: Deployment}\n"),
+			[]string{"spec.selector.labelSelector: Required value"}},
 	}
 	if len(tests) < 25 {
 		t.Fatalf("only %d invalid objects; the API promises at least 25", len(tests))
@@ -192,6 +210,64 @@ func TestInvalidObjectsRejected(t *testing.T) {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error does not mention %q:\n%v", want, err)
 				}
+			}
+		})
+	}
+}
+
+func rebalancer(spec string) string {
+	return "apiVersion: work.flotilla.io/v1alpha1\nkind: Rebalancer\nmetadata:\n  name: x\nspec:\n" + spec
+}
+
+// warnings collects the warnings the API server returns.
+type warnings struct {
+	mu   sync.Mutex
+	text []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.text = append(w.text, text)
+}
+
+// TestOlderPurgeModeNamesWarn: Karmada's older purge mode names are accepted, with a warning that names the
+// field and the name to write instead; the current names draw no warning.
+func TestOlderPurgeModeNamesWarn(t *testing.T) {
+	application := func(mode string) string {
+		return "  failover:\n    application:\n      decisionConditions: {tolerationSeconds: 60}\n      purgeMode: " + mode + "\n"
+	}
+	tests := []struct {
+		name string
+		spec string
+		want string // "" for no warning
+	}{
+		{"cluster Graciously", "  failover:\n    cluster: {purgeMode: Graciously}\n",
+			"spec.failover.cluster.purgeMode: Graciously is the older name of Gracefully; write Gracefully"},
+		{"cluster Immediately", "  failover:\n    cluster: {purgeMode: Immediately}\n",
+			"spec.failover.cluster.purgeMode: Immediately is the older name of Directly; write Directly"},
+		{"application Immediately", application("Immediately"),
+			"spec.failover.application.purgeMode: Immediately is the older name of Directly; write Directly"},
+		{"application Graciously with a grace period", application("Graciously") + "      gracePeriodSeconds: 30\n",
+			"spec.failover.application.purgeMode: Graciously is the older name of Gracefully; write Gracefully"},
+		{"cluster Gracefully", "  failover:\n    cluster: {purgeMode: Gracefully}\n", ""},
+		{"application Directly", application("Directly"), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := &warnings{}
+			cfg := rest.CopyConfig(env.Config)
+			cfg.WarningHandler = w
+			c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Create(context.Background(), parseObject(t, policy("PropagationPolicy", selector+tt.spec)), client.DryRunAll); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			got := strings.Join(w.text, "\n")
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Fatalf("warnings %q, want %q", got, tt.want)
 			}
 		})
 	}

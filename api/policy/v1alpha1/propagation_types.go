@@ -205,8 +205,10 @@ type FailoverBehavior struct {
 	Cluster *ClusterFailoverBehavior `json:"cluster,omitempty"`
 }
 
-// PurgeMode says when the copy on the cluster being left is removed.
-// +kubebuilder:validation:Enum=Directly;Gracefully;Never
+// PurgeMode says when the copy on the cluster being left is removed. Immediately and Graciously, the names
+// older Karmada releases use, are accepted as synonyms of Directly and Gracefully (admission warns); code
+// reads a purge mode through Canonical.
+// +kubebuilder:validation:Enum=Directly;Gracefully;Never;Immediately;Graciously
 type PurgeMode string
 
 const (
@@ -216,10 +218,26 @@ const (
 	PurgeGracefully PurgeMode = "Gracefully"
 	// PurgeNever keeps the old copy; a person removes it.
 	PurgeNever PurgeMode = "Never"
+	// PurgeImmediately is the older name of PurgeDirectly.
+	PurgeImmediately PurgeMode = "Immediately"
+	// PurgeGraciously is the older name of PurgeGracefully.
+	PurgeGraciously PurgeMode = "Graciously"
 )
 
+// Canonical returns the purge mode under its current name: Directly for Immediately, Gracefully for
+// Graciously, any other mode unchanged.
+func (m PurgeMode) Canonical() PurgeMode {
+	switch m {
+	case PurgeImmediately:
+		return PurgeDirectly
+	case PurgeGraciously:
+		return PurgeGracefully
+	}
+	return m
+}
+
 // ApplicationFailoverBehavior moves a template away from a cluster where its application is unhealthy.
-// +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || self.purgeMode == 'Gracefully'",message="gracePeriodSeconds is allowed only when purgeMode is Gracefully"
+// +kubebuilder:validation:XValidation:rule="!has(self.gracePeriodSeconds) || self.purgeMode in ['Gracefully', 'Graciously']",message="gracePeriodSeconds is allowed only when purgeMode is Gracefully"
 type ApplicationFailoverBehavior struct {
 	// DecisionConditions say when the application counts as failed.
 	// +required

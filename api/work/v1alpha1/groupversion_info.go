@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the work.flotilla.io API: the scheduling unit (ResourceBinding,
-// ClusterResourceBinding) and the rendered manifests for one cluster (Work).
+// ClusterResourceBinding), the rendered manifests for one cluster (Work), and requests to reschedule
+// templates afresh (Rebalancer).
 // +kubebuilder:object:generate=true
 // +groupName=work.flotilla.io
 package v1alpha1
@@ -25,6 +26,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ResourceBinding{}, &ResourceBindingList{},
 		&ClusterResourceBinding{}, &ClusterResourceBindingList{},
 		&Work{}, &WorkList{},
+		&Rebalancer{}, &RebalancerList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
