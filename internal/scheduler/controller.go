@@ -170,8 +170,9 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 	}
 	obj := applyObject(b)
 	obj.Object["status"] = fields
+	// A status apply never creates: a binding deleted since it was read is simply done.
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
-		return err
+		return client.IgnoreNotFound(err)
 	}
 	if previous := meta.FindStatusCondition(status.Conditions, cond.Type); (previous == nil || previous.Status != cond.Status ||
 		previous.Reason != cond.Reason || previous.Message != cond.Message) && (!placed || result.Note != "") {

@@ -397,19 +397,29 @@ func TestPolicyBeforeItsCRD(t *testing.T) {
 	})
 }
 
-// bindingCreateConflicts is how many binding creates the hub has refused with 409 (AlreadyExists), from
-// its apiserver_request_total.
+// bindingCreateConflicts is how many binding creates the hub has refused with 409 (AlreadyExists).
 func bindingCreateConflicts(t *testing.T) float64 {
+	return bindingRequests(t, `verb="POST"`, `code="409"`)
+}
+
+// bindingRequests sums the hub's apiserver_request_total over the ResourceBinding requests whose labels
+// include every one of labels (for example `verb="APPLY"`).
+func bindingRequests(t *testing.T, labels ...string) float64 {
 	t.Helper()
 	body, err := env.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var total float64
+lines:
 	for _, line := range strings.Split(string(body), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="resourcebindings"`) ||
-			!strings.Contains(line, `verb="POST"`) || !strings.Contains(line, `code="409"`) {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="resourcebindings"`) {
 			continue
+		}
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				continue lines
+			}
 		}
 		var n float64
 		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n); err != nil {
@@ -498,5 +508,26 @@ func TestPolicyChangeLeavesDerivedBindingsAlone(t *testing.T) {
 	if after.ResourceVersion != before.ResourceVersion || after.Generation != before.Generation {
 		t.Fatalf("the policy change rewrote web's binding: resourceVersion %s → %s, generation %d → %d",
 			before.ResourceVersion, after.ResourceVersion, before.Generation, after.Generation)
+	}
+
+	// Not even a request that changes nothing: with both bindings up to date in the cache, another policy
+	// change sends no apply at all.
+	applies := bindingRequests(t, `verb="APPLY"`, `subresource=""`)
+	if applies == 0 {
+		t.Fatal("the hub counts no binding applies, not even those that made web's and the witness's bindings")
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
+			return err
+		}
+		policy.Spec.ResourceSelectors = append(policy.Spec.ResourceSelectors[:2],
+			policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "not-there"})
+		return env.Client.Update(ctx, policy)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the negative assertion again
+	if n := bindingRequests(t, `verb="APPLY"`, `subresource=""`) - applies; n != 0 {
+		t.Fatalf("a policy change that changes no binding sent %v binding applies", n)
 	}
 }
