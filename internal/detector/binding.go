@@ -69,7 +69,7 @@ func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructur
 	case err != nil && !apierrors.IsNotFound(err):
 		return reconcile.Result{}, err
 	}
-	obj, err := applyObject(current, t, want)
+	obj, err := d.applyObject(current, t, want)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -90,17 +90,17 @@ func upToDate(b client.Object, t *unstructured.Unstructured, want workv1alpha1.R
 // applyObject is what the detector applies to a binding: only the fields it owns. The owner reference and
 // finalizer are applied every time, not just at creation: a server-side apply that leaves out a field the
 // manager owns removes it.
-func applyObject(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec) (*unstructured.Unstructured, error) {
+func (d *Detector) applyObject(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec) (*unstructured.Unstructured, error) {
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
 	if err != nil {
 		return nil, err
 	}
-	kind := "ClusterResourceBinding"
-	if b.GetNamespace() != "" {
-		kind = "ResourceBinding"
+	gvk, err := d.client.GroupVersionKindFor(b)
+	if err != nil {
+		return nil, err
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	obj.SetGroupVersionKind(workv1alpha1.GroupVersion.WithKind(kind))
+	obj.SetGroupVersionKind(gvk)
 	obj.SetNamespace(b.GetNamespace())
 	obj.SetName(b.GetName())
 	obj.SetOwnerReferences([]metav1.OwnerReference{{
@@ -122,8 +122,9 @@ func (d *Detector) release(ctx context.Context, t *unstructured.Unstructured) er
 			if err != nil {
 				return err
 			}
-			if err := d.client.Patch(ctx, binding, client.RawPatch("application/merge-patch+json", patch), client.FieldOwner(fieldManager)); err != nil {
-				return client.IgnoreNotFound(err)
+			err = d.client.Patch(ctx, binding, client.RawPatch("application/merge-patch+json", patch), client.FieldOwner(fieldManager))
+			if client.IgnoreNotFound(err) != nil {
+				return err
 			}
 		}
 		if err := d.client.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {

@@ -131,12 +131,17 @@ func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alph
 	if err != nil {
 		return 0, err
 	}
-	tasks, ok := fields["gracefulEvictionTasks"]
-	if !ok {
-		tasks = []any{} // applied empty, so that no earlier writer's tasks linger
+	placement := map[string]any{"gracefulEvictionTasks": []any{}} // applied empty, so no earlier writer's tasks linger
+	for _, field := range []string{"clusters", "gracefulEvictionTasks"} {
+		if v, ok := fields[field]; ok {
+			placement[field] = v
+		}
 	}
-	obj := applyObject(b)
-	obj.Object["spec"] = map[string]any{"clusters": fields["clusters"], "gracefulEvictionTasks": tasks}
+	obj, err := r.applyObject(b)
+	if err != nil {
+		return 0, err
+	}
+	obj.Object["spec"] = placement
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return 0, err
 	}
@@ -168,7 +173,10 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 	if err != nil {
 		return err
 	}
-	obj := applyObject(b)
+	obj, err := r.applyObject(b)
+	if err != nil {
+		return err
+	}
 	obj.Object["status"] = fields
 	// A status apply never creates: a binding deleted since it was read is simply done.
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
@@ -190,16 +198,16 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 }
 
 // applyObject is an empty object of the binding's kind and name, to apply the scheduler's fields on.
-func applyObject(b client.Object) *unstructured.Unstructured {
-	kind := "ClusterResourceBinding"
-	if b.GetNamespace() != "" {
-		kind = "ResourceBinding"
+func (r *Controller[T]) applyObject(b T) (*unstructured.Unstructured, error) {
+	gvk, err := r.Client.GroupVersionKindFor(b)
+	if err != nil {
+		return nil, err
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{}}
-	obj.SetGroupVersionKind(workv1alpha1.GroupVersion.WithKind(kind))
+	obj.SetGroupVersionKind(gvk)
 	obj.SetNamespace(b.GetNamespace())
 	obj.SetName(b.GetName())
-	return obj
+	return obj, nil
 }
 
 // decide turns a scheduling outcome into the Scheduled condition, and says whether the result becomes the
