@@ -96,36 +96,41 @@ func placedByCapacity(spec *workv1alpha1.ResourceBindingSpec) bool {
 			(rs.WeightPreference != nil && rs.WeightPreference.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas))
 }
 
+// roomChanged reports whether a capacity change of a cluster changes how many more replicas of the binding
+// it can take: a few hundred millicores more or less do not matter to replicas that request whole CPUs.
+func roomChanged(spec *workv1alpha1.ResourceBindingSpec, old, updated *clusterv1alpha1.Cluster) bool {
+	return placedByCapacity(spec) && availableReplicas(spec, old) != availableReplicas(spec, updated)
+}
+
 // clusterEvents enqueues the bindings a Cluster event can move: every binding when a cluster joins, leaves
-// or changes what placements read, only those placed by capacity when just its room changed, and none on
-// a heartbeat.
+// or changes what placements read; when only its room changed, those placed by capacity whose room there
+// changed; none on a heartbeat.
 func clusterEvents(c client.Reader, list func() client.ObjectList) handler.Funcs {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	enqueue := func(ctx context.Context, q queue, capacityOnly bool) {
+	enqueue := func(ctx context.Context, q queue, moves func(spec *workv1alpha1.ResourceBindingSpec) bool) {
 		l := list()
 		if err := c.List(ctx, l); err != nil {
 			return
 		}
 		items, _ := meta.ExtractList(l)
 		for _, item := range items {
-			b, ok := item.(client.Object)
-			if !ok {
-				continue
+			b, ok := item.(interface {
+				client.Object
+				workv1alpha1.Object
+			})
+			if ok && (moves == nil || moves(b.BindingSpec())) {
+				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 			}
-			if capacityOnly && !placedByCapacity(b.(workv1alpha1.Object).BindingSpec()) {
-				continue
-			}
-			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 		}
 	}
 	return handler.Funcs{
 		// The clusters listed when the hub starts bring nothing back: every binding is listed then too.
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
 			if !e.IsInInitialList {
-				enqueue(ctx, q, false)
+				enqueue(ctx, q, nil)
 			}
 		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q queue) { enqueue(ctx, q, false) },
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q queue) { enqueue(ctx, q, nil) },
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			old, okOld := e.ObjectOld.(*clusterv1alpha1.Cluster)
 			updated, okNew := e.ObjectNew.(*clusterv1alpha1.Cluster)
@@ -134,9 +139,9 @@ func clusterEvents(c client.Reader, list func() client.ObjectList) handler.Funcs
 			}
 			switch changeOf(old, updated) {
 			case placementChange:
-				enqueue(ctx, q, false)
+				enqueue(ctx, q, nil)
 			case capacityChange:
-				enqueue(ctx, q, true)
+				enqueue(ctx, q, func(spec *workv1alpha1.ResourceBindingSpec) bool { return roomChanged(spec, old, updated) })
 			}
 		},
 	}

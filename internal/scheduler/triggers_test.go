@@ -110,6 +110,31 @@ func TestPlacedByCapacity(t *testing.T) {
 			t.Errorf("%s: placedByCapacity = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+
+	// Of a capacity change, only what changes a binding's room for more replicas there counts.
+	withCPU := func(allocatable, allocated string) *clusterv1alpha1.Cluster {
+		c := cluster("a", "eu")
+		c.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(allocatable)},
+			Allocated:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(allocated)}}
+		return &c
+	}
+	wholeCPUs := deployment(3, dynamic)
+	wholeCPUs.ReplicaRequirements = &workv1alpha1.ReplicaRequirements{ResourceRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+	for _, tt := range []struct {
+		name         string
+		spec         *workv1alpha1.ResourceBindingSpec
+		old, updated *clusterv1alpha1.Cluster
+		want         bool
+	}{
+		{"room for 4 stays room for 4", wholeCPUs, withCPU("9", "0"), withCPU("9", "500m"), false},
+		{"room for 4 becomes room for 3", wholeCPUs, withCPU("9", "0"), withCPU("9", "2"), true},
+		{"not placed by capacity", deployment(3, nil), withCPU("8", "0"), withCPU("2", "2"), false},
+	} {
+		if got := roomChanged(tt.spec, tt.old, tt.updated); got != tt.want {
+			t.Errorf("%s: roomChanged = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
 
 // TestBindingChanged: the scheduler is woken by a binding's policy-derived spec and by health that can
