@@ -55,8 +55,6 @@ const discoveryRetry = time.Second
 // Detector is the template reconciler.
 type Detector struct {
 	client client.Client
-	// reader reads past the cache: a binding this reconciler created a moment ago may not be cached yet.
-	reader client.Reader
 	cache  cache.Cache
 	mapper meta.RESTMapper
 	ctrl   controller.TypedController[Key]
@@ -73,7 +71,7 @@ type Detector struct {
 // first. Each template is claimed on its own, so one that cannot be (its binding is refused) never holds up
 // the others, and only the template reconciler writes bindings.
 func Setup(mgr ctrl.Manager) error {
-	d := &Detector{client: mgr.GetClient(), reader: mgr.GetAPIReader(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(),
+	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(),
 		examine: make(chan event.TypedGenericEvent[Key], 1024), watched: map[schema.GroupKind]string{}}
 	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d, MaxConcurrentReconciles: templateWorkers})
 	if err != nil {

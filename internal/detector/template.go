@@ -3,17 +3,12 @@ package detector
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // Reconcile claims or releases one template and keeps its binding.
@@ -40,10 +35,13 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if policy == nil {
 		return reconcile.Result{}, d.release(ctx, t)
 	}
-	if err := d.claim(ctx, t, policy); err != nil {
-		return reconcile.Result{}, err
+	// The binding first: the claim's label change brings the template back, and by then the cache most
+	// likely holds the binding, so that pass writes nothing.
+	result, err := d.ensureBinding(ctx, t, policy)
+	if err != nil || result.RequeueAfter > 0 {
+		return result, err
 	}
-	return reconcile.Result{}, d.ensureBinding(ctx, t, policy)
+	return reconcile.Result{}, d.claim(ctx, t, policy)
 }
 
 // claimOf reads the policy that claimed a template from its labels.
@@ -92,89 +90,5 @@ func (d *Detector) patchLabels(ctx context.Context, t *unstructured.Unstructured
 	if err != nil {
 		return err
 	}
-	return d.client.Patch(ctx, t, client.RawPatch("application/merge-patch+json", data))
-}
-
-// release stops managing a template: its binding is deleted with the release mark, so its Works let go of
-// the member objects instead of deleting them. The binding is looked for even when the template carries no
-// claim: a `kubectl replace` drops the claim labels along with everything else the manifest does not name.
-func (d *Detector) release(ctx context.Context, t *unstructured.Unstructured) error {
-	binding := newBinding(t)
-	if err := d.client.Get(ctx, client.ObjectKeyFromObject(binding), binding); err == nil {
-		binding.SetAnnotations(map[string]string{workv1alpha1.AnnotationRelease: "true"})
-		if err := d.client.Update(ctx, binding); err != nil {
-			return err
-		}
-		if err := d.client.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
-			return err
-		}
-	} else if !apierrors.IsNotFound(err) {
-		return err
-	}
-	return d.patchLabels(ctx, t, map[string]any{
-		policyv1alpha1.LabelPropagationPolicyNamespace: nil,
-		policyv1alpha1.LabelPropagationPolicyName:      nil,
-		policyv1alpha1.LabelClusterPropagationPolicy:   nil,
-	})
-}
-
-// ensureBinding creates or updates the template's binding from the policy.
-func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructured, p *Policy) error {
-	want := workv1alpha1.ResourceBindingSpec{
-		Resource: workv1alpha1.ObjectReference{
-			APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Namespace: t.GetNamespace(), Name: t.GetName(),
-			UID: t.GetUID(), ResourceVersion: t.GetResourceVersion(),
-		},
-		PropagateDeps:               p.Spec.PropagateDeps,
-		Placement:                   p.Spec.Placement.DeepCopy(),
-		SchedulerName:               p.Spec.SchedulerName,
-		Failover:                    p.Spec.Failover.DeepCopy(),
-		ConflictResolution:          p.Spec.ConflictResolution,
-		Suspension:                  p.Spec.Suspension.DeepCopy(),
-		PreserveResourcesOnDeletion: p.Spec.PreserveResourcesOnDeletion,
-	}
-	if replicas, requests, ok := interpreter.Replicas(t); ok {
-		want.Replicas = replicas
-		if requests != nil {
-			want.ReplicaRequirements = &workv1alpha1.ReplicaRequirements{ResourceRequest: requests, Namespace: t.GetNamespace()}
-		}
-	}
-	binding := newBinding(t)
-	key := client.ObjectKeyFromObject(binding)
-	err := d.client.Get(ctx, key, binding)
-	if apierrors.IsNotFound(err) {
-		*binding.(workv1alpha1.Object).BindingSpec() = want
-		binding.SetOwnerReferences([]metav1.OwnerReference{{
-			APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Name: t.GetName(), UID: t.GetUID(), BlockOwnerDeletion: ptr.To(true),
-		}})
-		binding.SetFinalizers([]string{workv1alpha1.FinalizerBinding})
-		if err = d.client.Create(ctx, binding); !apierrors.IsAlreadyExists(err) {
-			return err
-		}
-		// Created by an earlier pass that the cache has not caught up with: read it from the API server and
-		// bring it up to date like any other.
-		binding = newBinding(t)
-		err = d.reader.Get(ctx, key, binding)
-	}
-	if err != nil {
-		return err
-	}
-	spec := binding.(workv1alpha1.Object).BindingSpec()
-	want.Clusters = spec.Clusters // the scheduler's
-	want.GracefulEvictionTasks = spec.GracefulEvictionTasks
-	want.RescheduleTriggeredAt = spec.RescheduleTriggeredAt
-	if equality.Semantic.DeepEqual(*spec, want) {
-		return nil
-	}
-	*spec = want
-	return d.client.Update(ctx, binding)
-}
-
-// newBinding returns an empty binding object, named after the template, of the right scope.
-func newBinding(t *unstructured.Unstructured) client.Object {
-	name := BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
-	if t.GetNamespace() == "" {
-		return &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	}
-	return &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.GetNamespace(), Name: name}}
+	return d.client.Patch(ctx, t, client.RawPatch("application/merge-patch+json", data), client.FieldOwner(fieldManager))
 }

@@ -11,16 +11,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
@@ -44,7 +43,11 @@ type binding interface {
 	workv1alpha1.Object
 }
 
-// Controller writes each binding's placement (spec.clusters) and its Scheduled condition.
+// fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks, the Scheduled
+// condition and the schedulerObserved fields.
+var fieldManager = workv1alpha1.ControllerFieldManager("scheduler")
+
+// Controller writes each binding's placement (spec.clusters), its eviction tasks and its Scheduled condition.
 type Controller[T binding] struct {
 	Client    client.Client
 	Recorder  events.EventRecorder
@@ -52,40 +55,31 @@ type Controller[T binding] struct {
 	New       func() T
 }
 
-// Setup registers the scheduler for both binding kinds. Any change of a cluster (joined, left, labels,
-// taints, served APIs) reschedules every binding.
+// Setup registers the scheduler for both binding kinds. A binding is placed again when its policy-derived
+// spec changes, when it becomes healthy while clusters are being left, and when a cluster changes in a way
+// that can move it (clusterEvents); never because of its own writes or a cluster's heartbeat.
 func Setup(mgr ctrl.Manager) error {
 	f, recorder := Default(), mgr.GetEventRecorder("flotilla-scheduler")
 	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
-		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, &workv1alpha1.ResourceBindingList{}); err != nil {
+		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }},
+		func() client.ObjectList { return &workv1alpha1.ResourceBindingList{} }); err != nil {
 		return err
 	}
 	return setup(mgr, "cluster-scheduler", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
-		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, &workv1alpha1.ClusterResourceBindingList{})
+		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }},
+		func() client.ObjectList { return &workv1alpha1.ClusterResourceBindingList{} })
 }
 
-func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], list client.ObjectList) error {
-	allBindings := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-		if err := mgr.GetClient().List(ctx, list); err != nil {
-			return nil
-		}
-		items, _ := meta.ExtractList(list)
-		out := make([]reconcile.Request, 0, len(items))
-		for _, o := range items {
-			if obj, ok := o.(client.Object); ok {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-			}
-		}
-		return out
-	})
-	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New()).
-		Watches(&clusterv1alpha1.Cluster{}, allBindings).
+func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], list func() client.ObjectList) error {
+	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(bindingChanged)).
+		Watches(&clusterv1alpha1.Cluster{}, clusterEvents(mgr.GetClient(), list)).
 		Complete(r)
 }
 
 // Reconcile schedules one binding. When nothing fits, or the result would place the binding nowhere, the
 // current placement stays and Scheduled=False says why: a label, health or discovery change never removes a
-// workload from every cluster at once.
+// workload from every cluster at once. The placement and eviction tasks are applied first, then the status
+// (which records the generation the placement produced); each only when it changes.
 func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := r.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
@@ -98,19 +92,98 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Client.List(ctx, clusters); err != nil {
 		return ctrl.Result{}, err
 	}
+	now := time.Now()
 	spec, status := b.BindingSpec(), b.BindingStatus()
+	// Evictions finish on what the current generation says, before a new placement starts new ones.
+	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
 	result, err := r.Framework.Schedule(spec, clusters.Items, status.SchedulerObservedAffinityName)
 	cond, placed := decide(spec.Clusters, result, err)
-	cond.ObservedGeneration = b.GetGeneration()
+	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks}
 	if placed && !equality.Semantic.DeepEqual(spec.Clusters, result.Clusters) {
-		addEvictionTasks(spec, result.Clusters, result.Evicted)
-		spec.Clusters = result.Clusters
-		if err := r.Client.Update(ctx, b); err != nil {
+		addEvictionTasks(&want, result.Clusters, result.Evicted)
+		want.Clusters = result.Clusters
+	}
+	if !equality.Semantic.DeepEqual(spec.Clusters, want.Clusters) || !equality.Semantic.DeepEqual(spec.GracefulEvictionTasks, want.GracefulEvictionTasks) {
+		generation, err := r.applyPlacement(ctx, b, want)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		b.SetGeneration(generation)
+		spec.Clusters, spec.GracefulEvictionTasks = want.Clusters, want.GracefulEvictionTasks
 	}
-	changed := meta.SetStatusCondition(&status.Conditions, cond)
-	if changed && (!placed || result.Note != "") {
+	cond.ObservedGeneration = b.GetGeneration()
+	if err := r.writeStatus(ctx, b, cond, placed, result); err != nil {
+		return ctrl.Result{}, err
+	}
+	wait := nextEvictionDeadline(spec.GracefulEvictionTasks, now)
+	if next, ok := NextNoExecuteExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
+		wait = next + time.Second
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// applyPlacement applies spec.clusters and spec.gracefulEvictionTasks, both whole, and returns the
+// binding's new generation. Both are always sent: a server-side apply that leaves out a field its manager
+// owns removes it. (The scheduler used to Update the whole binding, writing the detector's fields back from
+// its cache.)
+func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alpha1.ResourceBindingSpec) (int64, error) {
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
+	if err != nil {
+		return 0, err
+	}
+	placement := map[string]any{"gracefulEvictionTasks": []any{}} // applied empty, so no earlier writer's tasks linger
+	for _, field := range []string{"clusters", "gracefulEvictionTasks"} {
+		if v, ok := fields[field]; ok {
+			placement[field] = v
+		}
+	}
+	obj, err := r.applyObject(b)
+	if err != nil {
+		return 0, err
+	}
+	obj.Object["spec"] = placement
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+		return 0, err
+	}
+	return obj.GetGeneration(), nil
+}
+
+// writeStatus applies the Scheduled condition and the schedulerObserved fields when they change, and
+// records an event when the binding cannot be placed as asked. When the binding is not placed, the observed
+// generation, affinity group and time of the last placement stay as they were.
+func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condition, placed bool, result Result) error {
+	status := b.BindingStatus()
+	conditions := slices.Clone(status.Conditions)
+	changed := meta.SetStatusCondition(&conditions, cond)
+	observed := workv1alpha1.ResourceBindingStatus{
+		SchedulerObservedGeneration:   status.SchedulerObservedGeneration,
+		SchedulerObservedAffinityName: status.SchedulerObservedAffinityName,
+		LastScheduledTime:             status.LastScheduledTime,
+		Conditions:                    []metav1.Condition{*meta.FindStatusCondition(conditions, cond.Type)},
+	}
+	if placed && (observed.SchedulerObservedGeneration != b.GetGeneration() || observed.SchedulerObservedAffinityName != result.AffinityName) {
+		observed.SchedulerObservedGeneration, observed.SchedulerObservedAffinityName = b.GetGeneration(), result.AffinityName
+		observed.LastScheduledTime = ptr.To(metav1.NewTime(time.Now()))
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&observed)
+	if err != nil {
+		return err
+	}
+	obj, err := r.applyObject(b)
+	if err != nil {
+		return err
+	}
+	obj.Object["status"] = fields
+	// A status apply never creates: a binding deleted since it was read is simply done.
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if previous := meta.FindStatusCondition(status.Conditions, cond.Type); (previous == nil || previous.Status != cond.Status ||
+		previous.Reason != cond.Reason || previous.Message != cond.Message) && (!placed || result.Note != "") {
 		reason := cond.Reason
 		if placed {
 			reason = ReasonPlacementFallback
@@ -121,25 +194,20 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", note)
 	}
-	if placed && status.SchedulerObservedAffinityName != result.AffinityName {
-		status.SchedulerObservedAffinityName = result.AffinityName
-		changed = true
+	return nil
+}
+
+// applyObject is an empty object of the binding's kind and name, to apply the scheduler's fields on.
+func (r *Controller[T]) applyObject(b T) (*unstructured.Unstructured, error) {
+	gvk, err := r.Client.GroupVersionKindFor(b)
+	if err != nil {
+		return nil, err
 	}
-	if placed && status.SchedulerObservedGeneration != b.GetGeneration() {
-		status.SchedulerObservedGeneration = b.GetGeneration()
-		now := metav1.Now()
-		status.LastScheduledTime = &now
-		changed = true
-	}
-	if changed {
-		if err := r.Client.Status().Update(ctx, b); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if next, ok := NextNoExecuteExpiry(spec, clusters.Items, time.Now()); ok {
-		return ctrl.Result{RequeueAfter: next + time.Second}, nil
-	}
-	return ctrl.Result{}, nil
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace(b.GetNamespace())
+	obj.SetName(b.GetName())
+	return obj, nil
 }
 
 // decide turns a scheduling outcome into the Scheduled condition, and says whether the result becomes the
@@ -166,27 +234,6 @@ func decide(current []workv1alpha1.TargetCluster, res Result, err error) (cond m
 		cond.Message += "; the current placement stays"
 	}
 	return cond, false
-}
-
-// DefaultEvictionGrace is how long an evicted copy waits for its replacement to become healthy.
-const DefaultEvictionGrace = 600 * time.Second
-
-// addEvictionTasks records the clusters a NoExecute taint moves the binding away from, so their copies stay
-// until the new placement is healthy (or the grace period passes).
-func addEvictionTasks(spec *workv1alpha1.ResourceBindingSpec, targets []workv1alpha1.TargetCluster, evicted map[string]string) {
-	now := metav1.Now()
-	for _, old := range spec.Clusters {
-		reason, ok := evicted[old.Name]
-		if !ok || slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == old.Name }) ||
-			slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == old.Name }) {
-			continue
-		}
-		spec.GracefulEvictionTasks = append(spec.GracefulEvictionTasks, workv1alpha1.GracefulEvictionTask{
-			FromCluster: old.Name, PurgeMode: policyv1alpha1.PurgeGracefully, Replicas: ptr.To(old.Replicas),
-			Reason: "TaintUntolerated", Message: "the cluster " + reason, Producer: "scheduler",
-			GracePeriodSeconds: ptr.To(int32(DefaultEvictionGrace.Seconds())), CreationTimestamp: &now,
-		})
-	}
 }
 
 func describe(targets []workv1alpha1.TargetCluster) string {

@@ -51,3 +51,46 @@ func TestNoExecuteEviction(t *testing.T) {
 		t.Fatal("an evicted binding with no other cluster must not be scheduled away")
 	}
 }
+
+// TestFinishEvictions: a task ends when the binding is healthy at its current generation or its grace
+// period has passed, and the scheduler looks again at the first deadline.
+func TestFinishEvictions(t *testing.T) {
+	now := time.Now()
+	task := func(cluster string, age time.Duration, grace *int32) workv1alpha1.GracefulEvictionTask {
+		return workv1alpha1.GracefulEvictionTask{FromCluster: cluster, Reason: "TaintUntolerated", Producer: "scheduler",
+			CreationTimestamp: &metav1.Time{Time: now.Add(-age)}, GracePeriodSeconds: grace}
+	}
+	seconds := func(s int32) *int32 { return &s }
+	tasks := []workv1alpha1.GracefulEvictionTask{task("a", time.Minute, seconds(600)), task("b", 2*time.Minute, seconds(60)),
+		task("c", time.Hour, nil), {FromCluster: "d", Reason: "TaintUntolerated", Producer: "scheduler"}}
+	healthy := func(status metav1.ConditionStatus, generation int64) []metav1.Condition {
+		return []metav1.Condition{{Type: workv1alpha1.ConditionHealthy, Status: status, ObservedGeneration: generation}}
+	}
+	names := func(ts []workv1alpha1.GracefulEvictionTask) string {
+		s := ""
+		for _, t := range ts {
+			s += t.FromCluster
+		}
+		return s
+	}
+	for _, tt := range []struct {
+		name       string
+		conditions []metav1.Condition
+		want       string
+	}{
+		{"not healthy: only the tasks past their grace period end", healthy(metav1.ConditionFalse, 4), "ad"},
+		{"healthy at an earlier generation: the same", healthy(metav1.ConditionTrue, 3), "ad"},
+		{"no health reported yet: the same", nil, "ad"},
+		{"healthy at the current generation: all end", healthy(metav1.ConditionTrue, 4), ""},
+	} {
+		if got := names(finishEvictions(tasks, tt.conditions, 4, now)); got != tt.want {
+			t.Errorf("%s: remaining %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if wait := nextEvictionDeadline(finishEvictions(tasks, nil, 4, now), now); wait != 9*time.Minute {
+		t.Errorf("next deadline in %s, want 9m (a's)", wait)
+	}
+	if wait := nextEvictionDeadline(nil, now); wait != 0 {
+		t.Errorf("next deadline with no task: %s", wait)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -138,8 +139,28 @@ func TestPolicyTakesTemplatesCreatedBeforeIt(t *testing.T) {
 	policy := clusterPolicy("claim-all", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap",
 		LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "batch", Operator: metav1.LabelSelectorOpIn, Values: []string{"first"}}}}})
+	conflicts := bindingCreateConflicts(t)
 	create(t, policy)
 	waitBindings(t, "claim-all", first)
+	// Each binding is written once, by server-side apply, however far the detector's cache lags in the burst:
+	// no create fails because an earlier pass made the binding already.
+	if n := bindingCreateConflicts(t) - conflicts; n != 0 {
+		t.Errorf("%v binding creates failed with AlreadyExists", n)
+	}
+	testenv.Eventually(t, hangGuard, "every binding written once, each field by its one writer", func() error {
+		list := &workv1alpha1.ResourceBindingList{}
+		if err := env.Client.List(ctx, list, client.InNamespace("claim-all")); err != nil {
+			return err
+		}
+		for i := range list.Items {
+			if b := &list.Items[i]; b.Generation != 1 {
+				return fmt.Errorf("binding %s: spec written %d times", b.Name, b.Generation)
+			} else if err := bindingWriters(b, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 
 	// The kind is watched by now: the templates the widened selector takes come from the policy pass alone.
 	for i := range 50 {
@@ -374,4 +395,139 @@ func TestPolicyBeforeItsCRD(t *testing.T) {
 		_, err := binding(ctx, schema.GroupKind{Group: group, Kind: "Gadget"}, "late-kind", "g")
 		return err
 	})
+}
+
+// bindingCreateConflicts is how many binding creates the hub has refused with 409 (AlreadyExists).
+func bindingCreateConflicts(t *testing.T) float64 {
+	return bindingRequests(t, `verb="POST"`, `code="409"`)
+}
+
+// bindingRequests sums the hub's apiserver_request_total over the ResourceBinding requests whose labels
+// include every one of labels (for example `verb="APPLY"`).
+func bindingRequests(t *testing.T, labels ...string) float64 {
+	t.Helper()
+	body, err := env.Kube.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+lines:
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="resourcebindings"`) {
+			continue
+		}
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				continue lines
+			}
+		}
+		var n float64
+		if _, err := fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &n); err != nil {
+			t.Fatalf("reading %q: %v", line, err)
+		}
+		total += n
+	}
+	return total
+}
+
+// TestPolicyChangeLeavesDerivedBindingsAlone: a policy change that does not change what a binding derives
+// from it writes no binding, even when its template changed in ways the binding does not reflect (here its
+// status). The binding used to record the template's resourceVersion, so nearly every policy change
+// rewrote nearly every binding.
+func TestPolicyChangeLeavesDerivedBindingsAlone(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "derived")
+	deployment := func(name string) *appsv1.Deployment {
+		labels := map[string]string{"app": name}
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "derived", Name: name},
+			Spec: appsv1.DeploymentSpec{Replicas: ptrTo(int32(3)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: "nginx", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")}}}}}}}}
+	}
+	web, witness := deployment("web"), deployment("witness")
+	create(t, web)
+	create(t, witness)
+	policy := namespacedPolicy("derived", "web", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"})
+	create(t, policy)
+	deploymentKind := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	testenv.Eventually(t, hangGuard, "web's binding", func() error {
+		b, err := binding(ctx, deploymentKind, "derived", "web")
+		if err == nil && (b.Spec.Replicas != 3 || b.Spec.ReplicaRequirements == nil) {
+			err = fmt.Errorf("binding spec %+v", b.Spec)
+		}
+		return err
+	})
+	// What the status aggregation (or a member's report) does to a template: a new resourceVersion, nothing
+	// a binding derives.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(web), web); err != nil {
+			return err
+		}
+		web.Status.ObservedGeneration, web.Status.Replicas = web.Generation, 3
+		return env.Client.Status().Update(ctx, web)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var before *workv1alpha1.ResourceBinding
+	stableSince := time.Now()
+	testenv.Eventually(t, hangGuard, "web's binding settles", func() error {
+		b, err := binding(ctx, deploymentKind, "derived", "web")
+		if err != nil {
+			return err
+		}
+		if before == nil || before.ResourceVersion != b.ResourceVersion {
+			before, stableSince = b, time.Now()
+		}
+		if time.Since(stableSince) < 2*time.Second {
+			return errors.New("written less than 2s ago")
+		}
+		return nil
+	})
+
+	// The policy now also takes the witness: once the witness has its binding, the policy's pass over the
+	// Deployments has been through web as well.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
+			return err
+		}
+		policy.Spec.ResourceSelectors = append(policy.Spec.ResourceSelectors[:1],
+			policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "witness"})
+		return env.Client.Update(ctx, policy)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, hangGuard, "the witness's binding", func() error {
+		_, err := binding(ctx, deploymentKind, "derived", "witness")
+		return err
+	})
+	time.Sleep(time.Second) // the negative assertion: web's reconcile of the same pass writes nothing
+	after, err := binding(ctx, deploymentKind, "derived", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion || after.Generation != before.Generation {
+		t.Fatalf("the policy change rewrote web's binding: resourceVersion %s → %s, generation %d → %d",
+			before.ResourceVersion, after.ResourceVersion, before.Generation, after.Generation)
+	}
+
+	// Not even a request that changes nothing: with both bindings up to date in the cache, another policy
+	// change sends no apply at all.
+	applies := bindingRequests(t, `verb="APPLY"`, `subresource=""`)
+	if applies == 0 {
+		t.Fatal("the hub counts no binding applies, not even those that made web's and the witness's bindings")
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
+			return err
+		}
+		policy.Spec.ResourceSelectors = append(policy.Spec.ResourceSelectors[:2],
+			policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "not-there"})
+		return env.Client.Update(ctx, policy)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the negative assertion again
+	if n := bindingRequests(t, `verb="APPLY"`, `subresource=""`) - applies; n != 0 {
+		t.Fatalf("a policy change that changes no binding sent %v binding applies", n)
+	}
 }

@@ -60,7 +60,9 @@ type ClusterResourceBinding struct {
 	Status ResourceBindingStatus `json:"status,omitempty"`
 }
 
-// ResourceBindingSpec describes a template, what it needs, and where it goes.
+// ResourceBindingSpec describes a template, what it needs, and where it goes. The detector owns every field
+// but clusters, gracefulEvictionTasks (the scheduler's) and rescheduleTriggeredAt (a person's); each writes
+// its fields by server-side apply under its own field manager.
 type ResourceBindingSpec struct {
 	// Resource is the template this binding places.
 	// +required
@@ -80,7 +82,9 @@ type ResourceBindingSpec struct {
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// Clusters is the scheduling result: each target cluster and, for Divided templates, its replicas.
+	// Written whole by the scheduler.
 	// +optional
+	// +listType=atomic
 	Clusters []TargetCluster `json:"clusters,omitempty"`
 
 	// Placement is the policy's placement at the time the binding was written.
@@ -88,8 +92,10 @@ type ResourceBindingSpec struct {
 	Placement *policyv1alpha1.Placement `json:"placement,omitempty"`
 
 	// GracefulEvictionTasks are clusters being left: their copy stays until the replacement is healthy or the
-	// grace period passes.
+	// grace period passes. Written whole by the scheduler, which also drops a task once the binding is Healthy
+	// at its current generation or the task's grace period has passed.
 	// +optional
+	// +listType=atomic
 	GracefulEvictionTasks []GracefulEvictionTask `json:"gracefulEvictionTasks,omitempty"`
 
 	// SchedulerName is the scheduler responsible for this binding.
@@ -140,13 +146,10 @@ type ObjectReference struct {
 	// +kubebuilder:validation:MinLength=1
 	Name string `json:"name"`
 
-	// UID of the template.
+	// UID of the template. The binding does not record the template's resourceVersion: the binding
+	// controller reads the template itself, so a template change need not rewrite its binding.
 	// +optional
 	UID types.UID `json:"uid,omitempty"`
-
-	// ResourceVersion of the template that this binding reflects.
-	// +optional
-	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // ReplicaRequirements are what one replica needs.

@@ -1,0 +1,150 @@
+package detector
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+)
+
+// fieldManager owns the binding fields the detector derives from the template and its policy.
+var fieldManager = workv1alpha1.ControllerFieldManager("detector")
+
+// deletingRetry is how soon a template whose binding is still being deleted (released, or left by a template
+// of the same name) is looked at again, to get its new binding once the old one is gone.
+const deletingRetry = time.Second
+
+// desiredSpec is the part of a binding's spec the detector owns: what the template is and needs, and what its
+// policy says. Clusters and eviction tasks are the scheduler's; rescheduleTriggeredAt is a person's.
+func desiredSpec(t *unstructured.Unstructured, p *Policy) workv1alpha1.ResourceBindingSpec {
+	want := workv1alpha1.ResourceBindingSpec{
+		Resource: workv1alpha1.ObjectReference{
+			APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Namespace: t.GetNamespace(), Name: t.GetName(), UID: t.GetUID(),
+		},
+		PropagateDeps:               p.Spec.PropagateDeps,
+		Placement:                   p.Spec.Placement.DeepCopy(),
+		SchedulerName:               p.Spec.SchedulerName,
+		Failover:                    p.Spec.Failover.DeepCopy(),
+		ConflictResolution:          p.Spec.ConflictResolution,
+		Suspension:                  p.Spec.Suspension.DeepCopy(),
+		PreserveResourcesOnDeletion: p.Spec.PreserveResourcesOnDeletion,
+	}
+	if replicas, requests, ok := interpreter.Replicas(t); ok {
+		want.Replicas = replicas
+		if requests != nil {
+			want.ReplicaRequirements = &workv1alpha1.ReplicaRequirements{ResourceRequest: requests, Namespace: t.GetNamespace()}
+		}
+	}
+	return want
+}
+
+// ensureBinding makes the template's binding carry the spec its policy derives, with the template as its
+// owner and the binding finalizer, by one server-side apply that creates or updates it. It writes nothing
+// when the cached binding already has all that. (It used to read the binding from the cache and create it
+// when missing: in a burst the cache was often behind, and 0.74 of 1.74 creates per Deployment failed with
+// AlreadyExists.)
+func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructured, p *Policy) (reconcile.Result, error) {
+	want := desiredSpec(t, p)
+	current := newBinding(t)
+	err := d.client.Get(ctx, client.ObjectKeyFromObject(current), current)
+	switch {
+	case err == nil && current.GetDeletionTimestamp() != nil:
+		// A binding being deleted may not take its finalizer again: the new one is applied once it is gone.
+		return reconcile.Result{RequeueAfter: deletingRetry}, nil
+	case err == nil && upToDate(current, t, want):
+		return reconcile.Result{}, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return reconcile.Result{}, err
+	}
+	obj, err := d.applyObject(current, t, want)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.FieldOwner(fieldManager), client.ForceOwnership)
+}
+
+// upToDate reports whether a binding already has the detector's part: the derived spec, the template as
+// owner, and the finalizer.
+func upToDate(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec) bool {
+	spec := *b.(workv1alpha1.Object).BindingSpec()
+	spec.Clusters, spec.GracefulEvictionTasks, spec.RescheduleTriggeredAt = nil, nil, nil
+	return equality.Semantic.DeepEqual(spec, want) &&
+		slices.Contains(b.GetFinalizers(), workv1alpha1.FinalizerBinding) &&
+		slices.ContainsFunc(b.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == t.GetUID() })
+}
+
+// applyObject is what the detector applies to a binding: only the fields it owns. The owner reference and
+// finalizer are applied every time, not just at creation: a server-side apply that leaves out a field the
+// manager owns removes it.
+func (d *Detector) applyObject(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec) (*unstructured.Unstructured, error) {
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
+	if err != nil {
+		return nil, err
+	}
+	gvk, err := d.client.GroupVersionKindFor(b)
+	if err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	obj.SetGroupVersionKind(gvk)
+	obj.SetNamespace(b.GetNamespace())
+	obj.SetName(b.GetName())
+	obj.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Name: t.GetName(), UID: t.GetUID(), BlockOwnerDeletion: ptr.To(true),
+	}})
+	obj.SetFinalizers([]string{workv1alpha1.FinalizerBinding})
+	return obj, nil
+}
+
+// release stops managing a template: its binding is deleted with the release mark, so its Works let go of
+// the member objects instead of deleting them. The binding is looked for even when the template carries no
+// claim: a `kubectl replace` drops the claim labels along with everything else the manifest does not name.
+// The mark is merged into the annotations, so nothing else of the binding is written back.
+func (d *Detector) release(ctx context.Context, t *unstructured.Unstructured) error {
+	binding := newBinding(t)
+	if err := d.client.Get(ctx, client.ObjectKeyFromObject(binding), binding); err == nil {
+		if binding.GetAnnotations()[workv1alpha1.AnnotationRelease] != "true" {
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{workv1alpha1.AnnotationRelease: "true"}}})
+			if err != nil {
+				return err
+			}
+			err = d.client.Patch(ctx, binding, client.RawPatch("application/merge-patch+json", patch), client.FieldOwner(fieldManager))
+			if client.IgnoreNotFound(err) != nil {
+				return err
+			}
+		}
+		if err := d.client.Delete(ctx, binding); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	} else if !apierrors.IsNotFound(err) {
+		return err
+	}
+	return d.patchLabels(ctx, t, map[string]any{
+		policyv1alpha1.LabelPropagationPolicyNamespace: nil,
+		policyv1alpha1.LabelPropagationPolicyName:      nil,
+		policyv1alpha1.LabelClusterPropagationPolicy:   nil,
+	})
+}
+
+// newBinding returns an empty binding object, named after the template, of the right scope.
+func newBinding(t *unstructured.Unstructured) client.Object {
+	name := BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
+	if t.GetNamespace() == "" {
+		return &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	return &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: t.GetNamespace(), Name: name}}
+}
