@@ -96,7 +96,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	// Evictions finish on what the current generation says, before a new placement starts new ones.
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
-	result, err := r.Framework.Schedule(spec, clusters.Items, status.SchedulerObservedAffinityName)
+	result, err := r.Framework.ScheduleBinding(spec, status, clusters.Items)
 	cond, placed := decide(spec.Clusters, result, err)
 	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks}
 	if placed && !equality.Semantic.DeepEqual(spec.Clusters, result.Clusters) {
