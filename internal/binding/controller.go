@@ -5,8 +5,8 @@
 //   - the render controller ("binding", controller.go and works.go) renders the template, its dependencies and
 //     its overrides into the Works, removes the Works of clusters the binding neither targets nor is being
 //     evicted from, deletes the Works of a deleted binding, and owns the Overridden condition. It runs when
-//     the template's content, the binding's spec, an override policy or a dependency changes, and when
-//     someone else changed or deleted one of its Works; never on a Work's status.
+//     the template's content, the binding's spec, an override policy, a dependency or a target Cluster's
+//     labels change, and when someone else changed or deleted one of its Works; never on a Work's status.
 //   - the status controller ("binding-status", status.go) sums the Works' status into the binding's
 //     aggregatedStatus and its FullyApplied and Healthy conditions, and into the template's own status. It
 //     runs when a Work's status changes and when the placement changes.
@@ -92,8 +92,25 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
 		}
 		return out
 	})
+	// A Cluster whose labels or spec changed may now be targeted by an override policy, or no longer: the
+	// bindings placed there are rendered again.
+	placedOn := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := listOf(r.namespaced)
+		if err := mgr.GetClient().List(ctx, list); err != nil {
+			return nil
+		}
+		items, _ := meta.ExtractList(list)
+		var out []reconcile.Request
+		for _, item := range items {
+			if b, ok := item.(binding); ok && slices.ContainsFunc(b.BindingSpec().Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == o.GetName() }) {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+			}
+		}
+		return out
+	})
 	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(renderBindingChanged)).
 		Watches(&workv1alpha1.Work{}, workEvents(r.namespaced, 0, renderWakes)).
+		Watches(&clusterv1alpha1.Cluster{}, placedOn, builder.WithPredicates(clusterChanged)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, overridden)
 	if r.namespaced {
 		b = b.Watches(&policyv1alpha1.OverridePolicy{}, overridden)

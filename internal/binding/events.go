@@ -104,6 +104,17 @@ var statusBindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent)
 	return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 }}
 
+// clusterChanged passes the Cluster updates an override policy's targetCluster can tell apart: its labels
+// and its spec (provider, region, zones). A Cluster's status (heartbeats, resource summaries) passes not, nor
+// does a new or deleted Cluster: the scheduler places bindings there, and that brings them here.
+var clusterChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	},
+}
+
 // templateEvents maps a template whose content changed to its binding, for the controller of one binding
 // kind. New and deleted templates are left to the detector, which creates and deletes their bindings.
 func templateEvents(namespaced bool) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {

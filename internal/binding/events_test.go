@@ -158,3 +158,27 @@ func TestUnneeded(t *testing.T) {
 		t.Fatalf("once the scheduler dropped the eviction task, the old Work goes: %v", got)
 	}
 }
+
+// TestClusterChanged: a Cluster's labels and spec can change which overrides target it; its status cannot.
+func TestClusterChanged(t *testing.T) {
+	base := func() *clusterv1alpha1.Cluster {
+		return &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "a", Generation: 1, Labels: map[string]string{"tier": "gold"}}}
+	}
+	for _, tt := range []struct {
+		name   string
+		change func(c *clusterv1alpha1.Cluster)
+		want   bool
+	}{
+		{"a heartbeat", func(c *clusterv1alpha1.Cluster) { c.Status.KubernetesVersion = "v1.37.2"; c.ResourceVersion = "2" }, false},
+		{"a label", func(c *clusterv1alpha1.Cluster) { c.Labels["tier"] = "silver" }, true},
+		{"the region", func(c *clusterv1alpha1.Cluster) { c.Spec.Region = "eu"; c.Generation = 2 }, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			old, updated := base(), base()
+			tt.change(updated)
+			if got := clusterChanged.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: updated}); got != tt.want {
+				t.Fatalf("woken: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

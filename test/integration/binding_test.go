@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	bindingctrl "github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/detector"
@@ -109,8 +110,8 @@ func owns(e metav1.ManagedFieldsEntry, field string) bool {
 
 // TestBindingControllers: the render controller ("binding") and the status controller ("binding-status")
 // each do their part and only theirs. A Work's status reaches the binding without the Work being written; a
-// template change reaches the Work without anyone touching the binding; each owns its conditions under its
-// own field manager, and neither removes the scheduler's.
+// template change, and a Cluster label an override targets, reach the Work without anyone touching the
+// binding; each owns its conditions under its own field manager, and neither removes the scheduler's.
 func TestBindingControllers(t *testing.T) {
 	ctx := context.Background()
 	const namespace, cluster = "binding-controllers", "binding-member"
@@ -190,6 +191,31 @@ func TestBindingControllers(t *testing.T) {
 			}
 			if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionHealthy); c == nil || c.Status != metav1.ConditionFalse {
 				return fmt.Errorf("Healthy %+v", c)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a Cluster's new labels bring the overrides that target them", func(t *testing.T) {
+		create(t, &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gold"},
+			Spec: policyv1alpha1.OverrideSpec{
+				ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: template.GetAPIVersion(), Kind: "Gizmo"}},
+				OverrideRules: []policyv1alpha1.RuleWithCluster{{
+					TargetCluster: &policyv1alpha1.ClusterAffinity{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}},
+					Overriders: policyv1alpha1.Overriders{LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{
+						{Operator: policyv1alpha1.OverriderOpAdd, Value: map[string]string{"tier": "gold"}}}},
+				}},
+			}})
+		c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}
+		if err := env.Client.Patch(ctx, c, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"tier":"gold"}}}`))); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, hangGuard, "the override in the Work", func() error {
+			if err := env.Client.Get(ctx, workKey, w); err != nil {
+				return err
+			}
+			if w.Annotations[workv1alpha1.AnnotationOverrides] == "" || !strings.Contains(string(w.Spec.Workload.Manifests[0].Raw), `"tier":"gold"`) {
+				return fmt.Errorf("annotations %v, manifest %s", w.Annotations, w.Spec.Workload.Manifests[0].Raw)
 			}
 			return nil
 		})
