@@ -108,7 +108,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 			work.Annotations = map[string]string{workv1alpha1.AnnotationOverrides: annotation}
 		}
 		work.Spec = want
-		if err = r.Client.Create(ctx, work); !apierrors.IsAlreadyExists(err) {
+		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 		// Created by an earlier render the cache has not caught up with: read it from the API server and

@@ -269,4 +269,54 @@ func TestBindingControllers(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("a released binding lets go of its Work, and of nothing else, by patches", func(t *testing.T) {
+		const hold = "binding-test/hold" // keeps the binding readable once the controller let go of it
+		for _, patch := range []string{
+			`[{"op":"add","path":"/metadata/finalizers/-","value":"` + hold + `"}]`,
+			`[{"op":"add","path":"/metadata/annotations","value":{"` + workv1alpha1.AnnotationRelease + `":"true"}}]`,
+		} {
+			if err := env.Client.Patch(ctx, b, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := env.Client.Delete(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, hangGuard, "the Work kept its objects and was deleted", func() error {
+			if err := env.Client.Get(ctx, workKey, w); err != nil {
+				return err
+			}
+			if w.DeletionTimestamp == nil || w.Spec.PreserveResourcesOnDeletion == nil || !*w.Spec.PreserveResourcesOnDeletion {
+				return fmt.Errorf("deleted %v, preserve %v", w.DeletionTimestamp, w.Spec.PreserveResourcesOnDeletion)
+			}
+			return nil
+		})
+		var owners []string
+		for _, e := range w.GetManagedFields() {
+			if owns(e, "f:preserveResourcesOnDeletion") {
+				owners = append(owners, e.Manager)
+			}
+		}
+		if want := []string{workv1alpha1.ControllerFieldManager("binding")}; !slices.Equal(owners, want) {
+			t.Fatalf("preserveResourcesOnDeletion written by %v, want %v", owners, want)
+		}
+		// The agent lets go of the Work; then the controller of its finalizer, and only of its own.
+		if err := env.Client.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, hangGuard, "the binding's finalizer gone", func() error {
+			if err := env.Client.Get(ctx, key, b); err != nil {
+				return err
+			}
+			if !slices.Equal(b.Finalizers, []string{hold}) {
+				return fmt.Errorf("finalizers %v", b.Finalizers)
+			}
+			return nil
+		})
+		if err := env.Client.Patch(ctx, b, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+			t.Fatal(err)
+		}
+		testenv.EventuallyGone(t, env.Client, b, hangGuard)
+	})
 }
