@@ -191,6 +191,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	if err := r.watchTemplates(gv.WithKind(spec.Resource.Kind)); err != nil {
 		return ctrl.Result{}, err
 	}
+	if len(spec.Clusters) == 0 && len(works.Items) == 0 {
+		return ctrl.Result{}, nil // not placed yet: no Work to write, no override evaluated
+	}
 	template, err := readTemplate(ctx, r.Client, spec.Resource)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, nil // the binding follows its template through garbage collection

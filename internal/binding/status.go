@@ -73,6 +73,9 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		r.mu.Unlock()
 		return ctrl.Result{}, nil
 	}
+	if len(b.BindingSpec().Clusters) == 0 && !reported(b.BindingStatus()) {
+		return ctrl.Result{}, nil // not placed yet: nothing to sum, and Scheduled says why
+	}
 	template, err := readTemplate(ctx, r.Client, b.BindingSpec().Resource)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, nil // the binding follows its template through garbage collection
@@ -89,6 +92,12 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.aggregateTemplate(ctx, template, sum.members, sum.caughtUp)
+}
+
+// reported says whether the binding's status holds anything the status controller wrote.
+func reported(status *workv1alpha1.ResourceBindingStatus) bool {
+	return len(status.AggregatedStatus) > 0 || meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionFullyApplied) != nil ||
+		meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionHealthy) != nil
 }
 
 // aggregation is what a binding's Works say about it.
