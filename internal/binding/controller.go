@@ -211,13 +211,15 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	}
 	var overrideErrs []string
 	// The one write of the binding itself, once every cluster was rendered: the Overridden condition, when
-	// it changed.
+	// it changed. Without any override policy there is nothing to say (and a write per binding saved) until
+	// one appears.
 	defer func() {
-		if err != nil {
+		conditions := b.BindingStatus().Conditions
+		if err != nil || len(overrides) == 0 && meta.FindStatusCondition(conditions, workv1alpha1.ConditionOverridden) == nil {
 			return
 		}
 		slices.Sort(overrideErrs)
-		c, same := ownedConditions(b.BindingStatus().Conditions, overriddenCondition(b.GetGeneration(), overrideErrs))
+		c, same := ownedConditions(conditions, overriddenCondition(b.GetGeneration(), overrideErrs))
 		if !same {
 			err = applyStatus(ctx, r.Client, b, renderManager, ownedConditionsStatus{Conditions: c})
 		}

@@ -197,7 +197,7 @@ func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *u
 	if written {
 		return nil // the cache is behind our last write
 	}
-	if err := r.Client.Status().Patch(ctx, template, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+	if err := r.Client.Status().Patch(ctx, template, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(statusManager)); err != nil {
 		return err
 	}
 	r.mu.Lock()

@@ -121,11 +121,11 @@ func TestBindingControllers(t *testing.T) {
 	workKey := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: bindingctrl.WorkName(b)}
 	testenv.Eventually(t, hangGuard, "the Work rendered", func() error { return env.Client.Get(ctx, workKey, w) })
 	var scheduled metav1.Condition
-	testenv.Eventually(t, hangGuard, "Scheduled, Overridden and FullyApplied on the binding", func() error {
+	testenv.Eventually(t, hangGuard, "Scheduled and FullyApplied on the binding", func() error {
 		if err := env.Client.Get(ctx, key, b); err != nil {
 			return err
 		}
-		for _, c := range []string{workv1alpha1.ConditionScheduled, workv1alpha1.ConditionOverridden, workv1alpha1.ConditionFullyApplied} {
+		for _, c := range []string{workv1alpha1.ConditionScheduled, workv1alpha1.ConditionFullyApplied} {
 			if meta.FindStatusCondition(b.Status.Conditions, c) == nil {
 				return fmt.Errorf("no %s condition: %+v", c, b.Status.Conditions)
 			}
@@ -216,6 +216,15 @@ func TestBindingControllers(t *testing.T) {
 			}
 			if w.Annotations[workv1alpha1.AnnotationOverrides] == "" || !strings.Contains(string(w.Spec.Workload.Manifests[0].Raw), `"tier":"gold"`) {
 				return fmt.Errorf("annotations %v, manifest %s", w.Annotations, w.Spec.Workload.Manifests[0].Raw)
+			}
+			return nil
+		})
+		testenv.Eventually(t, hangGuard, "Overridden on the binding", func() error {
+			if err := env.Client.Get(ctx, key, b); err != nil {
+				return err
+			}
+			if !meta.IsStatusConditionTrue(b.Status.Conditions, workv1alpha1.ConditionOverridden) {
+				return fmt.Errorf("conditions %+v", b.Status.Conditions)
 			}
 			return nil
 		})
