@@ -156,8 +156,10 @@ func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.
 		w := &works[i]
 		if release && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
 			preserve := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"preserveResourcesOnDeletion":true}}`))
-			if err := r.Client.Patch(ctx, w, preserve, client.FieldOwner(renderManager)); err != nil {
-				return client.IgnoreNotFound(err)
+			if err := r.Client.Patch(ctx, w, preserve, client.FieldOwner(renderManager)); apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return err // never deleted before it lets go of its objects
 			}
 		}
 		if w.DeletionTimestamp == nil {
