@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,12 +63,12 @@ func (r *Controller[T]) override(ctx context.Context, manifests []*unstructured.
 	return all, nil
 }
 
-// setOverridden records on the binding whether every override applied.
-func setOverridden(status *workv1alpha1.ResourceBindingStatus, generation int64, errs []string) {
+// overriddenCondition says whether every override applied.
+func overriddenCondition(generation int64, errs []string) metav1.Condition {
 	c := metav1.Condition{Type: workv1alpha1.ConditionOverridden, Status: metav1.ConditionTrue, Reason: "Overridden",
 		Message: "every override policy applies", ObservedGeneration: generation}
 	if len(errs) > 0 {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "OverrideFailed", strings.Join(errs, "; ")
 	}
-	meta.SetStatusCondition(&status.Conditions, c)
+	return c
 }

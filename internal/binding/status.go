@@ -6,15 +6,20 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -22,12 +27,94 @@ import (
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
-// aggregate writes the binding's per-cluster status and its FullyApplied and Healthy conditions, and sums
-// the members' status into the template's for the kinds the interpreter knows.
-func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructured.Unstructured, works []workv1alpha1.Work) error {
-	spec, status := b.BindingSpec(), b.BindingStatus()
-	items := make([]workv1alpha1.AggregatedStatusItem, 0, len(spec.Clusters))
-	var memberStatuses []map[string]any
+// StatusController sums the Works of a binding into its status (aggregatedStatus and the FullyApplied and
+// Healthy conditions) and into the template's own status. It writes no Work and no spec.
+type StatusController[T binding] struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+	New      func() T
+
+	mu sync.Mutex
+	// templateStatus remembers the status last written to each template (by UID): the cached template may
+	// not show it yet, and writing it again would cost the API server a request for nothing.
+	templateStatus map[types.UID]string
+}
+
+// statusManager is the field manager of what the status controller writes.
+var statusManager = workv1alpha1.ControllerFieldManager("binding-status")
+
+// SetupStatus registers the status controller for both binding kinds. It is woken by its bindings' Works
+// (batched, see statusBatchDelay) and by a new placement, not by any status write.
+func SetupStatus(mgr ctrl.Manager) error {
+	recorder := mgr.GetEventRecorder("flotilla-binding")
+	if err := setupStatus(mgr, "binding-status", &StatusController[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder,
+		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, true); err != nil {
+		return err
+	}
+	return setupStatus(mgr, "cluster-binding-status", &StatusController[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder,
+		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, false)
+}
+
+func setupStatus[T binding](mgr ctrl.Manager, name string, r *StatusController[T], namespaced bool) error {
+	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(statusBindingChanged)).
+		Watches(&workv1alpha1.Work{}, workEvents(namespaced, statusBatchDelay, statusWakes)).
+		Complete(r)
+}
+
+// Reconcile aggregates one binding's Works.
+func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	b := r.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if b.GetDeletionTimestamp() != nil {
+		r.mu.Lock()
+		delete(r.templateStatus, b.BindingSpec().Resource.UID)
+		r.mu.Unlock()
+		return ctrl.Result{}, nil
+	}
+	if len(b.BindingSpec().Clusters) == 0 && !reported(b.BindingStatus()) {
+		return ctrl.Result{}, nil // not placed yet: nothing to sum, and Scheduled says why
+	}
+	template, err := readTemplate(ctx, r.Client, b.BindingSpec().Resource)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil // the binding follows its template through garbage collection
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	works := &workv1alpha1.WorkList{}
+	if err := r.Client.List(ctx, works, client.MatchingLabels(workLabels(b))); err != nil {
+		return ctrl.Result{}, err
+	}
+	sum := aggregate(b.BindingSpec(), b.GetGeneration(), template.GetGeneration(), works.Items)
+	if err := r.writeStatus(ctx, b, template, sum); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.aggregateTemplate(ctx, template, sum.members, sum.caughtUp)
+}
+
+// reported says whether the binding's status holds anything the status controller wrote.
+func reported(status *workv1alpha1.ResourceBindingStatus) bool {
+	return len(status.AggregatedStatus) > 0 || meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionFullyApplied) != nil ||
+		meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionHealthy) != nil
+}
+
+// aggregation is what a binding's Works say about it.
+type aggregation struct {
+	items   []workv1alpha1.AggregatedStatusItem
+	applied metav1.Condition // FullyApplied
+	healthy metav1.Condition // Healthy
+	// members are the member objects' full status, for the template's.
+	members []map[string]any
+	// caughtUp is true when every target cluster applied the template's current generation and observed it.
+	caughtUp bool
+}
+
+// aggregate sums the Works of a binding, one item per target cluster; Works of clusters the binding no
+// longer targets (kept for a graceful eviction) count for nothing.
+func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGeneration int64, works []workv1alpha1.Work) aggregation {
+	sum := aggregation{items: make([]workv1alpha1.AggregatedStatusItem, 0, len(spec.Clusters))}
 	applied, healthy, caughtUp := len(spec.Clusters) > 0, len(spec.Clusters) > 0, len(spec.Clusters) > 0
 	var notApplied, notHealthy []string
 	for _, target := range spec.Clusters {
@@ -42,11 +129,11 @@ func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructur
 				m := map[string]any{}
 				// utiljson keeps whole numbers int64, as the unstructured helpers expect.
 				if utiljson.Unmarshal(ms.Status.Raw, &m) == nil {
-					memberStatuses = append(memberStatuses, m)
+					sum.members = append(sum.members, m)
 				}
 			}
 			workApplied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
-			caughtUp = caughtUp && ms.Applied && w.TemplateGeneration() == template.GetGeneration() &&
+			caughtUp = caughtUp && ms.Applied && w.TemplateGeneration() == templateGeneration &&
 				workApplied != nil && workApplied.ObservedGeneration == w.Generation &&
 				meta.IsStatusConditionTrue(ms.Conditions, workv1alpha1.ManifestConditionObserved)
 		} else {
@@ -60,33 +147,39 @@ func (r *Controller[T]) aggregate(ctx context.Context, b T, template *unstructur
 			healthy = false
 			notHealthy = append(notHealthy, target.Name)
 		}
-		items = append(items, item)
+		sum.items = append(sum.items, item)
 	}
-	status.AggregatedStatus = items
-	before := map[string]metav1.ConditionStatus{}
-	for _, c := range status.Conditions {
-		before[c.Type] = c.Status
-	}
-	meta.SetStatusCondition(&status.Conditions, condition(workv1alpha1.ConditionFullyApplied, applied, b.GetGeneration(),
-		"Applied", "applied in every target cluster", "NotApplied", fmt.Sprintf("not applied yet in %v", notApplied)))
-	meta.SetStatusCondition(&status.Conditions, condition(workv1alpha1.ConditionHealthy, healthy, b.GetGeneration(),
-		"Healthy", "healthy in every target cluster", "NotHealthy", fmt.Sprintf("not healthy yet in %v", notHealthy)))
+	sum.caughtUp = caughtUp
+	sum.applied = condition(workv1alpha1.ConditionFullyApplied, applied, generation,
+		"Applied", "applied in every target cluster", "NotApplied", fmt.Sprintf("not applied yet in %v", notApplied))
+	sum.healthy = condition(workv1alpha1.ConditionHealthy, healthy, generation,
+		"Healthy", "healthy in every target cluster", "NotHealthy", fmt.Sprintf("not healthy yet in %v", notHealthy))
+	return sum
+}
 
-	current := r.New()
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(b), current); err != nil {
+// ownedStatus is the part of a binding's status the status controller applies.
+type ownedStatus struct {
+	Conditions       []metav1.Condition                  `json:"conditions"`
+	AggregatedStatus []workv1alpha1.AggregatedStatusItem `json:"aggregatedStatus,omitempty"`
+}
+
+// writeStatus applies the aggregation to the binding, unless the cached binding already says it, and records
+// the transitions a person would want to know of.
+func (r *StatusController[T]) writeStatus(ctx context.Context, b T, template *unstructured.Unstructured, sum aggregation) error {
+	status := b.BindingStatus()
+	conditions, same := ownedConditions(status.Conditions, sum.applied, sum.healthy)
+	if same && equality.Semantic.DeepEqual(status.AggregatedStatus, sum.items) {
+		return nil
+	}
+	if err := applyStatus(ctx, r.Client, b, statusManager, ownedStatus{Conditions: conditions, AggregatedStatus: sum.items}); err != nil {
 		return err
 	}
-	if !equality.Semantic.DeepEqual(current.BindingStatus(), status) {
-		if err := r.Client.Status().Update(ctx, b); err != nil {
-			return err
-		}
-		r.recordTransitions(template, before, status.Conditions)
-	}
-	return r.aggregateTemplate(ctx, template, memberStatuses, caughtUp)
+	r.recordTransitions(template, status.Conditions, conditions)
+	return nil
 }
 
 // aggregateTemplate writes the summed member status into the template's status subresource.
-func (r *Controller[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, members []map[string]any, caughtUp bool) error {
+func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, members []map[string]any, caughtUp bool) error {
 	want := interpreter.AggregateStatus(template, members, caughtUp)
 	if want == nil {
 		return nil
@@ -104,7 +197,7 @@ func (r *Controller[T]) aggregateTemplate(ctx context.Context, template *unstruc
 	if written {
 		return nil // the cache is behind our last write
 	}
-	if err := r.Client.Status().Patch(ctx, template, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+	if err := r.Client.Status().Patch(ctx, template, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(statusManager)); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -118,13 +211,13 @@ func (r *Controller[T]) aggregateTemplate(ctx context.Context, template *unstruc
 
 // recordTransitions puts an event on the template when it becomes (or stops being) applied or healthy
 // everywhere.
-func (r *Controller[T]) recordTransitions(template *unstructured.Unstructured, before map[string]metav1.ConditionStatus, after []metav1.Condition) {
+func (r *StatusController[T]) recordTransitions(template *unstructured.Unstructured, before, after []metav1.Condition) {
 	if r.Recorder == nil {
 		return
 	}
 	for _, c := range after {
-		previous, known := before[c.Type]
-		if c.Type == workv1alpha1.ConditionScheduled || previous == c.Status || !known && c.Status != metav1.ConditionTrue {
+		previous := meta.FindStatusCondition(before, c.Type)
+		if previous != nil && previous.Status == c.Status || previous == nil && c.Status != metav1.ConditionTrue {
 			continue // not a transition; a new binding not yet applied or healthy is no news
 		}
 		eventType := corev1.EventTypeNormal

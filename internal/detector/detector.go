@@ -121,7 +121,7 @@ func templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unst
 			add(e.Object, q)
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
-			if contentChanged(e.ObjectOld, e.ObjectNew) {
+			if ContentChanged(e.ObjectOld, e.ObjectNew) {
 				add(e.ObjectNew, q)
 			}
 		},
@@ -131,10 +131,11 @@ func templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unst
 	}
 }
 
-// contentChanged says whether an update changed more than the template's status and the bookkeeping every
-// write brings: only then can its binding or the manifests rendered from it change. (The status the binding
-// controller aggregates into the template would otherwise bring the binding back after every write.)
-func contentChanged(old, updated *unstructured.Unstructured) bool {
+// ContentChanged says whether an update changed more than the template's status and the bookkeeping every
+// write brings: only then can its binding or the manifests rendered from it change. The detector and the
+// binding controller both filter template events with it. (The status the binding status controller
+// aggregates into the template would otherwise bring the binding back after every write.)
+func ContentChanged(old, updated *unstructured.Unstructured) bool {
 	content := func(u *unstructured.Unstructured) map[string]any {
 		c := maps.Clone(u.Object)
 		delete(c, "status")

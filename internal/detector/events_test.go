@@ -32,8 +32,8 @@ func TestContentChanged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			old, updated := base(), base()
 			tc.change(updated)
-			if got := contentChanged(old, updated); got != tc.want {
-				t.Fatalf("contentChanged = %v, want %v", got, tc.want)
+			if got := ContentChanged(old, updated); got != tc.want {
+				t.Fatalf("ContentChanged = %v, want %v", got, tc.want)
 			}
 			if old.GetResourceVersion() != "1" || old.Object["status"] == nil {
 				t.Fatal("the old object was modified")

@@ -52,6 +52,7 @@ var Controllers = Registry{
 	{Name: "detector", Setup: func(mgr ctrl.Manager, _ Settings) error { return detector.Setup(mgr) }},
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, _ Settings) error { return scheduler.Setup(mgr) }},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.Setup(mgr) }},
+	{Name: "binding-status", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupStatus(mgr) }},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupPush(mgr) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},

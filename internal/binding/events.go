@@ -1,0 +1,131 @@
+package binding
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/detector"
+)
+
+// What wakes which controller. The render controller writes Works, the status controller reads them: a Work
+// status change (several per rollout, on every cluster at once) must not render every Work of the binding
+// again, and a render must not be undone by anything but a change of what it renders from.
+
+// statusBatchDelay is how long the status controller waits after a change of one of a binding's Works: a
+// Work's status changes several times as its workload rolls out, on every cluster at once, and one
+// reconcile (one status write) then takes in several of them.
+const statusBatchDelay = 100 * time.Millisecond
+
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
+
+// bindingOf maps a Work to the binding it was rendered from, for the controller of one binding kind.
+func bindingOf(o client.Object, namespaced bool) (reconcile.Request, bool) {
+	l := o.GetLabels()
+	if l[workv1alpha1.LabelBindingName] == "" || (l[workv1alpha1.LabelBindingNamespace] != "") != namespaced {
+		return reconcile.Request{}, false
+	}
+	return reconcile.Request{NamespacedName: client.ObjectKey{Namespace: l[workv1alpha1.LabelBindingNamespace], Name: l[workv1alpha1.LabelBindingName]}}, true
+}
+
+// workEvents enqueues the binding of a Work, after delay, on the Work events that wake a controller.
+func workEvents(namespaced bool, delay time.Duration, wakes workWakes) handler.Funcs {
+	add := func(o client.Object, q queue) {
+		if req, ok := bindingOf(o, namespaced); ok {
+			q.AddAfter(req, delay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
+			if wakes.create {
+				add(e.Object, q)
+			}
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			old, updated, ok := works(e.ObjectOld, e.ObjectNew)
+			if ok && wakes.update(old, updated) {
+				add(e.ObjectNew, q)
+			}
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) { add(e.Object, q) },
+	}
+}
+
+func works(old, updated client.Object) (*workv1alpha1.Work, *workv1alpha1.Work, bool) {
+	o, ok1 := old.(*workv1alpha1.Work)
+	n, ok2 := updated.(*workv1alpha1.Work)
+	return o, n, ok1 && ok2
+}
+
+// workWakes says which Work events wake a controller; a deleted Work wakes both.
+type workWakes struct {
+	create bool
+	update func(old, updated *workv1alpha1.Work) bool
+}
+
+// renderWakes: a Work whose spec someone else changed (its generation moved) is rendered again, and a
+// deleted one recreated. A new Work is one the render controller just created, and a status change says
+// nothing about what the Work should hold.
+var renderWakes = workWakes{update: func(old, updated *workv1alpha1.Work) bool {
+	return old.Generation != updated.Generation
+}}
+
+// statusWakes: a new Work, a changed status, and a changed spec (the status the agent reported no longer
+// describes it) can each change the aggregated status.
+var statusWakes = workWakes{create: true, update: func(old, updated *workv1alpha1.Work) bool {
+	return old.Generation != updated.Generation || !equality.Semantic.DeepEqual(old.Status, updated.Status)
+}}
+
+// renderBindingChanged passes the binding updates that can change its Works: its spec (generation), its
+// deletion, and its annotations (the release mark) and finalizers. Status writes (the scheduler's, the status
+// controller's and this controller's own) pass not.
+var renderBindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+		!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) || !slices.Equal(o.GetFinalizers(), n.GetFinalizers())
+}}
+
+// statusBindingChanged passes the binding updates that can change its aggregated status: a new placement
+// (spec.clusters, or any spec change, since the conditions carry the generation they describe) and its
+// deletion. Status writes pass not, this controller's own included.
+var statusBindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+}}
+
+// clusterChanged passes the Cluster updates an override policy's targetCluster can tell apart: its labels
+// and its spec (provider, region, zones). A Cluster's status (heartbeats, resource summaries) passes not, nor
+// does a new or deleted Cluster: the scheduler places bindings there, and that brings them here.
+var clusterChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	},
+}
+
+// templateEvents maps a template whose content changed to its binding, for the controller of one binding
+// kind. New and deleted templates are left to the detector, which creates and deletes their bindings.
+func templateEvents(namespaced bool) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
+	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
+			t := e.ObjectNew
+			if (t.GetNamespace() != "") != namespaced || !detector.ContentChanged(e.ObjectOld, t) {
+				return
+			}
+			name := detector.BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
+			q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: t.GetNamespace(), Name: name}})
+		},
+	}
+}

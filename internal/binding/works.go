@@ -1,0 +1,190 @@
+package binding
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+)
+
+// WorkName is the name of a binding's Work in every cluster namespace: NAMESPACE.NAME for a namespaced
+// binding (dots never occur in namespaces), NAME for a cluster binding.
+func WorkName(b client.Object) string {
+	if b.GetNamespace() == "" {
+		return b.GetName()
+	}
+	return b.GetNamespace() + "." + b.GetName()
+}
+
+func workLabels(b client.Object) map[string]string {
+	return map[string]string{workv1alpha1.LabelBindingNamespace: b.GetNamespace(), workv1alpha1.LabelBindingName: b.GetName()}
+}
+
+// readTemplate reads the template a binding refers to.
+func readTemplate(ctx context.Context, c client.Reader, ref workv1alpha1.ObjectReference) (*unstructured.Unstructured, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, err
+	}
+	t := &unstructured.Unstructured{}
+	t.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	return t, c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, t)
+}
+
+// dependencies returns the objects on the hub that the template's pods refer to, marked as dependencies,
+// when the policy asks for them (propagateDeps). Missing ones are skipped until they appear.
+func (r *Controller[T]) dependencies(ctx context.Context, template *unstructured.Unstructured, propagate bool) ([]*unstructured.Unstructured, error) {
+	if !propagate {
+		return nil, nil
+	}
+	var out []*unstructured.Unstructured
+	for _, d := range interpreter.Dependencies(template) {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("v1")
+		obj.SetKind(d.Kind)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: template.GetNamespace(), Name: d.Name}, obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[workv1alpha1.AnnotationDependency] = "true"
+		obj.SetAnnotations(annotations)
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// ensureWork creates or changes the Work of one cluster; nothing is written when nothing changed. A change is
+// a merge patch of the spec and the overrides annotation, without a resourceVersion precondition: the Work's
+// spec is this controller's alone (its status is the agent's, and never copied here).
+func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstructured.Unstructured, overrides []string, cluster string) error {
+	spec := b.BindingSpec()
+	manifests, err := encodeManifests(rendered)
+	if err != nil {
+		return err
+	}
+	suspend := spec.Suspension != nil && (ptr.Deref(spec.Suspension.Dispatching, false) ||
+		(spec.Suspension.DispatchingOnClusters != nil && slices.Contains(spec.Suspension.DispatchingOnClusters.ClusterNames, cluster)))
+	want := workv1alpha1.WorkSpec{
+		Workload:                    workv1alpha1.WorkloadTemplate{Manifests: manifests},
+		PreserveResourcesOnDeletion: spec.PreserveResourcesOnDeletion,
+		ConflictResolution:          spec.ConflictResolution,
+	}
+	if suspend {
+		want.SuspendDispatching = ptr.To(true)
+	}
+	if want.ConflictResolution == "" {
+		want.ConflictResolution = policyv1alpha1.ConflictAbort
+	}
+	annotation := strings.Join(overrides, ",")
+	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: WorkName(b), Namespace: clusterv1alpha1.ClusterNamespace(cluster)}}
+	err = r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
+	if apierrors.IsNotFound(err) {
+		work.Labels = workLabels(b)
+		work.Finalizers = []string{workv1alpha1.FinalizerExecution}
+		if annotation != "" {
+			work.Annotations = map[string]string{workv1alpha1.AnnotationOverrides: annotation}
+		}
+		work.Spec = want
+		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// Created by an earlier render the cache has not caught up with: read it from the API server and
+		// bring it up to date like any other.
+		work = &workv1alpha1.Work{}
+		err = r.Reader.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: WorkName(b)}, work)
+	}
+	if err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(work.Spec, want) && work.Annotations[workv1alpha1.AnnotationOverrides] == annotation {
+		return nil
+	}
+	patch := client.MergeFrom(work.DeepCopy())
+	work.Spec = want
+	if annotation == "" {
+		delete(work.Annotations, workv1alpha1.AnnotationOverrides)
+	} else {
+		metav1.SetMetaDataAnnotation(&work.ObjectMeta, workv1alpha1.AnnotationOverrides, annotation)
+	}
+	return r.Client.Patch(ctx, work, patch, client.FieldOwner(renderManager))
+}
+
+// encodeManifests encodes rendered manifests as the API server stores them, so that an unchanged Work
+// compares equal byte for byte. (json.Marshal rather than MarshalJSON, whose trailing newline the API server
+// does not keep: the stored Work would never equal the rendered one and be written again on every reconcile.)
+func encodeManifests(rendered []*unstructured.Unstructured) ([]workv1alpha1.Manifest, error) {
+	manifests := make([]workv1alpha1.Manifest, len(rendered))
+	for i, m := range rendered {
+		raw, err := json.Marshal(m.Object)
+		if err != nil {
+			return nil, err
+		}
+		manifests[i] = workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}}
+	}
+	return manifests, nil
+}
+
+// finalize deletes the binding's Works, letting go of their member objects first when the template was
+// released rather than deleted, and drops the binding's finalizer once they are gone. Both are patches: the
+// binding's other fields and the Works' status are other controllers'.
+func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.Work) error {
+	release := b.GetAnnotations()[workv1alpha1.AnnotationRelease] == "true"
+	for i := range works {
+		w := &works[i]
+		if release && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+			preserve := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"preserveResourcesOnDeletion":true}}`))
+			if err := r.Client.Patch(ctx, w, preserve, client.FieldOwner(renderManager)); apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return err // never deleted before it lets go of its objects
+			}
+		}
+		if w.DeletionTimestamp == nil {
+			if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
+				return err
+			}
+		}
+	}
+	if len(works) > 0 {
+		return nil // the Works' deletion brings the binding back
+	}
+	return client.IgnoreNotFound(removeFinalizer(ctx, r.Client, b, workv1alpha1.FinalizerBinding))
+}
+
+// removeFinalizer removes one finalizer by a JSON patch that tests it is still where it was read: no
+// resourceVersion precondition, and no other finalizer (the garbage collector's, say) is ever dropped with it.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	i := slices.Index(obj.GetFinalizers(), finalizer)
+	if i < 0 {
+		return nil
+	}
+	path := "/metadata/finalizers/" + strconv.Itoa(i)
+	patch, err := json.Marshal([]map[string]any{{"op": "test", "path": path, "value": finalizer}, {"op": "remove", "path": path}})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(renderManager))
+}
