@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
@@ -81,8 +84,16 @@ func reflectStatus(status map[string]any, limit int) ([]byte, []string) {
 	return raw, left
 }
 
-// setStatus writes the Work's status when it changed.
-func (e *Executor) setStatus(ctx context.Context, w *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus, applied metav1.ConditionStatus, reason, message string) error {
+// progressHold is how long a Work's status may lag its objects while they are rolling out. A Deployment
+// going from created to available changes its status four times within a few hundred milliseconds; written
+// one by one, with the intent and the first apply, that was six Work writes for one object. Changes that
+// only tell progress (counts, the reflected status, health still not reached) are gathered for
+// progressHold and written together; a change of what was applied, a failure, and reaching or losing
+// availability are written at once.
+const progressHold = 250 * time.Millisecond
+
+// nextStatus is the Work's status with statuses and the Applied and Available conditions they make.
+func nextStatus(w *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus, applied metav1.ConditionStatus, reason, message string) *workv1alpha1.WorkStatus {
 	next := w.Status.DeepCopy()
 	next.ManifestStatuses = statuses
 	meta.SetStatusCondition(&next.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: applied, Reason: reason,
@@ -94,11 +105,123 @@ func (e *Executor) setStatus(ctx context.Context, w *workv1alpha1.Work, statuses
 		availability.Reason, availability.Message = "NotHealthy", "some objects are not healthy yet"
 	}
 	meta.SetStatusCondition(&next.Conditions, availability)
+	return next
+}
+
+// setStatus writes the Work's status with statuses when it changed.
+func (e *Executor) setStatus(ctx context.Context, w *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus, applied metav1.ConditionStatus, reason, message string) error {
+	return e.writeStatus(ctx, w, nextStatus(w, statuses, applied, reason, message))
+}
+
+// writeStatus makes next the Work's status when it differs, by a merge patch that carries the Work's
+// resourceVersion: the manifest statuses are one list, written whole, and the precondition keeps a status
+// computed from an older Work (the intent list of recordIntent above all) from replacing a newer one.
+func (e *Executor) writeStatus(ctx context.Context, w *workv1alpha1.Work, next *workv1alpha1.WorkStatus) error {
+	key := client.ObjectKeyFromObject(w)
+	e.mu.Lock()
+	delete(e.held, key)
+	e.mu.Unlock()
 	if equality.Semantic.DeepEqual(&w.Status, next) {
 		return nil
 	}
+	patch := client.MergeFromWithOptions(w.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	w.Status = *next
-	return e.Hub.Status().Update(ctx, w)
+	var opts []client.SubResourcePatchOption
+	if e.FieldManager != "" {
+		opts = append(opts, client.FieldOwner(e.FieldManager))
+	}
+	if err := e.Hub.Status().Patch(ctx, w, patch, opts...); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.written == nil {
+		e.written = map[types.NamespacedName]writtenStatus{}
+	}
+	e.written[key] = writtenStatus{uid: w.UID, generation: w.Generation, resourceVersion: w.ResourceVersion, status: w.Status.DeepCopy()}
+	return nil
+}
+
+// writtenStatus is the status the executor last wrote to a Work, and the Work's version after the write.
+type writtenStatus struct {
+	uid             types.UID
+	generation      int64
+	resourceVersion string
+	status          *workv1alpha1.WorkStatus
+}
+
+// catchUp gives w the status last written to it when the cache has not seen that write yet. A member
+// object's change is often seen before the hub's watch returns the status the executor just wrote: without
+// this, the Work read from the cache still listed its objects as about to be applied, and they were applied
+// again. The executor is the only writer of a Work's status, so the status it last wrote is the current one
+// as long as the spec is the same; were the Work changed otherwise meanwhile, a write's precondition fails
+// and Reconcile forgets the written status, so the next attempt reads the cache again.
+func (e *Executor) catchUp(w *workv1alpha1.Work) {
+	e.mu.Lock()
+	last, ok := e.written[client.ObjectKeyFromObject(w)]
+	e.mu.Unlock()
+	if ok && last.uid == w.UID && last.generation == w.Generation && last.resourceVersion != w.ResourceVersion {
+		w.ResourceVersion = last.resourceVersion
+		w.Status = *last.status.DeepCopy()
+	}
+}
+
+func (e *Executor) forgetStatus(key types.NamespacedName) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.written, key)
+	delete(e.held, key)
+}
+
+// holdProgress returns how long to wait before writing next (0: write it now): a change that only tells
+// progress waits until progressHold after the first such change that was not written.
+func (e *Executor) holdProgress(w *workv1alpha1.Work, next *workv1alpha1.WorkStatus) time.Duration {
+	if !progressOnly(&w.Status, next) {
+		return 0
+	}
+	key := client.ObjectKeyFromObject(w)
+	now := time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	since, held := e.held[key]
+	if !held {
+		if e.held == nil {
+			e.held = map[types.NamespacedName]time.Time{}
+		}
+		e.held[key], since = now, now
+	}
+	return max(since.Add(progressHold).Sub(now), 0)
+}
+
+// progressOnly says whether next differs from current only in how far unavailable objects got: both say
+// the Work is not available, and they agree on everything but the objects' reflected statuses, health and
+// observed generations.
+func progressOnly(current, next *workv1alpha1.WorkStatus) bool {
+	available := func(s *workv1alpha1.WorkStatus) *metav1.Condition {
+		return meta.FindStatusCondition(s.Conditions, workv1alpha1.WorkConditionAvailable)
+	}
+	if c := available(current); c == nil || c.Status == metav1.ConditionTrue {
+		return false
+	}
+	if c := available(next); c == nil || c.Status == metav1.ConditionTrue {
+		return false
+	}
+	if equality.Semantic.DeepEqual(current, next) {
+		return false
+	}
+	return equality.Semantic.DeepEqual(withoutProgress(current), withoutProgress(next))
+}
+
+// withoutProgress is s without what changes while objects roll out.
+func withoutProgress(s *workv1alpha1.WorkStatus) *workv1alpha1.WorkStatus {
+	out := s.DeepCopy()
+	for i := range out.ManifestStatuses {
+		ms := &out.ManifestStatuses[i]
+		ms.Status, ms.Health = nil, ""
+		meta.RemoveStatusCondition(&ms.Conditions, workv1alpha1.ManifestConditionObserved)
+		meta.RemoveStatusCondition(&ms.Conditions, workv1alpha1.ManifestConditionStatusReflected)
+	}
+	return out
 }
 
 // summarize says whether every manifest is applied and healthy, and why not.

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
@@ -60,5 +62,42 @@ func TestObserveCapsReflectedStatus(t *testing.T) {
 	}
 	if !strings.Contains(string(ms.Status.Raw), `"availableReplicas":3`) {
 		t.Fatalf("status %s, want it whole", ms.Status.Raw)
+	}
+}
+
+// TestProgressOnly: while a Work is not available, changes of its objects' reflected status and health are
+// progress, gathered before they are written; a change of what was applied, of a message, or becoming or
+// ceasing to be available is written at once.
+func TestProgressOnly(t *testing.T) {
+	status := func(available metav1.ConditionStatus, applied bool, health workv1alpha1.ResourceHealth, reflected string) *workv1alpha1.WorkStatus {
+		ms := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Kind: "Deployment", Name: "web"}, Applied: applied, Health: health,
+			Status: &runtime.RawExtension{Raw: []byte(reflected)},
+			Conditions: []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: boolStatus(applied), Reason: ReasonApplied},
+				{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue, Reason: "ObservedGeneration", Message: reflected}}}
+		s := &workv1alpha1.WorkStatus{ManifestStatuses: []workv1alpha1.ManifestStatus{ms}}
+		if available != "" {
+			s.Conditions = []metav1.Condition{{Type: workv1alpha1.WorkConditionAvailable, Status: available, Reason: "R"}}
+		}
+		return s
+	}
+	rolling := status(metav1.ConditionFalse, true, workv1alpha1.ResourceUnhealthy, `{"replicas":1}`)
+	tests := []struct {
+		name          string
+		current, next *workv1alpha1.WorkStatus
+		want          bool
+	}{
+		{"counts move while unavailable", rolling, status(metav1.ConditionFalse, true, workv1alpha1.ResourceUnhealthy, `{"replicas":1,"updatedReplicas":1}`), true},
+		{"no change", rolling, rolling, false},
+		{"becomes available", rolling, status(metav1.ConditionTrue, true, workv1alpha1.ResourceHealthy, `{"availableReplicas":1}`), false},
+		{"stops being available", status(metav1.ConditionTrue, true, workv1alpha1.ResourceHealthy, `{"availableReplicas":1}`), rolling, false},
+		{"first status after the intent", status("", false, workv1alpha1.ResourceUnknown, `{}`), rolling, false},
+		{"apply fails", rolling, status(metav1.ConditionFalse, false, workv1alpha1.ResourceUnhealthy, `{"replicas":1}`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := progressOnly(tt.current, tt.next); got != tt.want {
+				t.Fatalf("progressOnly = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

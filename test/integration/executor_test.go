@@ -182,11 +182,11 @@ func TestExecutorPrunesWhatALostStatusWriteApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	lossy := interceptor.NewClient(hub, interceptor.Funcs{
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if w, ok := obj.(*workv1alpha1.Work); ok && meta.IsStatusConditionTrue(w.Status.Conditions, workv1alpha1.WorkConditionApplied) {
 				return apierrors.NewConflict(workv1alpha1.GroupVersion.WithResource("works").GroupResource(), w.Name, fmt.Errorf("lost"))
 			}
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
 	w := createWork(t, "exec-works", "lost-status", nil, "", annotatedConfigMap("exec-lost", "a", nil), annotatedConfigMap("exec-lost", "b", nil))
