@@ -52,7 +52,9 @@ func (a *appliedObjects) follow(gvr schema.GroupVersionResource) {
 	default:
 	}
 	inf := dynamicinformer.NewFilteredDynamicInformer(a.dynamic, gvr, metav1.NamespaceAll, 0, cache.Indexers{},
-		func(o *metav1.ListOptions) { o.LabelSelector = workv1alpha1.LabelManagedBy + "=" + workv1alpha1.ManagedByValue })
+		func(o *metav1.ListOptions) {
+			o.LabelSelector = workv1alpha1.LabelManagedBy + "=" + workv1alpha1.ManagedByValue
+		})
 	_ = inf.Informer().SetTransform(withoutManagedFields) // fails only once started
 	_, _ = inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: a.changed,
