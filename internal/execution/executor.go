@@ -83,10 +83,10 @@ type Executor struct {
 	mu sync.Mutex
 	// applied remembers when each Work (by UID) was last applied in full, and at which generation.
 	applied map[types.UID]appliedAt
-	// written is the status each Work was last given (status.go); held, since when a progress-only change
-	// of each Work waits to be written.
+	// written is the status each Work was last given, held the progress each Work has not written yet
+	// (status.go).
 	written map[types.NamespacedName]writtenStatus
-	held    map[types.NamespacedName]time.Time
+	held    map[types.NamespacedName]heldStatus
 }
 
 type appliedAt struct {
@@ -157,7 +157,9 @@ func (e *Executor) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if ptr.Deref(w.Spec.SuspendDispatching, false) {
 		return ctrl.Result{}, e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, ReasonSuspended, "dispatching is suspended")
 	}
-	statuses, refreshed := e.refresh(ctx, member, w, manifests)
+	// The statuses a held status (status.go) has for the objects are newer than those the hub has.
+	base := e.heldStatuses(w)
+	statuses, refreshed := e.refresh(ctx, member, w, base, manifests)
 	generations := make([]int64, len(manifests))
 	if !refreshed {
 		if err := e.recordIntent(ctx, w, manifests); err != nil {
@@ -165,7 +167,7 @@ func (e *Executor) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		limit := statusLimit(len(manifests))
 		for _, i := range applyOrder(manifests) {
-			ms, generation := e.apply(ctx, member, w, manifests[i], i, previousConditions(w, manifests[i]), limit)
+			ms, generation := e.apply(ctx, member, w, manifests[i], i, previousConditions(base, manifests[i]), limit)
 			statuses, generations[i] = append(statuses, ms), generation
 		}
 		slices.SortFunc(statuses, func(a, b workv1alpha1.ManifestStatus) int { return a.Identifier.Ordinal - b.Identifier.Ordinal })
@@ -227,9 +229,9 @@ func applyOrder(manifests []*unstructured.Unstructured) []int {
 
 // previousConditions returns a copy of the conditions last reported for the manifest's object, so unchanged
 // conditions keep their transition times and an unchanged Work is not written again.
-func previousConditions(w *workv1alpha1.Work, obj *unstructured.Unstructured) []metav1.Condition {
+func previousConditions(statuses []workv1alpha1.ManifestStatus, obj *unstructured.Unstructured) []metav1.Condition {
 	id := identifier(obj, 0)
-	for _, s := range w.Status.ManifestStatuses {
+	for _, s := range statuses {
 		if sameObject(s.Identifier, id) {
 			return slices.Clone(s.Conditions)
 		}
@@ -278,17 +280,19 @@ func workRef(w *workv1alpha1.Work) string { return w.Namespace + "/" + w.Name }
 // refresh reads the Work's objects back instead of applying them again, when everything was applied at this
 // generation less than driftPeriod ago (a little less for some Works, so that their full applies spread
 // out): status is followed from the watch cache, or with one GET per object of a kind not watched, rather
-// than a server-side apply. It reports false when a full apply is due.
-func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work, manifests []*unstructured.Unstructured) ([]workv1alpha1.ManifestStatus, bool) {
+// than a server-side apply. It starts from base, the statuses last known, and reports false when a full
+// apply is due.
+func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work, base []workv1alpha1.ManifestStatus,
+	manifests []*unstructured.Unstructured) ([]workv1alpha1.ManifestStatus, bool) {
 	e.mu.Lock()
 	last, ok := e.applied[w.UID]
 	e.mu.Unlock()
-	if !ok || last.generation != w.Generation || time.Since(last.at) >= last.drift || len(w.Status.ManifestStatuses) != len(manifests) {
+	if !ok || last.generation != w.Generation || time.Since(last.at) >= last.drift || len(base) != len(manifests) {
 		return nil, false
 	}
 	statuses := make([]workv1alpha1.ManifestStatus, len(manifests))
 	for i, obj := range manifests {
-		ms := w.Status.ManifestStatuses[i]
+		ms := base[i]
 		ms.Conditions = slices.Clone(ms.Conditions)
 		if !ms.Applied || ms.Identifier.Ordinal != i {
 			return nil, false

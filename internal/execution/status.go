@@ -86,11 +86,12 @@ func reflectStatus(status map[string]any, limit int) ([]byte, []string) {
 
 // progressHold is how long a Work's status may lag its objects while they are rolling out. A Deployment
 // going from created to available changes its status four times within a few hundred milliseconds; written
-// one by one, with the intent and the first apply, that was six Work writes for one object. Changes that
-// only tell progress (counts, the reflected status, health still not reached) are gathered for
-// progressHold and written together; a change of what was applied, a failure, and reaching or losing
-// availability are written at once.
-const progressHold = 250 * time.Millisecond
+// one by one after the intent (recordIntent), that made six writes of its Work. While every object is applied
+// and some are not available yet, the status waits up to progressHold for more changes and is written with
+// the last of them; becoming or ceasing to be available, a failure, and a new generation are written at once.
+// A Deployment that becomes available within progressHold of its apply costs its Work two writes: the
+// objects about to be applied, and available.
+const progressHold = time.Second
 
 // nextStatus is the Work's status with statuses and the Applied and Available conditions they make.
 func nextStatus(w *workv1alpha1.Work, statuses []workv1alpha1.ManifestStatus, applied metav1.ConditionStatus, reason, message string) *workv1alpha1.WorkStatus {
@@ -173,55 +174,67 @@ func (e *Executor) forgetStatus(key types.NamespacedName) {
 	delete(e.held, key)
 }
 
-// holdProgress returns how long to wait before writing next (0: write it now): a change that only tells
-// progress waits until progressHold after the first such change that was not written.
-func (e *Executor) holdProgress(w *workv1alpha1.Work, next *workv1alpha1.WorkStatus) time.Duration {
-	if !progressOnly(&w.Status, next) {
-		return 0
-	}
-	key := client.ObjectKeyFromObject(w)
-	now := time.Now()
+// heldStatus is a progress-only status not written yet, and since when the Work has one.
+type heldStatus struct {
+	uid        types.UID
+	generation int64
+	since      time.Time
+	status     *workv1alpha1.WorkStatus
+}
+
+// heldStatuses returns the manifest statuses of the Work's held status, newer than those the hub has, or,
+// when none is held, the hub's.
+func (e *Executor) heldStatuses(w *workv1alpha1.Work) []workv1alpha1.ManifestStatus {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	since, held := e.held[key]
-	if !held {
-		if e.held == nil {
-			e.held = map[types.NamespacedName]time.Time{}
-		}
-		e.held[key], since = now, now
+	if h, ok := e.held[client.ObjectKeyFromObject(w)]; ok && h.uid == w.UID && h.generation == w.Generation {
+		return h.status.ManifestStatuses
 	}
-	return max(since.Add(progressHold).Sub(now), 0)
+	return w.Status.ManifestStatuses
 }
 
-// progressOnly says whether next differs from current only in how far unavailable objects got: both say
-// the Work is not available, and they agree on everything but the objects' reflected statuses, health and
-// observed generations.
+// holdProgress returns how long to wait before writing next (0: write it now): a progress-only change is
+// held until progressHold after the first one the hub has not been told.
+func (e *Executor) holdProgress(w *workv1alpha1.Work, next *workv1alpha1.WorkStatus) time.Duration {
+	key := client.ObjectKeyFromObject(w)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !progressOnly(&w.Status, next) {
+		delete(e.held, key)
+		return 0
+	}
+	now := time.Now()
+	h, ok := e.held[key]
+	if !ok || h.uid != w.UID || h.generation != w.Generation {
+		h = heldStatus{uid: w.UID, generation: w.Generation, since: now}
+	}
+	h.status = next.DeepCopy()
+	if e.held == nil {
+		e.held = map[types.NamespacedName]heldStatus{}
+	}
+	e.held[key] = h
+	return max(h.since.Add(progressHold).Sub(now), 0)
+}
+
+// progressOnly says whether next, the status of a Work whose objects are all applied and not all available,
+// differs from current, the status the hub has, only in how far the objects got: current says the same
+// objects are about to be applied, or are applied at the same generation and not available either.
 func progressOnly(current, next *workv1alpha1.WorkStatus) bool {
-	available := func(s *workv1alpha1.WorkStatus) *metav1.Condition {
-		return meta.FindStatusCondition(s.Conditions, workv1alpha1.WorkConditionAvailable)
-	}
-	if c := available(current); c == nil || c.Status == metav1.ConditionTrue {
+	condition := func(s *workv1alpha1.WorkStatus, t string) *metav1.Condition { return meta.FindStatusCondition(s.Conditions, t) }
+	nextApplied, nextAvailable := condition(next, workv1alpha1.WorkConditionApplied), condition(next, workv1alpha1.WorkConditionAvailable)
+	if nextApplied == nil || nextApplied.Status != metav1.ConditionTrue || nextAvailable == nil || nextAvailable.Status == metav1.ConditionTrue {
 		return false
 	}
-	if c := available(next); c == nil || c.Status == metav1.ConditionTrue {
+	if c := condition(current, workv1alpha1.WorkConditionAvailable); c != nil && c.Status == metav1.ConditionTrue {
 		return false
 	}
-	if equality.Semantic.DeepEqual(current, next) {
+	if c := condition(current, workv1alpha1.WorkConditionApplied); c != nil && (c.Status == metav1.ConditionFalse || c.ObservedGeneration != nextApplied.ObservedGeneration) {
 		return false
 	}
-	return equality.Semantic.DeepEqual(withoutProgress(current), withoutProgress(next))
-}
-
-// withoutProgress is s without what changes while objects roll out.
-func withoutProgress(s *workv1alpha1.WorkStatus) *workv1alpha1.WorkStatus {
-	out := s.DeepCopy()
-	for i := range out.ManifestStatuses {
-		ms := &out.ManifestStatuses[i]
-		ms.Status, ms.Health = nil, ""
-		meta.RemoveStatusCondition(&ms.Conditions, workv1alpha1.ManifestConditionObserved)
-		meta.RemoveStatusCondition(&ms.Conditions, workv1alpha1.ManifestConditionStatusReflected)
-	}
-	return out
+	return !equality.Semantic.DeepEqual(current, next) && slices.EqualFunc(current.ManifestStatuses, next.ManifestStatuses,
+		func(a, b workv1alpha1.ManifestStatus) bool {
+			return a.Identifier.Ordinal == b.Identifier.Ordinal && sameObject(a.Identifier, b.Identifier)
+		})
 }
 
 // summarize says whether every manifest is applied and healthy, and why not.

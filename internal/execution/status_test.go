@@ -65,33 +65,43 @@ func TestObserveCapsReflectedStatus(t *testing.T) {
 	}
 }
 
-// TestProgressOnly: while a Work is not available, changes of its objects' reflected status and health are
-// progress, gathered before they are written; a change of what was applied, of a message, or becoming or
-// ceasing to be available is written at once.
+// TestProgressOnly: while a Work's objects are applied and not all available, changes of how far they got
+// are held before they are written, the first status after the intent list included; becoming or ceasing to
+// be available, a failure, a new generation or other objects are written at once.
 func TestProgressOnly(t *testing.T) {
-	status := func(available metav1.ConditionStatus, applied bool, health workv1alpha1.ResourceHealth, reflected string) *workv1alpha1.WorkStatus {
-		ms := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Kind: "Deployment", Name: "web"}, Applied: applied, Health: health,
-			Status: &runtime.RawExtension{Raw: []byte(reflected)},
-			Conditions: []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: boolStatus(applied), Reason: ReasonApplied},
-				{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue, Reason: "ObservedGeneration", Message: reflected}}}
+	type work struct {
+		generation int64
+		applied    metav1.ConditionStatus // of the Work; "" for the intent list alone
+		available  metav1.ConditionStatus
+		name       string
+		reflected  string
+	}
+	status := func(w work) *workv1alpha1.WorkStatus {
+		ms := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Kind: "Deployment", Name: w.name}, Applied: w.applied == metav1.ConditionTrue,
+			Status: &runtime.RawExtension{Raw: []byte(w.reflected)}, Health: workv1alpha1.ResourceUnhealthy}
 		s := &workv1alpha1.WorkStatus{ManifestStatuses: []workv1alpha1.ManifestStatus{ms}}
-		if available != "" {
-			s.Conditions = []metav1.Condition{{Type: workv1alpha1.WorkConditionAvailable, Status: available, Reason: "R"}}
+		if w.applied != "" {
+			s.Conditions = []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: w.applied, Reason: "R", ObservedGeneration: w.generation},
+				{Type: workv1alpha1.WorkConditionAvailable, Status: w.available, Reason: "R", ObservedGeneration: w.generation}}
 		}
 		return s
 	}
-	rolling := status(metav1.ConditionFalse, true, workv1alpha1.ResourceUnhealthy, `{"replicas":1}`)
+	rolling := work{1, metav1.ConditionTrue, metav1.ConditionFalse, "web", `{"replicas":1}`}
+	with := func(edit func(*work)) *workv1alpha1.WorkStatus { w := rolling; edit(&w); return status(w) }
 	tests := []struct {
 		name          string
 		current, next *workv1alpha1.WorkStatus
 		want          bool
 	}{
-		{"counts move while unavailable", rolling, status(metav1.ConditionFalse, true, workv1alpha1.ResourceUnhealthy, `{"replicas":1,"updatedReplicas":1}`), true},
-		{"no change", rolling, rolling, false},
-		{"becomes available", rolling, status(metav1.ConditionTrue, true, workv1alpha1.ResourceHealthy, `{"availableReplicas":1}`), false},
-		{"stops being available", status(metav1.ConditionTrue, true, workv1alpha1.ResourceHealthy, `{"availableReplicas":1}`), rolling, false},
-		{"first status after the intent", status("", false, workv1alpha1.ResourceUnknown, `{}`), rolling, false},
-		{"apply fails", rolling, status(metav1.ConditionFalse, false, workv1alpha1.ResourceUnhealthy, `{"replicas":1}`), false},
+		{"counts move while unavailable", status(rolling), with(func(w *work) { w.reflected = `{"replicas":1,"updatedReplicas":1}` }), true},
+		{"first status after the intent list", with(func(w *work) { w.applied, w.reflected = "", `{}` }), status(rolling), true},
+		{"no change", status(rolling), status(rolling), false},
+		{"becomes available", status(rolling), with(func(w *work) { w.available = metav1.ConditionTrue }), false},
+		{"stops being available", with(func(w *work) { w.available = metav1.ConditionTrue }), status(rolling), false},
+		{"apply fails", status(rolling), with(func(w *work) { w.applied = metav1.ConditionFalse }), false},
+		{"a failure is over", with(func(w *work) { w.applied = metav1.ConditionFalse }), status(rolling), false},
+		{"new generation", status(rolling), with(func(w *work) { w.generation = 2 }), false},
+		{"other objects", status(rolling), with(func(w *work) { w.name = "api" }), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,7 +31,8 @@ import (
 // writes it). Nothing reads the Deployment back on a timer (the executor's resync is an hour) and nothing
 // touches the Work: the Work's status still follows the Deployment's status as soon as it changes in the
 // member, through the watch on what the executor applied. From creation to available the Work's status is
-// written three times: the objects about to be applied, applied, and available.
+// written three times: the objects about to be applied, applied (once the status has been held for a second
+// and the Deployment still does not move), and available.
 func TestExecutorFollowsMemberStatusByWatching(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
