@@ -220,7 +220,9 @@ func (e *Executor) holdProgress(w *workv1alpha1.Work, next *workv1alpha1.WorkSta
 // differs from current, the status the hub has, only in how far the objects got: current says the same
 // objects are about to be applied, or are applied at the same generation and not available either.
 func progressOnly(current, next *workv1alpha1.WorkStatus) bool {
-	condition := func(s *workv1alpha1.WorkStatus, t string) *metav1.Condition { return meta.FindStatusCondition(s.Conditions, t) }
+	condition := func(s *workv1alpha1.WorkStatus, t string) *metav1.Condition {
+		return meta.FindStatusCondition(s.Conditions, t)
+	}
 	nextApplied, nextAvailable := condition(next, workv1alpha1.WorkConditionApplied), condition(next, workv1alpha1.WorkConditionAvailable)
 	if nextApplied == nil || nextApplied.Status != metav1.ConditionTrue || nextAvailable == nil || nextAvailable.Status == metav1.ConditionTrue {
 		return false
