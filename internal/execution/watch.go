@@ -23,7 +23,9 @@ import (
 // object of that kind that carries a status is first applied (ConfigMaps, Secrets and other kinds without a
 // status are not followed: they have nothing to reflect), and each informer lists and caches only objects
 // with Flotilla's managed-by label, without their managedFields, so memory grows with what Flotilla applied
-// and nothing else.
+// and nothing else. A kind the member's credentials may not list and watch cluster-wide never fills its
+// cache: its objects are then read from the member whenever their Work is looked at (every steadyPeriod at
+// the latest).
 type appliedObjects struct {
 	dynamic dynamic.Interface
 	// notify is told the Work (from the object's work annotation) of every object that was added, deleted,
