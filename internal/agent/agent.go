@@ -22,7 +22,6 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -86,10 +85,6 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 	if err != nil {
 		return err
 	}
-	member, err := execution.NewMember(memberConfig)
-	if err != nil {
-		return err
-	}
 	progress(fmt.Sprintf("agent of cluster %s reporting to the hub every %s", cluster, clusterstatus.HeartbeatPeriod))
 	for {
 		cert, err := cred.Certificate()
@@ -97,7 +92,7 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 			return err
 		}
 		renewAt := cert.NotAfter.Add(-o.renewBefore(cert.NotAfter.Sub(cert.NotBefore)))
-		if err := report(ctx, cred, member, memberKube, cluster, o.Version, time.Until(renewAt)); err != nil {
+		if err := report(ctx, cred, memberConfig, memberKube, cluster, o.Version, time.Until(renewAt)); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -129,7 +124,7 @@ func (o *Options) renewBefore(lifetime time.Duration) time.Duration {
 
 // report runs, with the current credential, for d or until ctx ends: the status reporter, and the executor
 // that applies the cluster's Works to the member.
-func report(ctx context.Context, cred registration.Credential, member *execution.Member, memberKube kubernetes.Interface,
+func report(ctx context.Context, cred registration.Credential, memberConfig *rest.Config, memberKube kubernetes.Interface,
 	cluster, version string, d time.Duration) error {
 	hubConfig, err := cred.RESTConfig()
 	if err != nil {
@@ -149,10 +144,16 @@ func report(ctx context.Context, cred registration.Credential, member *execution
 		return err
 	}
 	// The Cluster is read straight from the hub: the agent may get its own Cluster but not watch them all.
-	executor := &execution.Executor{Hub: mgr.GetClient(), Clusters: mgr.GetAPIReader(),
-		MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("execution").For(&workv1alpha1.Work{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 8, SkipNameValidation: ptr.To(true)}).Complete(executor); err != nil {
+	executor := &execution.Executor{Hub: mgr.GetClient(), Clusters: mgr.GetAPIReader(), FieldManager: clusterstatus.AgentFieldManager}
+	member, err := execution.NewMember(memberConfig)
+	if err != nil {
+		return err
+	}
+	member.WatchApplied(executor.Notify)
+	defer member.Stop()
+	executor.MemberFor = func(context.Context, string) (*execution.Member, error) { return member, nil }
+	err = executor.SetupWithManager(mgr, "execution", controller.Options{MaxConcurrentReconciles: 8, SkipNameValidation: ptr.To(true)})
+	if err != nil {
 		return err
 	}
 	hub, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})

@@ -160,6 +160,7 @@ func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 	if err := a.client.Get(ctx, client.ObjectKey{Name: a.name}, cluster); err != nil {
 		return err
 	}
+	original := cluster.DeepCopy()
 	readyz := "ok"
 	if !a.healthy {
 		readyz = "[-]etcd failed: hollow agent reports unhealthy"
@@ -173,7 +174,8 @@ func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 	cluster.Status.ResourceSummary = &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("768Gi"), corev1.ResourcePods: resource.MustParse("330"),
 	}}
-	return a.client.Status().Update(ctx, cluster)
+	// An agent may patch its Cluster's status, not replace it.
+	return a.client.Status().Patch(ctx, cluster, client.MergeFrom(original))
 }
 
 // setHealthy changes what the agent reports and reports it at once.

@@ -9,13 +9,17 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -46,7 +50,7 @@ func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration) error {
 	m := &HealthMonitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-cluster-health"), GracePeriod: grace, now: time.Now,
 		heartbeats: heartbeats{seen: map[string]heartbeat{}}}
 	return ctrl.NewControllerManagedBy(mgr).Named("cluster-health").
-		For(&clusterv1alpha1.Cluster{}).
+		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(healthInputsChanged)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster)).
 		Complete(m)
 }
@@ -89,28 +93,11 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	ready, taint := Evaluate(cluster, renewed, m.now(), m.GracePeriod)
 
-	if taints := withHealthTaint(cluster.Spec.Taints, taint, m.now()); !slices.EqualFunc(taints, cluster.Spec.Taints, sameTaint) {
-		cluster.Spec.Taints = taints
-		if err := m.Client.Update(ctx, cluster); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := m.setHealthTaint(ctx, cluster, taint); err != nil {
+		return ctrl.Result{}, err
 	}
-	previous := metav1.ConditionStatus("")
-	if c := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady); c != nil {
-		previous = c.Status // a copy: SetStatusCondition changes the condition in place
-	}
-	ready.ObservedGeneration = cluster.Generation
-	if meta.SetStatusCondition(&cluster.Status.Conditions, ready) {
-		if err := m.Client.Status().Update(ctx, cluster); err != nil {
-			return ctrl.Result{}, err
-		}
-		if previous != ready.Status {
-			eventType := corev1.EventTypeNormal
-			if ready.Status != metav1.ConditionTrue {
-				eventType = corev1.EventTypeWarning
-			}
-			m.Recorder.Eventf(cluster, nil, eventType, ready.Reason, "HealthChanged", "Ready=%s: %s", ready.Status, ready.Message)
-		}
+	if err := m.setReady(ctx, cluster, ready); err != nil {
+		return ctrl.Result{}, err
 	}
 	// Look again when the Lease would expire, so a silent cluster turns Unknown on time.
 	if renewed != nil && ready.Status != metav1.ConditionUnknown {
@@ -118,6 +105,54 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	return ctrl.Result{}, nil
 }
+
+// setHealthTaint gives the cluster exactly the health taint it must carry (none when taint is empty). The
+// taint list is one field that people (`flotilla taint`) write too: the patch carries the resourceVersion it
+// was computed from, so a taint added meanwhile is never lost: the patch fails, and the next reconcile
+// starts from the new list.
+func (m *HealthMonitor) setHealthTaint(ctx context.Context, cluster *clusterv1alpha1.Cluster, taint string) error {
+	taints := withHealthTaint(cluster.Spec.Taints, taint, m.now())
+	if slices.EqualFunc(taints, cluster.Spec.Taints, sameTaint) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(cluster.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	cluster.Spec.Taints = taints
+	return m.Client.Patch(ctx, cluster, patch, client.FieldOwner(HealthFieldManager))
+}
+
+// setReady applies the Ready condition, the one status field the monitor owns, when it changed, and records
+// an event when its status did.
+func (m *HealthMonitor) setReady(ctx context.Context, cluster *clusterv1alpha1.Cluster, ready metav1.Condition) error {
+	previous := metav1.ConditionStatus("")
+	if c := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady); c != nil {
+		previous = c.Status
+	}
+	ready.ObservedGeneration = cluster.Generation
+	conditions, changed := withCondition(cluster.Status.Conditions, ready)
+	if !changed {
+		return nil
+	}
+	if err := applyStatus(ctx, m.Client, cluster.Name, HealthFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
+		return err
+	}
+	if previous != ready.Status {
+		eventType := corev1.EventTypeNormal
+		if ready.Status != metav1.ConditionTrue {
+			eventType = corev1.EventTypeWarning
+		}
+		m.Recorder.Eventf(cluster, nil, eventType, ready.Reason, "HealthChanged", "Ready=%s: %s", ready.Status, ready.Message)
+	}
+	return nil
+}
+
+// healthInputsChanged passes the Cluster changes the monitor's verdict depends on: the spec (its taints and
+// generation) and the health endpoints the reporter wrote. The monitor's own Ready condition and the
+// reporter's other facts do not wake it; Lease renewals do, through their own watch.
+var healthInputsChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	old, okOld := e.ObjectOld.(*clusterv1alpha1.Cluster)
+	cur, okNew := e.ObjectNew.(*clusterv1alpha1.Cluster)
+	return !okOld || !okNew || old.Generation != cur.Generation || !equality.Semantic.DeepEqual(old.Status.Health, cur.Status.Health)
+}}
 
 // heartbeats remembers, per cluster, the version of its Lease the hub last saw and when it first saw it.
 // Liveness is judged from that time, on the hub's clock: spec.renewTime comes from the agent's clock, and

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -28,8 +27,9 @@ const (
 )
 
 // PushReporter does for Push clusters what the agent does for Pull ones: every HeartbeatPeriod it reaches
-// the member with the credentials in the cluster's Secret, renews the Lease and writes the status. It owns
-// the CredentialsValid condition.
+// the member with the credentials in the cluster's Secret, renews the Lease and applies the status facts
+// (PushFieldManager). It also owns the CredentialsValid condition, applied on its own (CredentialsFieldManager)
+// so that a cluster whose credentials fail keeps its last reported facts.
 type PushReporter struct {
 	Client client.Client
 	// Secrets reads credentials straight from the API server, so the hub caches no Secrets.
@@ -71,7 +71,8 @@ func (r *PushReporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err == nil {
 		var member kubernetes.Interface
 		if member, err = kubernetes.NewForConfig(cfg); err == nil {
-			reporter := &Reporter{Hub: r.Client, Member: member, Cluster: cluster.Name, Holder: r.Holder, AgentVersion: r.Version}
+			reporter := &Reporter{Hub: r.Client, Member: member, Cluster: cluster.Name, Holder: r.Holder, AgentVersion: r.Version,
+				FieldManager: PushFieldManager}
 			err = reporter.ReportOnce(ctx)
 		}
 	}
@@ -90,11 +91,11 @@ func (r *PushReporter) setCredentialsCondition(ctx context.Context, cluster *clu
 	if invalid != nil {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonCredentialsInvalid, invalid.Error()
 	}
-	original := cluster.DeepCopy()
-	if !meta.SetStatusCondition(&cluster.Status.Conditions, c) {
+	conditions, changed := withCondition(cluster.Status.Conditions, c)
+	if !changed {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, cluster, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := applyStatus(ctx, r.Client, cluster.Name, CredentialsFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
 		return err
 	}
 	if invalid != nil {

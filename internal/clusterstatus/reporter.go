@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,7 +22,7 @@ import (
 const HeartbeatPeriod = 10 * time.Second
 
 // Reporter speaks for one member: it renews the cluster's Lease on the hub while the member answers, and
-// writes the cluster's status when something in it changed.
+// applies the cluster's status facts when something in them changed (owners.go says who owns what).
 type Reporter struct {
 	// Hub is a client for the hub: the agent's own identity, or the hub's for Push clusters.
 	Hub client.Client
@@ -33,6 +32,9 @@ type Reporter struct {
 	Cluster, Holder string
 	// AgentVersion is reported in the status.
 	AgentVersion string
+	// FieldManager owns the facts the reporter writes (AgentFieldManager when empty; PushFieldManager for
+	// Push clusters).
+	FieldManager string
 }
 
 // Run reports every HeartbeatPeriod until ctx ends. Errors are logged and retried next period.
@@ -51,8 +53,8 @@ func (r *Reporter) Run(ctx context.Context) {
 	}
 }
 
-// ReportOnce collects the member's status, renews the Lease, and writes the status if it changed. A member
-// that does not answer gets no heartbeat, so the hub sees it as unreachable.
+// ReportOnce collects the member's status, renews the Lease, and writes the status facts if they changed. A
+// member that does not answer gets no heartbeat, so the hub sees it as unreachable.
 func (r *Reporter) ReportOnce(ctx context.Context) error {
 	observed, err := Collect(ctx, r.Member, r.AgentVersion)
 	if err != nil {
@@ -61,33 +63,33 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	if err := r.renewLease(ctx); err != nil {
 		return err
 	}
-	// The hub's health monitor writes the Ready condition; on a conflict with it, read again and retry.
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cluster := &clusterv1alpha1.Cluster{}
-		if err := r.Hub.Get(ctx, client.ObjectKey{Name: r.Cluster}, cluster); err != nil {
-			return err
-		}
-		want := merged(&cluster.Status, observed)
-		if equality.Semantic.DeepEqual(&cluster.Status, want) {
-			return nil
-		}
-		cluster.Status = *want
-		return r.Hub.Status().Update(ctx, cluster)
-	})
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := r.Hub.Get(ctx, client.ObjectKey{Name: r.Cluster}, cluster); err != nil {
+		return err
+	}
+	want := facts(&cluster.Status, observed)
+	if equality.Semantic.DeepEqual(reportedFacts(&cluster.Status), want) {
+		return nil
+	}
+	manager := r.FieldManager
+	if manager == "" {
+		manager = AgentFieldManager
+	}
+	return applyStatus(ctx, r.Hub, r.Cluster, manager, want)
 }
 
-// merged is the status to write over current: what was observed, with the conditions of other writers kept
-// beside the reporter's APIsComplete, and, while the API list is incomplete, the last known entries of the
-// group/versions discovery missed.
-func merged(current, observed *clusterv1alpha1.ClusterStatus) *clusterv1alpha1.ClusterStatus {
+// facts is the status the reporter applies over current: what was observed, with its APIsComplete condition
+// (keeping its transition time while its status stays), and, while the API list is incomplete, the last
+// known entries of the group/versions discovery missed. The conditions of other writers are not part of it.
+func facts(current, observed *clusterv1alpha1.ClusterStatus) *clusterv1alpha1.ClusterStatus {
 	want := observed.DeepCopy()
-	want.Conditions = slices.Clone(current.Conditions)
+	want.Conditions = nil
 	apisComplete := meta.FindStatusCondition(observed.Conditions, clusterv1alpha1.ClusterConditionAPIsComplete)
 	if apisComplete == nil || apisComplete.Status != metav1.ConditionTrue {
 		want.APIEnablements = withLastKnown(want.APIEnablements, current.APIEnablements)
 	}
 	if apisComplete != nil {
-		meta.SetStatusCondition(&want.Conditions, *apisComplete)
+		want.Conditions, _ = withCondition(current.Conditions, *apisComplete)
 	}
 	return want
 }

@@ -16,16 +16,25 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
@@ -45,14 +54,14 @@ const (
 	ReasonDeleted = "Deleted"
 )
 
-// Requeue periods: while something is not healthy yet the executor reads it back often; once healthy, now
-// and then, to keep the status current. A full apply, which also undoes drift in the member, happens when
-// the Work changes and otherwise every driftPeriod: re-applying every Work every 30 s cost 1,000 Works × 10
-// members 250 server-side applies a second, more than the members' own controllers.
+// A Work's status follows its objects through watches on what was applied (watch.go), not by reading them
+// back on a timer. Every steadyPeriod a Work is looked at again all the same, for the kinds that are not
+// watched (their objects are read from the member then). A full apply, which also undoes drift in the
+// member, happens when the Work changes and otherwise every driftPeriod: re-applying every Work every 30 s
+// cost 1,000 Works × 10 members 250 server-side applies a second, more than the members' own controllers.
 const (
-	progressingPeriod = 500 * time.Millisecond
-	steadyPeriod      = 30 * time.Second
-	driftPeriod       = 5 * time.Minute
+	steadyPeriod = 30 * time.Second
+	driftPeriod  = 5 * time.Minute
 )
 
 // Executor reconciles Works. MemberFor returns the member a Work namespace belongs to, or nil when this
@@ -63,10 +72,21 @@ type Executor struct {
 	// Clusters reads the Cluster of a Work being finalized (Hub when nil): an agent may only get its own
 	// Cluster, not list and watch them all.
 	Clusters client.Reader
+	// FieldManager names the executor in the managedFields of the Work statuses it writes.
+	FieldManager string
+	// Resync is how often a Work is looked at again when nothing changed (steadyPeriod when zero).
+	Resync time.Duration
+
+	// queue is the controller's work queue, once it started: Notify adds to it.
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 
 	mu sync.Mutex
 	// applied remembers when each Work (by UID) was last applied in full, and at which generation.
 	applied map[types.UID]appliedAt
+	// written is the status each Work was last given, held the progress each Work has not written yet
+	// (status.go).
+	written map[types.NamespacedName]writtenStatus
+	held    map[types.NamespacedName]heldStatus
 }
 
 type appliedAt struct {
@@ -79,12 +99,48 @@ type appliedAt struct {
 	drift time.Duration
 }
 
+// SetupWithManager registers the executor as the controller name. It reconciles a Work when the Work's spec,
+// labels or deletion change (not when its own status writes come back) and when an object the Work applied
+// changes in the member: give Notify to Member.WatchApplied.
+func (e *Executor) SetupWithManager(mgr ctrl.Manager, name string, opts controller.Options) error {
+	changed := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{},
+		predicate.Funcs{UpdateFunc: func(u event.UpdateEvent) bool {
+			return (u.ObjectOld.GetDeletionTimestamp() == nil) != (u.ObjectNew.GetDeletionTimestamp() == nil)
+		}})
+	return ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(opts).
+		For(&workv1alpha1.Work{}, builder.WithPredicates(changed)).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			e.queue.Store(&q)
+			return nil
+		})).
+		Complete(e)
+}
+
+// Notify queues a Work whose object changed in the member.
+func (e *Executor) Notify(work types.NamespacedName) {
+	if q := e.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: work})
+	}
+}
+
 // Reconcile applies one Work.
 func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	result, err := e.reconcile(ctx, req)
+	if apierrors.IsConflict(err) {
+		e.forgetStatus(req.NamespacedName) // the Work changed since the status last written: read it again
+	}
+	return result, err
+}
+
+func (e *Executor) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	w := &workv1alpha1.Work{}
 	if err := e.Hub.Get(ctx, req.NamespacedName, w); err != nil {
+		if apierrors.IsNotFound(err) {
+			e.forgetStatus(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	e.catchUp(w)
 	member, err := e.MemberFor(ctx, w.Namespace)
 	if err != nil || member == nil {
 		// An unreachable member keeps what it runs; the Work waits for it.
@@ -101,7 +157,9 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if ptr.Deref(w.Spec.SuspendDispatching, false) {
 		return ctrl.Result{}, e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, ReasonSuspended, "dispatching is suspended")
 	}
-	statuses, refreshed := e.refresh(ctx, member, w, manifests)
+	// The statuses a held status (status.go) has for the objects are newer than those the hub has.
+	base := e.heldStatuses(w)
+	statuses, refreshed := e.refresh(ctx, member, w, base, manifests)
 	generations := make([]int64, len(manifests))
 	if !refreshed {
 		if err := e.recordIntent(ctx, w, manifests); err != nil {
@@ -109,7 +167,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		limit := statusLimit(len(manifests))
 		for _, i := range applyOrder(manifests) {
-			ms, generation := e.apply(ctx, member, w, manifests[i], i, previousConditions(w, manifests[i]), limit)
+			ms, generation := e.apply(ctx, member, w, manifests[i], i, previousConditions(base, manifests[i]), limit)
 			statuses, generations[i] = append(statuses, ms), generation
 		}
 		slices.SortFunc(statuses, func(a, b workv1alpha1.ManifestStatus) int { return a.Identifier.Ordinal - b.Identifier.Ordinal })
@@ -117,7 +175,7 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			return ctrl.Result{}, err
 		}
 	}
-	applied, healthy, message := summarize(statuses)
+	applied, _, message := summarize(statuses)
 	if applied && !refreshed {
 		e.rememberApplied(w, generations)
 	}
@@ -125,13 +183,18 @@ func (e *Executor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if !applied {
 		reason = ReasonApplyFailed
 	}
-	if err := e.setStatus(ctx, w, statuses, boolStatus(applied), reason, message); err != nil {
+	next := nextStatus(w, statuses, boolStatus(applied), reason, message)
+	if wait := e.holdProgress(w, next); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := e.writeStatus(ctx, w, next); err != nil {
 		return ctrl.Result{}, err
 	}
-	if !healthy {
-		return ctrl.Result{RequeueAfter: progressingPeriod}, nil
+	resync := e.Resync
+	if resync == 0 {
+		resync = steadyPeriod
 	}
-	return ctrl.Result{RequeueAfter: steadyPeriod}, nil
+	return ctrl.Result{RequeueAfter: resync}, nil
 }
 
 func decode(w *workv1alpha1.Work) ([]*unstructured.Unstructured, error) {
@@ -166,9 +229,9 @@ func applyOrder(manifests []*unstructured.Unstructured) []int {
 
 // previousConditions returns a copy of the conditions last reported for the manifest's object, so unchanged
 // conditions keep their transition times and an unchanged Work is not written again.
-func previousConditions(w *workv1alpha1.Work, obj *unstructured.Unstructured) []metav1.Condition {
+func previousConditions(statuses []workv1alpha1.ManifestStatus, obj *unstructured.Unstructured) []metav1.Condition {
 	id := identifier(obj, 0)
-	for _, s := range w.Status.ManifestStatuses {
+	for _, s := range statuses {
 		if sameObject(s.Identifier, id) {
 			return slices.Clone(s.Conditions)
 		}
@@ -207,35 +270,34 @@ func (e *Executor) recordIntent(ctx context.Context, w *workv1alpha1.Work, manif
 	if len(statuses) == len(w.Status.ManifestStatuses) {
 		return nil
 	}
-	w.Status.ManifestStatuses = statuses
-	return e.Hub.Status().Update(ctx, w)
+	next := w.Status.DeepCopy()
+	next.ManifestStatuses = statuses
+	return e.writeStatus(ctx, w, next)
 }
 
 func workRef(w *workv1alpha1.Work) string { return w.Namespace + "/" + w.Name }
 
-// refresh reads the Work's objects back from the member instead of applying them again, when everything was
-// applied at this generation less than driftPeriod ago (a little less for some Works, so that their full
-// applies spread out): status is followed with one GET per object rather than a server-side apply. It
-// reports false when a full apply is due.
-func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work, manifests []*unstructured.Unstructured) ([]workv1alpha1.ManifestStatus, bool) {
+// refresh reads the Work's objects back instead of applying them again, when everything was applied at this
+// generation less than driftPeriod ago (a little less for some Works, so that their full applies spread
+// out): status is followed from the watch cache, or with one GET per object of a kind not watched, rather
+// than a server-side apply. It starts from base, the statuses last known, and reports false when a full
+// apply is due.
+func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work, base []workv1alpha1.ManifestStatus,
+	manifests []*unstructured.Unstructured) ([]workv1alpha1.ManifestStatus, bool) {
 	e.mu.Lock()
 	last, ok := e.applied[w.UID]
 	e.mu.Unlock()
-	if !ok || last.generation != w.Generation || time.Since(last.at) >= last.drift || len(w.Status.ManifestStatuses) != len(manifests) {
+	if !ok || last.generation != w.Generation || time.Since(last.at) >= last.drift || len(base) != len(manifests) {
 		return nil, false
 	}
 	statuses := make([]workv1alpha1.ManifestStatus, len(manifests))
 	for i, obj := range manifests {
-		ms := w.Status.ManifestStatuses[i]
+		ms := base[i]
 		ms.Conditions = slices.Clone(ms.Conditions)
 		if !ms.Applied || ms.Identifier.Ordinal != i {
 			return nil, false
 		}
-		ri, _, err := m.resource(obj.GroupVersionKind(), obj.GetNamespace())
-		if err != nil {
-			return nil, false
-		}
-		out, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		out, err := m.read(ctx, obj)
 		if err != nil || out.GetGeneration() != last.objectGenerations[i] {
 			return nil, false // gone, unreadable, or changed in the member: apply again
 		}
@@ -259,6 +321,7 @@ func (e *Executor) rememberApplied(w *workv1alpha1.Work, objectGenerations []int
 
 func (e *Executor) forget(w *workv1alpha1.Work) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	delete(e.applied, w.UID)
+	e.mu.Unlock()
+	e.forgetStatus(client.ObjectKeyFromObject(w))
 }

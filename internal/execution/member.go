@@ -8,7 +8,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +30,54 @@ type Member struct {
 	// namespaces are known to exist: they were created or applied here. One deleted in the member since is
 	// forgotten when an apply into it finds it missing (apply.go).
 	namespaces map[string]bool
+	// applied follows the applied objects once WatchApplied was called (watch.go); nil until then.
+	applied *appliedObjects
+	// watches reaches the member without the request timeout of cfg, which would cut every watch.
+	watches dynamic.Interface
+}
+
+// WatchApplied makes the member follow the objects Flotilla applies in it and call notify with an object's
+// Work whenever the object's status, generation or deletion changes, until Stop. Call it before the first
+// apply.
+func (m *Member) WatchApplied(notify func(work types.NamespacedName)) {
+	m.applied = newAppliedObjects(m.watches, notify)
+}
+
+// Stop stops following the applied objects.
+func (m *Member) Stop() {
+	if m.applied != nil {
+		m.applied.close()
+	}
+}
+
+// follow starts following the kind of an applied object, when the object carries a status to reflect.
+func (m *Member) follow(mapping *meta.RESTMapping, applied *unstructured.Unstructured) {
+	if _, hasStatus := applied.Object["status"]; hasStatus && m.applied != nil {
+		m.applied.follow(mapping.Resource)
+	}
+}
+
+// read returns an applied object as the member has it: from the cache of followed kinds, from the member's
+// API otherwise.
+func (m *Member) read(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ri, mapping, err := m.resource(obj.GroupVersionKind(), obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	if m.applied != nil {
+		namespace := ""
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			namespace = obj.GetNamespace()
+		}
+		cached, ok, err := m.applied.get(mapping.Resource, namespace, obj.GetName())
+		switch {
+		case ok && err == nil && cached == nil:
+			return nil, apierrors.NewNotFound(mapping.Resource.GroupResource(), obj.GetName())
+		case ok:
+			return cached, err
+		}
+	}
+	return ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 }
 
 // NewMember builds the clients for a member cluster.
@@ -42,8 +92,14 @@ func NewMember(cfg *rest.Config) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	watchConfig := rest.CopyConfig(cfg)
+	watchConfig.Timeout = 0
+	watches, err := dynamic.NewForConfig(watchConfig)
+	if err != nil {
+		return nil, err
+	}
 	return &Member{
-		dynamic: dyn, kube: kube, namespaces: map[string]bool{},
+		dynamic: dyn, kube: kube, namespaces: map[string]bool{}, watches: watches,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
 	}, nil
 }

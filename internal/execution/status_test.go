@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
@@ -60,5 +62,52 @@ func TestObserveCapsReflectedStatus(t *testing.T) {
 	}
 	if !strings.Contains(string(ms.Status.Raw), `"availableReplicas":3`) {
 		t.Fatalf("status %s, want it whole", ms.Status.Raw)
+	}
+}
+
+// TestProgressOnly: while a Work's objects are applied and not all available, changes of how far they got
+// are held before they are written, the first status after the intent list included; becoming or ceasing to
+// be available, a failure, a new generation or other objects are written at once.
+func TestProgressOnly(t *testing.T) {
+	type work struct {
+		generation int64
+		applied    metav1.ConditionStatus // of the Work; "" for the intent list alone
+		available  metav1.ConditionStatus
+		name       string
+		reflected  string
+	}
+	status := func(w work) *workv1alpha1.WorkStatus {
+		ms := workv1alpha1.ManifestStatus{Identifier: workv1alpha1.ResourceIdentifier{Kind: "Deployment", Name: w.name}, Applied: w.applied == metav1.ConditionTrue,
+			Status: &runtime.RawExtension{Raw: []byte(w.reflected)}, Health: workv1alpha1.ResourceUnhealthy}
+		s := &workv1alpha1.WorkStatus{ManifestStatuses: []workv1alpha1.ManifestStatus{ms}}
+		if w.applied != "" {
+			s.Conditions = []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: w.applied, Reason: "R", ObservedGeneration: w.generation},
+				{Type: workv1alpha1.WorkConditionAvailable, Status: w.available, Reason: "R", ObservedGeneration: w.generation}}
+		}
+		return s
+	}
+	rolling := work{1, metav1.ConditionTrue, metav1.ConditionFalse, "web", `{"replicas":1}`}
+	with := func(edit func(*work)) *workv1alpha1.WorkStatus { w := rolling; edit(&w); return status(w) }
+	tests := []struct {
+		name          string
+		current, next *workv1alpha1.WorkStatus
+		want          bool
+	}{
+		{"counts move while unavailable", status(rolling), with(func(w *work) { w.reflected = `{"replicas":1,"updatedReplicas":1}` }), true},
+		{"first status after the intent list", with(func(w *work) { w.applied, w.reflected = "", `{}` }), status(rolling), true},
+		{"no change", status(rolling), status(rolling), false},
+		{"becomes available", status(rolling), with(func(w *work) { w.available = metav1.ConditionTrue }), false},
+		{"stops being available", with(func(w *work) { w.available = metav1.ConditionTrue }), status(rolling), false},
+		{"apply fails", status(rolling), with(func(w *work) { w.applied = metav1.ConditionFalse }), false},
+		{"a failure is over", with(func(w *work) { w.applied = metav1.ConditionFalse }), status(rolling), false},
+		{"new generation", status(rolling), with(func(w *work) { w.generation = 2 }), false},
+		{"other objects", status(rolling), with(func(w *work) { w.name = "api" }), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := progressOnly(tt.current, tt.next); got != tt.want {
+				t.Fatalf("progressOnly = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

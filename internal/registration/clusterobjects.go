@@ -89,7 +89,8 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owner},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get"}},
-				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "update", "patch"}},
+				// patch: the agent applies the status facts it owns (server-side apply), never a whole status.
+				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"patch"}},
 			},
 		},
 	}

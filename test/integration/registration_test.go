@@ -16,9 +16,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/client-go/util/retry"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/utils/ptr"
@@ -103,16 +104,8 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 
 	allowed := map[string]func() error{
 		"get own Cluster": func() error { return agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, &clusterv1alpha1.Cluster{}) },
-		"update own Cluster status": func() error {
-			// The hub's health monitor writes the same status; a conflict is retried, not a denial.
-			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				c := &clusterv1alpha1.Cluster{}
-				if err := agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, c); err != nil {
-					return err
-				}
-				c.Status.KubernetesVersion = "v1.37.2"
-				return agentA.Status().Update(ctx, c)
-			})
+		"apply its facts to own Cluster status": func() error {
+			return agentA.Status().Apply(ctx, clusterStatusFacts("iso-a", "v1.37.2"), client.FieldOwner(clusterstatus.AgentFieldManager), client.ForceOwnership)
 		},
 		"list own Works": func() error {
 			return agentA.List(ctx, &workv1alpha1.WorkList{}, client.InNamespace("flotilla-cluster-iso-a"))
@@ -145,6 +138,16 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 		"update the other Cluster status": func() error {
 			c := &clusterv1alpha1.Cluster{}
 			if err := env.Client.Get(ctx, client.ObjectKey{Name: "iso-b"}, c); err != nil {
+				return err
+			}
+			return agentA.Status().Update(ctx, c)
+		},
+		"apply to the other Cluster status": func() error {
+			return agentA.Status().Apply(ctx, clusterStatusFacts("iso-b", "v1.37.2"), client.FieldOwner(clusterstatus.AgentFieldManager), client.ForceOwnership)
+		},
+		"replace own Cluster status": func() error {
+			c := &clusterv1alpha1.Cluster{}
+			if err := agentA.Get(ctx, client.ObjectKey{Name: "iso-a"}, c); err != nil {
 				return err
 			}
 			return agentA.Status().Update(ctx, c)
@@ -192,6 +195,14 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 			t.Errorf("agent of iso-a may %s: got %v, want Forbidden", what, err)
 		}
 	}
+}
+
+// clusterStatusFacts is a status apply that sets a Cluster's kubernetesVersion, as a reporter's does.
+func clusterStatusFacts(cluster, version string) runtime.ApplyConfiguration {
+	return client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": clusterv1alpha1.GroupVersion.String(), "kind": "Cluster", "metadata": map[string]any{"name": cluster},
+		"status": map[string]any{"kubernetesVersion": version},
+	}})
 }
 
 // TestJoinRejectsBadInput: every way a join can go wrong ends in an error that says what to do.
