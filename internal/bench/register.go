@@ -72,10 +72,10 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 		return err
 	}
 	access := hubAccess{url: h.Config.Host, token: token.String(), caHashes: hashes}
-	mapper := hollowMapper()
+	kinds := newHollowKinds()
 	join := func(name string) (time.Duration, error) {
 		start := time.Now()
-		a, err := joinHollow(ctx, access, dir, name, mapper)
+		a, err := joinHollow(ctx, access, dir, name, kinds)
 		if err != nil {
 			return 0, err
 		}

@@ -140,7 +140,7 @@ func taint(t *testing.T, hub *framework.Cluster, cluster, taint string) {
 	t.Helper()
 	hub.Flotilla("taint", "cluster", cluster, taint)
 	t.Cleanup(func() {
-		hub.Flotilla("taint", "cluster", cluster, taint[:strings.LastIndex(taint, ":")]+"-")
+		hub.Flotilla("taint", "cluster", cluster, taint+"-")
 		waitHealthy(t, hub, cluster)
 	})
 }
