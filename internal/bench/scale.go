@@ -416,6 +416,10 @@ func printScale(out io.Writer, r *ScaleResult) {
 	}
 	fmt.Fprintf(out, "\n%-30s %8s %8s %8s %8s\n", "", "p50", "p90", "p99", "max")
 	row := func(name string, q map[string]float64) {
+		if q == nil {
+			fmt.Fprintf(out, "%-30s %8s\n", name, "no sample")
+			return
+		}
 		fmt.Fprintf(out, "%-30s %8.3f %8.3f %8.3f %8.3f\n", name, q["p50"], q["p90"], q["p99"], q["max"])
 	}
 	row("heartbeat → cluster status", r.HeartbeatToStatus)
