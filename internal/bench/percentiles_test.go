@@ -20,4 +20,7 @@ func TestPercentiles(t *testing.T) {
 	if one := percentiles([]time.Duration{time.Second}); one["p50"] != 1 || one["p99"] != 1 {
 		t.Errorf("single sample: %v", one)
 	}
+	if none := percentiles(nil); none != nil {
+		t.Errorf("no sample: %v", none)
+	}
 }

@@ -72,10 +72,10 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 		return err
 	}
 	access := hubAccess{url: h.Config.Host, token: token.String(), caHashes: hashes}
-	mapper := hollowMapper()
+	kinds := newHollowKinds()
 	join := func(name string) (time.Duration, error) {
 		start := time.Now()
-		a, err := joinHollow(ctx, access, dir, name, mapper)
+		a, err := joinHollow(ctx, access, dir, name, kinds)
 		if err != nil {
 			return 0, err
 		}
@@ -136,8 +136,12 @@ func waitReady(ctx context.Context, c client.Client, name string) error {
 	})
 }
 
-// percentiles returns p50, p90, p99 and max of ds in seconds (nearest rank).
+// percentiles returns p50, p90, p99 and max of ds in seconds (nearest rank), or nothing when there is no
+// sample: a stage no object reached must not cost the figures measured before it.
 func percentiles(ds []time.Duration) map[string]float64 {
+	if len(ds) == 0 {
+		return nil
+	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	at := func(p float64) float64 {

@@ -65,6 +65,8 @@ type ScaleResult struct {
 	RegisterSeconds float64 `json:"registerSeconds"`
 	// Steady is the hub at rest with every cluster heartbeating and every Work acknowledged.
 	Steady SteadyState `json:"steady"`
+	// Storage is what the hub's etcd holds at rest.
+	Storage Storage `json:"storage"`
 	// HeartbeatToStatus is from an agent reporting its member unhealthy (or healthy again) to the
 	// Cluster's Ready condition saying so.
 	HeartbeatToStatus map[string]float64 `json:"heartbeatToStatus"`
@@ -97,7 +99,8 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 		return err
 	}
 	defer remove()
-	hubProcess, hubConfig, err := startHub(ctx, filepath.Join(dir, "hub"))
+	hubDir := filepath.Join(dir, "hub")
+	hubProcess, hubConfig, err := startHub(ctx, hubDir)
 	if err != nil {
 		return err
 	}
@@ -157,6 +160,9 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if result.Steady, err = sampleSteady(ctx, hubProcess, o.Settle); err != nil {
 		return err
 	}
+	if result.Storage, err = measureStorage(ctx, hubDir, hubProcess.LogPath); err != nil {
+		return err
+	}
 
 	progress("heartbeat to cluster status, 10 clusters")
 	if result.HeartbeatToStatus, err = heartbeatToStatus(ctx, admin, agents[:min(10, len(agents))]); err != nil {
@@ -210,7 +216,7 @@ func startHub(ctx context.Context, dir string) (*process.Process, *rest.Config, 
 // joinAll joins n hollow agents, a few at a time, and starts them.
 func joinAll(ctx context.Context, hub hubAccess, dir string, n int, progress func(string)) ([]*hollowAgent, error) {
 	const parallel = 32
-	mapper := hollowMapper()
+	kinds := newHollowKinds()
 	agents := make([]*hollowAgent, n)
 	errs := make([]error, n)
 	slots := make(chan struct{}, parallel)
@@ -221,7 +227,7 @@ func joinAll(ctx context.Context, hub hubAccess, dir string, n int, progress fun
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			a, err := joinHollow(ctx, hub, dir, fmt.Sprintf("hollow-%04d", i), mapper)
+			a, err := joinHollow(ctx, hub, dir, fmt.Sprintf("hollow-%04d", i), kinds)
 			if err == nil {
 				err = a.start(ctx)
 			}
@@ -401,8 +407,19 @@ func printScale(out io.Writer, r *ScaleResult) {
 	fmt.Fprintf(out, "all joined and Ready           %8.1f\n", r.RegisterSeconds)
 	fmt.Fprintf(out, "hub at steady state            %8.2f cores, %.0f MiB RSS (peak %.0f MiB)\n",
 		r.Steady.HubCPUCores, r.Steady.HubRSSMiB, r.Steady.HubPeakRSSMiB)
+	fmt.Fprintf(out, "hub's etcd                     %8.1f MiB database, %.1f MiB in use\n",
+		float64(r.Storage.DBSizeBytes)/(1<<20), float64(r.Storage.DBSizeInUseBytes)/(1<<20))
+	for _, k := range storedKinds {
+		if s, ok := r.Storage.Kinds[k.name]; ok {
+			fmt.Fprintf(out, "  %-28s %8d objects, %6.0f bytes each\n", k.name, s.Objects, s.BytesPerObject)
+		}
+	}
 	fmt.Fprintf(out, "\n%-30s %8s %8s %8s %8s\n", "", "p50", "p90", "p99", "max")
 	row := func(name string, q map[string]float64) {
+		if q == nil {
+			fmt.Fprintf(out, "%-30s %8s\n", name, "no sample")
+			return
+		}
 		fmt.Fprintf(out, "%-30s %8.3f %8.3f %8.3f %8.3f\n", name, q["p50"], q["p90"], q["p99"], q["max"])
 	}
 	row("heartbeat → cluster status", r.HeartbeatToStatus)

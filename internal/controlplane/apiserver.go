@@ -30,6 +30,11 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	}
 	s.Etcd.StorageConfig.Prefix = c.EtcdPrefix
 	s.Etcd.EncryptionProviderConfigFilepath = pki.EncryptionConfig()
+	// Leases change most and are read least: every cluster's agent (every node's kubelet in a member)
+	// renews one every 10 s, and one controller watches them. Their watch cache would hold every
+	// renewal of the last minutes — 100 a second at 1,000 clusters — to serve that one watch, which etcd
+	// serves as well.
+	s.Etcd.WatchCacheSizes = []string{"leases.coordination.k8s.io#0"}
 	// /debug/pprof would show any authenticated client with the right non-resource URL the process's memory.
 	s.Features.EnableProfiling = false
 

@@ -251,6 +251,7 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(),
+		Cache:  CacheOptions(),
 		// Templates are read as unstructured objects; the detector already watches their kinds, so reading
 		// them from that cache spares the API server a GET on every binding reconcile.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},

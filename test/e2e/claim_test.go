@@ -33,7 +33,7 @@ func TestPolicyAfterTemplates(t *testing.T) {
 		names := make([]string, n)
 		for i := range names {
 			names[i] = fmt.Sprintf("%s-%d", batch, i)
-			d := deployment(names[i], 0)
+			d := deployment(metav1.NamespaceDefault, names[i], 0)
 			d.Labels = map[string]string{"batch": batch}
 			if _, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -80,11 +80,11 @@ func TestPolicyAfterTemplates(t *testing.T) {
 
 	// As on any hub in use, some policy selects Deployments already: the templates the new policy takes
 	// come from its policy pass, not from the first look at a newly watched kind.
-	if err := hub.Client.Create(ctx, propagationPolicy("unrelated", deploymentSelector("unrelated"), placementOn("m1"))); err != nil {
+	if err := hub.Client.Create(ctx, propagationPolicy(metav1.NamespaceDefault, "unrelated", deploymentSelector("unrelated"), placementOn("m1"))); err != nil {
 		t.Fatal(err)
 	}
 	first := createBatch("first", 100)
-	policy := propagationPolicy("batches", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment",
+	policy := propagationPolicy(metav1.NamespaceDefault, "batches", policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment",
 		LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 			{Key: "batch", Operator: metav1.LabelSelectorOpIn, Values: []string{"first"}}}}}, placementOn("m1"))
 	if err := hub.Client.Create(ctx, policy); err != nil {

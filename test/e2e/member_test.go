@@ -7,30 +7,13 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-io/flotilla/internal/testenv"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
-
-func deployment(name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}},
-			},
-		},
-	}
-}
 
 // waitAvailable waits until the Deployment has all its replicas available and every pod Running with an IP.
 func waitAvailable(t *testing.T, c *framework.Cluster, name string, replicas int32) {
@@ -73,7 +56,7 @@ func TestMemberRunsDeploymentsAndKeepsThemAcrossRestart(t *testing.T) {
 	if len(nodes.Items) != 3 {
 		t.Fatalf("member has %d nodes, want 3", len(nodes.Items))
 	}
-	if _, err := m.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("web", 5), metav1.CreateOptions{}); err != nil {
+	if _, err := m.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment(metav1.NamespaceDefault, "web", 5), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitAvailable(t, m, "web", 5)
@@ -107,7 +90,7 @@ func TestHubAndMembersSideBySide(t *testing.T) {
 	m2 := framework.StartMember(t, "m2", "--nodes", "1", "--node-cpu", "4", "--node-memory", "8Gi")
 
 	for _, m := range []*framework.Cluster{m1, m2} {
-		if _, err := m.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("app-"+m.Name, 3), metav1.CreateOptions{}); err != nil {
+		if _, err := m.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment(metav1.NamespaceDefault, "app-"+m.Name, 3), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,7 +111,7 @@ func TestHubAndMembersSideBySide(t *testing.T) {
 	// The same Deployment goes to the hub and to m1; once m1's controllers made its ReplicaSet, the hub, whose
 	// templates are inert, still has none.
 	for _, c := range []*framework.Cluster{hub, m1} {
-		if _, err := c.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("template", 2), metav1.CreateOptions{}); err != nil {
+		if _, err := c.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment(metav1.NamespaceDefault, "template", 2), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

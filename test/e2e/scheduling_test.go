@@ -45,12 +45,11 @@ func changeLabels(t *testing.T, hub *framework.Cluster, cluster string, change f
 // selects some clusters, and then it keeps its meaning: the others get no replicas.)
 func TestRenamedWeightLabelDeletesNothing(t *testing.T) {
 	ctx := context.Background()
-	hub := framework.StartHub(t)
-	m1, m2 := framework.StartMember(t, "m1"), framework.StartMember(t, "m2")
-	framework.JoinPush(t, hub, m1)
-	framework.JoinPush(t, hub, m2)
-	framework.WaitClustersReady(t, hub, "m1", "m2")
-	changeLabels(t, hub, "m1", func(l map[string]string) { l["tier"] = "gold" })
+	f := useFleet(t)
+	t.Cleanup(func() {
+		changeLabels(t, f.hub, "m1", func(l map[string]string) { delete(l, "tier"); delete(l, "class") })
+	})
+	changeLabels(t, f.hub, "m1", func(l map[string]string) { l["tier"] = "gold" })
 	gold := policyv1alpha1.StaticClusterWeight{Weight: 1, TargetCluster: policyv1alpha1.ClusterAffinity{
 		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}}}
 	placement := placementOn("m1", "m2")
@@ -58,25 +57,21 @@ func TestRenamedWeightLabelDeletesNothing(t *testing.T) {
 		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionWeighted,
 		WeightPreference: &policyv1alpha1.ClusterPreferences{StaticWeightList: []policyv1alpha1.StaticClusterWeight{gold}},
 	}
-	if _, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("web", 4), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Client.Create(ctx, propagationPolicy("web", deploymentSelector("web"), placement)); err != nil {
-		t.Fatal(err)
-	}
-	waitPlaced(t, "web", map[*framework.Cluster]int32{m1: 4, m2: -1})
-	_, before, err := replicasIn(ctx, m1, "web")
+	f.createDeployment(t, deployment(f.ns, "web", 4))
+	f.createPolicy(t, "web", deploymentSelector("web"), placement)
+	waitPlaced(t, f.ns, "web", map[*framework.Cluster]int32{f.m1: 4, f.m2: -1})
+	_, before, err := replicasIn(ctx, f.m1, f.ns, "web")
 	if err != nil || before == nil {
 		t.Fatalf("m1: %v", err)
 	}
 
-	changeLabels(t, hub, "m1", func(l map[string]string) {
+	changeLabels(t, f.hub, "m1", func(l map[string]string) {
 		l["class"] = l["tier"]
 		delete(l, "tier")
 	})
 	testenv.Eventually(t, 2*time.Minute, "the binding falls back to equal weights", func() error {
 		rb := &workv1alpha1.ResourceBinding{}
-		if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "web-deployment"}, rb); err != nil {
+		if err := f.hub.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "web-deployment"}, rb); err != nil {
 			return err
 		}
 		if len(rb.Spec.Clusters) == 0 {
@@ -88,8 +83,8 @@ func TestRenamedWeightLabelDeletesNothing(t *testing.T) {
 		}
 		return nil
 	})
-	waitPlaced(t, "web", map[*framework.Cluster]int32{m1: 2, m2: 2})
-	if _, after, err := replicasIn(ctx, m1, "web"); err != nil || after == nil || after.UID != before.UID {
+	waitPlaced(t, f.ns, "web", map[*framework.Cluster]int32{f.m1: 2, f.m2: 2})
+	if _, after, err := replicasIn(ctx, f.m1, f.ns, "web"); err != nil || after == nil || after.UID != before.UID {
 		t.Fatalf("m1's Deployment was deleted or replaced (%v)", err)
 	}
 }

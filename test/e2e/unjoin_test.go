@@ -29,13 +29,13 @@ func TestUnjoinKeepsMemberObjectsAndRejoinAdoptsThem(t *testing.T) {
 	agent := framework.JoinPull(t, hub, m1)
 	framework.WaitClustersReady(t, hub, "m1")
 
-	if _, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment("web", 1), metav1.CreateOptions{}); err != nil {
+	if _, err := hub.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Create(ctx, deployment(metav1.NamespaceDefault, "web", 1), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.Client.Create(ctx, propagationPolicy("web", deploymentSelector("web"), placementOn("m1"))); err != nil {
+	if err := hub.Client.Create(ctx, propagationPolicy(metav1.NamespaceDefault, "web", deploymentSelector("web"), placementOn("m1"))); err != nil {
 		t.Fatal(err)
 	}
-	waitPlaced(t, "web", map[*framework.Cluster]int32{m1: 1})
+	waitPlaced(t, metav1.NamespaceDefault, "web", map[*framework.Cluster]int32{m1: 1})
 	before, err := m1.Kube.AppsV1().Deployments(metav1.NamespaceDefault).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestUnjoinKeepsMemberObjectsAndRejoinAdoptsThem(t *testing.T) {
 	if _, err := hub.Kube.CoreV1().Namespaces().Get(ctx, clusterv1alpha1.ClusterNamespace("m1"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the cluster's namespace after unjoin: %v, want it gone", err)
 	}
-	waitPlaced(t, "web", map[*framework.Cluster]int32{m1: 1})
+	waitPlaced(t, metav1.NamespaceDefault, "web", map[*framework.Cluster]int32{m1: 1})
 
 	framework.JoinPull(t, hub, m1)
 	testenv.Eventually(t, 3*time.Minute, "the rejoined cluster's Work applied", func() error {

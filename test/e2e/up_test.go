@@ -96,7 +96,7 @@ func TestUpRunsTheExamples(t *testing.T) {
 		}
 		return nil
 	})
-	waitPlaced(t, "nginx", map[*framework.Cluster]int32{m1: 1, m2: 1, m3: -1})
+	waitPlaced(t, metav1.NamespaceDefault, "nginx", map[*framework.Cluster]int32{m1: 1, m2: 1, m3: -1})
 
 	if err := up.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,9 @@
 // Package framework runs e2e scenarios against real processes of the built flotilla binary: a hub and member
 // clusters, each in its own temporary directory with free ports. It hands tests typed clients for every
 // cluster, prints every process's output and the tail of its component log when a test fails, and kills
-// every child when the test ends — also on a test timeout, panic or interrupt, because each child runs in its
-// own process group and dies with the test binary.
+// every child when its owner ends — the test that started it, or, for a fleet the package's tests share
+// (Shared), the package's TestMain — also on a test timeout, panic or interrupt, because each child runs in
+// its own process group and dies with the test binary.
 package framework
 
 import (
@@ -45,6 +46,8 @@ type Cluster struct {
 	logFile string
 	ready   string
 	proc    *testenv.Process
+	// shared is the fleet that owns the process; nil when the test t owns it.
+	shared *Shared
 }
 
 // Binary returns the flotilla binary under test: $FLOTILLA_BIN, or bin/flotilla at the repository root.
@@ -64,34 +67,44 @@ func Binary(t *testing.T) string {
 	return bin
 }
 
-// StartHub starts `flotilla hub` and waits until it is ready.
+// StartHub starts `flotilla hub` and waits until it is ready; it stops when the test ends.
 func StartHub(t *testing.T, extraArgs ...string) *Cluster {
-	dir := filepath.Join(t.TempDir(), "hub")
-	c := &Cluster{
-		Name: "hub", DataDir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), t: t,
-		args:    append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t)}, extraArgs...),
-		logFile: filepath.Join(dir, "hub.log"), ready: "hub ready",
-	}
+	c := newHub(t, t.TempDir(), extraArgs)
 	c.start()
 	return c
 }
 
-// StartMember starts `flotilla dev member --name NAME` and waits until it is ready.
+// StartMember starts `flotilla dev member --name NAME` and waits until it is ready; it stops when the test
+// ends.
 func StartMember(t *testing.T, name string, extraArgs ...string) *Cluster {
-	dir := filepath.Join(t.TempDir(), name)
-	c := &Cluster{
+	c := newMember(t, t.TempDir(), name, extraArgs)
+	c.start()
+	return c
+}
+
+func newHub(t *testing.T, parent string, extraArgs []string) *Cluster {
+	dir := filepath.Join(parent, "hub")
+	return &Cluster{
+		Name: "hub", DataDir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), t: t,
+		args:    append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t)}, extraArgs...),
+		logFile: filepath.Join(dir, "hub.log"), ready: "hub ready",
+	}
+}
+
+func newMember(t *testing.T, parent, name string, extraArgs []string) *Cluster {
+	dir := filepath.Join(parent, name)
+	return &Cluster{
 		Name: name, DataDir: dir, Kubeconfig: filepath.Join(dir, "kubeconfig"), t: t,
 		args:    append([]string{"dev", "member", "--name", name, "--data-dir", dir, "--secure-port", freePort(t)}, extraArgs...),
 		logFile: filepath.Join(dir, "member.log"), ready: "member " + name + " ready",
 	}
-	c.start()
-	return c
 }
 
 // Restart stops the process with SIGTERM, waits for it to exit cleanly, and starts it again on the same data
 // directory and port.
 func (c *Cluster) Restart() {
 	c.t.Helper()
+	c.mustOwn("Restart")
 	if err := c.proc.Signal(syscall.SIGTERM); err != nil {
 		c.t.Fatal(err)
 	}
@@ -102,11 +115,24 @@ func (c *Cluster) Restart() {
 }
 
 // Kill stops the process with SIGKILL.
-func (c *Cluster) Kill() { c.proc.Kill() }
+func (c *Cluster) Kill() {
+	c.mustOwn("Kill")
+	c.proc.Kill()
+}
+
+// mustOwn fails the test when it would end or restart a cluster of a shared fleet: the tests after it
+// would find the fleet changed under them. Such a test starts a fleet of its own.
+func (c *Cluster) mustOwn(what string) {
+	c.t.Helper()
+	if c.shared != nil {
+		c.t.Fatalf("%s of %s: the cluster belongs to the shared fleet; start a fleet of the test's own", what, c.Name)
+	}
+}
 
 // KillAndRestart stops the process with SIGKILL and starts it again on the same data directory and port.
 func (c *Cluster) KillAndRestart() {
 	c.t.Helper()
+	c.mustOwn("KillAndRestart")
 	c.proc.Kill()
 	c.start()
 }
@@ -157,7 +183,8 @@ func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.
 	}
 	out := hub.Flotilla(create...)
 	var join []string
-	tokenFile := filepath.Join(t.TempDir(), "token")
+	dir := hub.shared.dir(t)
+	tokenFile := filepath.Join(dir, "token-"+member.Name)
 	for _, line := range strings.Split(out, "\n") {
 		fields := strings.Fields(line)
 		if len(fields) > 3 && strings.HasPrefix(fields[0], "FLOTILLA_TOKEN=") && fields[1] == "flotilla" && fields[2] == "join" {
@@ -176,8 +203,8 @@ func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.
 			join[i] = member.Kubeconfig
 		}
 	}
-	join = append(join, "--agent-data-dir", filepath.Join(t.TempDir(), "agent-"+member.Name))
-	agent := testenv.StartBinary(t, Binary(t), "agent-"+member.Name, append(join, rest...)...)
+	join = append(join, "--agent-data-dir", filepath.Join(dir, "agent-"+member.Name))
+	agent := hub.shared.spawn(t, "agent-"+member.Name, append(join, rest...)...)
 	testenv.Eventually(t, readyTimeout, member.Name+" joins", func() error {
 		if agent.Exited() {
 			t.Fatalf("join of %s ended:\n%s", member.Name, agent.Output())
@@ -198,14 +225,14 @@ func JoinPush(t *testing.T, hub, member *Cluster, extraArgs ...string) {
 
 func (c *Cluster) start() {
 	c.t.Helper()
-	if c.proc == nil {
+	if c.proc == nil && c.shared == nil {
 		c.t.Cleanup(func() {
 			if c.t.Failed() {
 				c.t.Logf("--- last lines of %s ---\n%s", c.logFile, tail(c.logFile, 40))
 			}
 		})
 	}
-	c.proc = testenv.StartBinary(c.t, Binary(c.t), c.Name, c.args...)
+	c.proc = c.shared.spawn(c.t, c.Name, c.args...)
 	proc := c.proc
 	testenv.Eventually(c.t, readyTimeout, c.Name+" ready", func() error {
 		if proc.Exited() {
