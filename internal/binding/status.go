@@ -3,7 +3,6 @@ package binding
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -151,9 +150,9 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	}
 	sum.caughtUp = caughtUp
 	sum.applied = condition(workv1alpha1.ConditionFullyApplied, applied, generation,
-		"Applied", "applied in every target cluster", "NotApplied", fmt.Sprintf("not applied yet in %v", notApplied))
+		"Applied", "applied in every target cluster", "NotApplied", "not applied yet in "+clusterv1alpha1.ListInMessage(notApplied))
 	sum.healthy = condition(workv1alpha1.ConditionHealthy, healthy, generation,
-		"Healthy", "healthy in every target cluster", "NotHealthy", fmt.Sprintf("not healthy yet in %v", notHealthy))
+		"Healthy", "healthy in every target cluster", "NotHealthy", "not healthy yet in "+clusterv1alpha1.ListInMessage(notHealthy))
 	return sum
 }
 

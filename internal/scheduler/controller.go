@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -241,5 +240,5 @@ func describe(targets []workv1alpha1.TargetCluster) string {
 	for i, t := range targets {
 		parts[i] = fmt.Sprintf("%s (%d)", t.Name, t.Replicas)
 	}
-	return strings.Join(parts, ", ")
+	return clusterv1alpha1.ListInMessage(parts)
 }

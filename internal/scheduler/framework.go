@@ -56,7 +56,7 @@ func (e *NoFitError) Error() string {
 	parts := make([]string, 0, len(byReason))
 	for reason, clusters := range byReason {
 		sort.Strings(clusters)
-		parts = append(parts, fmt.Sprintf("%d %s (%s)", len(clusters), reason, strings.Join(clusters, ", ")))
+		parts = append(parts, fmt.Sprintf("%d %s (%s)", len(clusters), reason, clusterv1alpha1.ListInMessage(clusters)))
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("0/%d clusters fit: %s", len(e.Reasons), strings.Join(parts, "; "))

@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // AnnotationUnjoin on a Cluster records that `flotilla unjoin` is removing it and what becomes of the objects
 // Flotilla placed in the member: the executor reads it before it finalizes a Work of the cluster.
@@ -38,4 +41,17 @@ func ClusterNamespace(cluster string) string { return clusterNamespacePrefix + c
 func ClusterOfNamespace(ns string) (string, bool) {
 	name, ok := strings.CutPrefix(ns, clusterNamespacePrefix)
 	return name, ok && name != ""
+}
+
+// messageListLength is how many clusters a condition or event message names before it says how many more:
+// a message about a fleet of thousands must stay within the 32 KiB the API server allows a condition message.
+const messageListLength = 10
+
+// ListInMessage joins cluster names (or per-cluster phrases) for a condition or event message, naming at most
+// the first ten and counting the rest.
+func ListInMessage(items []string) string {
+	if len(items) <= messageListLength {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:messageListLength], ", "), len(items)-messageListLength)
 }
