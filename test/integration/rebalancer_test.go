@@ -133,7 +133,7 @@ func TestRebalancer(t *testing.T) {
 
 	t.Run("TTL deletes a finished Rebalancer", func(t *testing.T) {
 		rb := &workv1alpha1.Rebalancer{ObjectMeta: metav1.ObjectMeta{Name: "rebalance-ttl"}, Spec: workv1alpha1.RebalancerSpec{
-			Workloads: []workv1alpha1.WorkloadReference{ref("missing")}, TTLSecondsAfterFinished: ptr.To(int32(1)),
+			Workloads: []workv1alpha1.WorkloadReference{ref("missing")}, TTLSecondsAfterFinished: ptr.To(int32(5)), // time to read the result first
 		}}
 		create(t, rb)
 		got := finished(t, rb.Name)
