@@ -113,9 +113,11 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 		}
 		return e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, ReasonDeleted, message)
 	}
+	// Only the finalizer changes: a patch of that list, made against the Work as read.
+	patch := client.MergeFromWithOptions(w.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution)
 	e.forget(w)
-	return client.IgnoreNotFound(e.Hub.Update(ctx, w))
+	return client.IgnoreNotFound(e.Hub.Patch(ctx, w, patch))
 }
 
 // unjoining returns how the Work's cluster leaves the hub: the AnnotationUnjoin of its Cluster, and

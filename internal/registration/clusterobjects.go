@@ -79,7 +79,7 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
 			Rules: []rbacv1.PolicyRule{
 				// update: to remove the execution finalizer once a deleted Work's objects are gone.
-				{APIGroups: []string{work}, Resources: []string{"works"}, Verbs: []string{"get", "list", "watch", "update"}},
+				{APIGroups: []string{work}, Resources: []string{"works"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
 				{APIGroups: []string{work}, Resources: []string{"works/status"}, Verbs: []string{"get", "update", "patch"}},
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "update"}},
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
