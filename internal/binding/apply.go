@@ -6,9 +6,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // applyStatus writes status fields of a binding by server-side apply under manager. The applied object
@@ -16,10 +17,6 @@ import (
 // keyed by type, and applying some condition types leaves the others (the scheduler's Scheduled, the other
 // binding controller's) to their owners. A field this manager applied before and leaves out now is removed.
 func applyStatus(ctx context.Context, c client.Client, b client.Object, manager string, status any) error {
-	gvk, err := c.GroupVersionKindFor(b)
-	if err != nil {
-		return err
-	}
 	raw, err := json.Marshal(status)
 	if err != nil {
 		return err
@@ -28,10 +25,10 @@ func applyStatus(ctx context.Context, c client.Client, b client.Object, manager 
 	if err := utiljson.Unmarshal(raw, &fields); err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": fields}}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(b.GetNamespace())
-	u.SetName(b.GetName())
+	u, err := scheme.ApplyObject(c, b, map[string]any{"status": fields})
+	if err != nil {
+		return err
+	}
 	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
 }
 

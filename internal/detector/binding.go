@@ -18,6 +18,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // fieldManager owns the binding fields the detector derives from the template and its policy.
@@ -95,14 +96,10 @@ func (d *Detector) applyObject(b client.Object, t *unstructured.Unstructured, wa
 	if err != nil {
 		return nil, err
 	}
-	gvk, err := d.client.GroupVersionKindFor(b)
+	obj, err := scheme.ApplyObject(d.client, b, map[string]any{"spec": spec})
 	if err != nil {
 		return nil, err
 	}
-	obj := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	obj.SetGroupVersionKind(gvk)
-	obj.SetNamespace(b.GetNamespace())
-	obj.SetName(b.GetName())
 	obj.SetOwnerReferences([]metav1.OwnerReference{{
 		APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Name: t.GetName(), UID: t.GetUID(), BlockOwnerDeletion: ptr.To(true),
 	}})

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -20,6 +19,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // Reasons of the Scheduled condition, and of the events the scheduler records with it.
@@ -136,11 +136,10 @@ func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alph
 			placement[field] = v
 		}
 	}
-	obj, err := r.applyObject(b)
+	obj, err := scheme.ApplyObject(r.Client, b, map[string]any{"spec": placement})
 	if err != nil {
 		return 0, err
 	}
-	obj.Object["spec"] = placement
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return 0, err
 	}
@@ -172,11 +171,10 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 	if err != nil {
 		return err
 	}
-	obj, err := r.applyObject(b)
+	obj, err := scheme.ApplyObject(r.Client, b, map[string]any{"status": fields})
 	if err != nil {
 		return err
 	}
-	obj.Object["status"] = fields
 	// A status apply never creates: a binding deleted since it was read is simply done.
 	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return client.IgnoreNotFound(err)
@@ -194,19 +192,6 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", note)
 	}
 	return nil
-}
-
-// applyObject is an empty object of the binding's kind and name, to apply the scheduler's fields on.
-func (r *Controller[T]) applyObject(b T) (*unstructured.Unstructured, error) {
-	gvk, err := r.Client.GroupVersionKindFor(b)
-	if err != nil {
-		return nil, err
-	}
-	obj := &unstructured.Unstructured{Object: map[string]any{}}
-	obj.SetGroupVersionKind(gvk)
-	obj.SetNamespace(b.GetNamespace())
-	obj.SetName(b.GetName())
-	return obj, nil
 }
 
 // decide turns a scheduling outcome into the Scheduled condition, and says whether the result becomes the

@@ -4,9 +4,11 @@ package scheme
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -22,4 +24,19 @@ func New() *runtime.Scheme {
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	utilruntime.Must(workv1alpha1.AddToScheme(s))
 	return s
+}
+
+// ApplyObject is an object of obj's kind, namespace and name holding only fields (top-level fields such as
+// "spec" or "status"): what a controller sends by server-side apply, so that it claims only the fields it
+// owns.
+func ApplyObject(c client.Client, obj client.Object, fields map[string]any) (*unstructured.Unstructured, error) {
+	gvk, err := c.GroupVersionKindFor(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: fields}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(obj.GetNamespace())
+	u.SetName(obj.GetName())
+	return u, nil
 }
