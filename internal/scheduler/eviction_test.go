@@ -94,3 +94,46 @@ func TestFinishEvictions(t *testing.T) {
 		t.Errorf("next deadline with no task: %s", wait)
 	}
 }
+
+// TestEveryMoveIsGraceful: a cluster the placement no longer selects keeps its copy under an eviction task,
+// as a tainted one does, unless the policy's purge mode says Directly; a Never task outlives the
+// replacement's health.
+func TestEveryMoveIsGraceful(t *testing.T) {
+	placed := []workv1alpha1.TargetCluster{{Name: "a", Replicas: 2}}
+	moved := []workv1alpha1.TargetCluster{{Name: "b", Replicas: 2}}
+	withPurge := func(mode policyv1alpha1.PurgeMode) *workv1alpha1.ResourceBindingSpec {
+		spec := deployment(2, nil, placed...)
+		if mode != "" {
+			spec.Failover = &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: mode}}
+		}
+		return spec
+	}
+	healthy := []metav1.Condition{{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, ObservedGeneration: 1}}
+	for _, tt := range []struct {
+		purge                  policyv1alpha1.PurgeMode
+		wantTasks, afterHealth int
+		wantPurge              policyv1alpha1.PurgeMode
+	}{
+		{purge: "", wantTasks: 1, afterHealth: 0, wantPurge: policyv1alpha1.PurgeGracefully},
+		{purge: policyv1alpha1.PurgeGraciously, wantTasks: 1, afterHealth: 0, wantPurge: policyv1alpha1.PurgeGracefully},
+		{purge: policyv1alpha1.PurgeDirectly, wantTasks: 0},
+		{purge: policyv1alpha1.PurgeImmediately, wantTasks: 0},
+		{purge: policyv1alpha1.PurgeNever, wantTasks: 1, afterHealth: 1, wantPurge: policyv1alpha1.PurgeNever},
+	} {
+		spec := withPurge(tt.purge)
+		addEvictionTasks(spec, moved, nil)
+		if len(spec.GracefulEvictionTasks) != tt.wantTasks {
+			t.Fatalf("purge %q: %d tasks, want %d", tt.purge, len(spec.GracefulEvictionTasks), tt.wantTasks)
+		}
+		if tt.wantTasks == 0 {
+			continue
+		}
+		task := spec.GracefulEvictionTasks[0]
+		if task.FromCluster != "a" || task.Reason != ReasonPlacementChanged || task.PurgeMode != tt.wantPurge {
+			t.Errorf("purge %q: task %+v", tt.purge, task)
+		}
+		if left := finishEvictions(spec.GracefulEvictionTasks, healthy, 1, time.Now()); len(left) != tt.afterHealth {
+			t.Errorf("purge %q: %d tasks left once healthy, want %d", tt.purge, len(left), tt.afterHealth)
+		}
+	}
+}

@@ -15,38 +15,63 @@ import (
 // DefaultEvictionGrace is how long an evicted copy waits for its replacement to become healthy.
 const DefaultEvictionGrace = 600 * time.Second
 
-// addEvictionTasks records the clusters a NoExecute taint moves the binding away from, so their copies stay
-// until the new placement is healthy (or the grace period passes).
+// Reasons of the eviction tasks the scheduler adds.
+const (
+	ReasonTaintUntolerated = "TaintUntolerated"
+	ReasonPlacementChanged = "PlacementChanged"
+)
+
+// addEvictionTasks records every cluster the binding leaves, whether a NoExecute taint moves it away or the
+// placement no longer selects the cluster (a policy edit, a label change, a spread or a fresh pass), so its
+// copy stays until the new placement is healthy or the grace period passes: a move never leaves fewer
+// copies running than the template asks for. The policy's cluster failover purge mode decides: Directly adds
+// no task (the copy goes at once), Never adds one that only a person ends, Gracefully (the default) one that
+// ends with the replacement's health.
 func addEvictionTasks(spec *workv1alpha1.ResourceBindingSpec, targets []workv1alpha1.TargetCluster, evicted map[string]string) {
+	purge := policyv1alpha1.PurgeGracefully
+	if spec.Failover != nil && spec.Failover.Cluster != nil && spec.Failover.Cluster.PurgeMode != "" {
+		purge = spec.Failover.Cluster.PurgeMode.Canonical()
+	}
+	if purge == policyv1alpha1.PurgeDirectly {
+		return
+	}
 	now := metav1.Now()
 	for _, old := range spec.Clusters {
-		reason, ok := evicted[old.Name]
-		if !ok || slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == old.Name }) ||
+		if slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == old.Name }) ||
 			slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == old.Name }) {
 			continue
 		}
+		reason, message := ReasonPlacementChanged, "the placement no longer selects the cluster"
+		if why, ok := evicted[old.Name]; ok {
+			reason, message = ReasonTaintUntolerated, "the cluster "+why
+		}
 		spec.GracefulEvictionTasks = append(spec.GracefulEvictionTasks, workv1alpha1.GracefulEvictionTask{
-			FromCluster: old.Name, PurgeMode: policyv1alpha1.PurgeGracefully, Replicas: ptr.To(old.Replicas),
-			Reason: "TaintUntolerated", Message: "the cluster " + reason, Producer: "scheduler",
+			FromCluster: old.Name, PurgeMode: purge, Replicas: ptr.To(old.Replicas),
+			Reason: reason, Message: message, Producer: "scheduler",
 			GracePeriodSeconds: ptr.To(int32(DefaultEvictionGrace.Seconds())), CreationTimestamp: &now,
 		})
 	}
 }
 
-// finishEvictions drops the eviction tasks that are done: all of them once the binding is Healthy at its
+// finishEvictions drops the eviction tasks that are done: all of them but PurgeNever ones once the binding is Healthy at its
 // current generation (the placement without the clusters being left runs well everywhere), and each one
 // whose grace period has passed. Once a task is gone, the binding controller removes the copy it kept.
 //
 // A Healthy condition of an earlier generation says nothing about the current placement, so it finishes
 // nothing.
 func finishEvictions(tasks []workv1alpha1.GracefulEvictionTask, conditions []metav1.Condition, generation int64, now time.Time) []workv1alpha1.GracefulEvictionTask {
+	healthy := false
 	if c := meta.FindStatusCondition(conditions, workv1alpha1.ConditionHealthy); c != nil &&
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation {
-		return nil
+		healthy = true
 	}
 	var remaining []workv1alpha1.GracefulEvictionTask
 	for _, task := range tasks {
-		if d, ok := evictionDeadline(task); !ok || now.Before(d) {
+		if task.PurgeMode.Canonical() == policyv1alpha1.PurgeNever {
+			remaining = append(remaining, task) // a person ends it
+			continue
+		}
+		if d, ok := evictionDeadline(task); !healthy && (!ok || now.Before(d)) {
 			remaining = append(remaining, task)
 		}
 	}
@@ -57,6 +82,9 @@ func finishEvictions(tasks []workv1alpha1.GracefulEvictionTask, conditions []met
 func nextEvictionDeadline(tasks []workv1alpha1.GracefulEvictionTask, now time.Time) time.Duration {
 	var wait time.Duration
 	for _, task := range tasks {
+		if task.PurgeMode.Canonical() == policyv1alpha1.PurgeNever {
+			continue
+		}
 		if d, ok := evictionDeadline(task); ok && (wait == 0 || d.Sub(now) < wait) {
 			wait = max(d.Sub(now), time.Millisecond)
 		}
