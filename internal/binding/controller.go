@@ -224,8 +224,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			err = applyStatus(ctx, r.Client, b, renderManager, ownedConditionsStatus{Conditions: c})
 		}
 	}()
-	divided := spec.Placement != nil && spec.Placement.ReplicaScheduling != nil &&
-		spec.Placement.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingDivided
+	divided := division(spec)
 	// Works are written a few at a time: one binding may place its template on a thousand clusters.
 	var mu sync.Mutex
 	writes, writesCtx := errgroup.WithContext(ctx)
@@ -234,7 +233,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 		writes.Go(func() error {
 			manifests := []*unstructured.Unstructured{Render(template, target, divided)}
 			for _, d := range deps {
-				manifests = append(manifests, Render(d, target, false))
+				manifests = append(manifests, Render(d, target, nil))
 			}
 			applied, err := r.override(writesCtx, manifests, target.Name, overrides)
 			if err != nil {

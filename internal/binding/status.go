@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -90,7 +91,8 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.writeStatus(ctx, b, template, sum); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.aggregateTemplate(ctx, template, sum.members, sum.caughtUp)
+	return ctrl.Result{}, r.aggregateTemplate(ctx, template, interpreter.Fleet{Members: sum.members, Divided: division(b.BindingSpec()) != nil,
+		CaughtUp: sum.caughtUp, Applied: sum.applied, Healthy: sum.healthy, Now: time.Now()})
 }
 
 // reported says whether the binding's status holds anything the status controller wrote.
@@ -104,8 +106,8 @@ type aggregation struct {
 	items   []workv1alpha1.AggregatedStatusItem
 	applied metav1.Condition // FullyApplied
 	healthy metav1.Condition // Healthy
-	// members are the member objects' full status, for the template's.
-	members []map[string]any
+	// members are the member objects' full status, one per target cluster, for the template's.
+	members []interpreter.Member
 	// caughtUp is true when every target cluster applied the template's current generation and observed it.
 	caughtUp bool
 }
@@ -118,6 +120,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	var notApplied, notHealthy []string
 	for _, target := range spec.Clusters {
 		item := workv1alpha1.AggregatedStatusItem{ClusterName: target.Name, Health: workv1alpha1.ResourceUnknown}
+		member := interpreter.Member{Cluster: target.Name}
 		if w := workOf(works, target.Name); w != nil && len(w.Status.ManifestStatuses) > 0 {
 			ms := w.Status.ManifestStatuses[0]
 			item.Applied, item.Health, item.Status = ms.Applied, ms.Health, summarize(ms.Status)
@@ -128,7 +131,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 				m := map[string]any{}
 				// utiljson keeps whole numbers int64, as the unstructured helpers expect.
 				if utiljson.Unmarshal(ms.Status.Raw, &m) == nil {
-					sum.members = append(sum.members, m)
+					member.Status = m
 				}
 			}
 			workApplied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
@@ -147,6 +150,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 			notHealthy = append(notHealthy, target.Name)
 		}
 		sum.items = append(sum.items, item)
+		sum.members = append(sum.members, member)
 	}
 	sum.caughtUp = caughtUp
 	sum.applied = condition(workv1alpha1.ConditionFullyApplied, applied, generation,
@@ -177,9 +181,10 @@ func (r *StatusController[T]) writeStatus(ctx context.Context, b T, template *un
 	return nil
 }
 
-// aggregateTemplate writes the summed member status into the template's status subresource.
-func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, members []map[string]any, caughtUp bool) error {
-	want := interpreter.AggregateStatus(template, members, caughtUp)
+// aggregateTemplate writes the fleet's status into the template's status subresource (by merge patch: its
+// conditions list is replaced whole, and only the hub's aggregation writes a template's status).
+func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, fleet interpreter.Fleet) error {
+	want := interpreter.AggregateStatus(template, fleet)
 	if want == nil {
 		return nil
 	}

@@ -106,8 +106,14 @@ func TestAggregate(t *testing.T) {
 			if sum.applied.ObservedGeneration != 7 || sum.healthy.ObservedGeneration != 7 {
 				t.Fatal("the conditions do not carry the binding's generation")
 			}
-			if len(sum.items) != tt.items || len(sum.members) != tt.members {
-				t.Fatalf("%d items and %d member statuses, want %d and %d", len(sum.items), len(sum.members), tt.items, tt.members)
+			reported := 0
+			for _, m := range sum.members {
+				if m.Status != nil {
+					reported++
+				}
+			}
+			if len(sum.items) != tt.items || len(sum.members) != tt.items || reported != tt.members {
+				t.Fatalf("%d items, %d members of which %d reported a status; want %d, %d, %d", len(sum.items), len(sum.members), reported, tt.items, tt.items, tt.members)
 			}
 			if tt.items > 0 && sum.items[0].Health != tt.firstHealth {
 				t.Fatalf("health %s, want %s", sum.items[0].Health, tt.firstHealth)

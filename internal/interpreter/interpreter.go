@@ -116,39 +116,3 @@ func hasCondition(obj *unstructured.Unstructured, condition string) bool {
 	}
 	return false
 }
-
-// summedFields are the status counters summed over clusters for a kind.
-var summedFields = map[schema.GroupKind][]string{
-	{Group: "apps", Kind: "Deployment"}:  {"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"},
-	{Group: "apps", Kind: "StatefulSet"}: {"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "currentReplicas"},
-	{Group: "apps", Kind: "ReplicaSet"}:  {"replicas", "readyReplicas", "availableReplicas", "fullyLabeledReplicas"},
-	{Group: "apps", Kind: "DaemonSet"}:   {"currentNumberScheduled", "desiredNumberScheduled", "numberAvailable", "numberMisscheduled", "numberReady", "updatedNumberScheduled", "numberUnavailable"},
-	{Group: "batch", Kind: "Job"}:        {"active", "succeeded", "failed", "ready"},
-}
-
-// AggregateStatus sums the member statuses of a built-in kind into the template's status. caughtUp says
-// whether every member runs the template's current generation and has observed it; only then is
-// observedGeneration set to the template's generation. It returns nil for kinds without aggregation.
-func AggregateStatus(template *unstructured.Unstructured, members []map[string]any, caughtUp bool) map[string]any {
-	fields, ok := summedFields[template.GroupVersionKind().GroupKind()]
-	if !ok {
-		return nil
-	}
-	status, _, _ := unstructured.NestedMap(template.Object, "status")
-	if status == nil {
-		status = map[string]any{}
-	}
-	for _, f := range fields {
-		var sum int64
-		for _, m := range members {
-			if v, ok, _ := unstructured.NestedInt64(m, f); ok {
-				sum += v
-			}
-		}
-		status[f] = sum
-	}
-	if caughtUp {
-		status["observedGeneration"] = template.GetGeneration()
-	}
-	return status
-}
