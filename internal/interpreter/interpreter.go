@@ -1,7 +1,17 @@
 // Package interpreter knows what Flotilla needs to know about kinds of objects: how many replicas a workload
 // has and what each needs, how to change its replica count for one cluster, whether an object in a member
-// is healthy, and how to sum its status over clusters. Built-in rules cover the native workload kinds; every
+// is healthy, and how to fold its status over clusters. Built-in rules cover the native workload kinds; every
 // other kind gets the generic rule (no replicas; healthy once it exists).
+//
+// The hub's status of a template is shaped like the template's spec, so that tools which judge one object
+// (kubectl rollout status and wait, Argo CD, Flux's kstatus) judge the fleet the way they judge one cluster.
+// Divided, the spec's replicas are the fleet's and the counters are summed. Duplicated, the spec's replicas
+// are every cluster's, so progress counters (updated, ready, available, current, a Job's succeeded) are the
+// lowest over the clusters and excess or trouble (replicas, unavailable, a Job's active and failed) the
+// highest: 3 replicas on three clusters show 3 once every cluster runs 3. Summed they would show 9, which
+// kstatus reads as 6 pods pending termination (never Current) and the API server refuses beside 3 updated.
+// The members' conditions are folded too (a Deployment's Available and Progressing, a Job's Complete and
+// Failed), and every aggregated template carries flotilla.io/Propagated: applied and healthy everywhere.
 package interpreter
 
 import (
