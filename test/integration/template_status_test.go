@@ -39,7 +39,9 @@ func placeByHand(t *testing.T, template client.Object, gvk schema.GroupVersionKi
 			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull, ID: "id-" + target.Name}}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = env.Client.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: target.Name}}) })
+		t.Cleanup(func() {
+			_ = env.Client.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: target.Name}})
+		})
 	}
 	placement := nowhere.DeepCopy()
 	var replicas int32
