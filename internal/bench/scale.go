@@ -141,7 +141,7 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	for i, a := range agents {
 		f.clusters[i] = a.name
 	}
-	if err := f.watch(ctx, hubConfig, int32(o.Clusters)); err != nil {
+	if err := f.watch(ctx, hubConfig); err != nil {
 		return err
 	}
 	if err := f.createPolicy(ctx, admin); err != nil {
@@ -336,7 +336,7 @@ type fanOut struct {
 	clusters []string
 }
 
-func (f *fanOut) watch(ctx context.Context, cfg *rest.Config, clusters int32) error {
+func (f *fanOut) watch(ctx context.Context, cfg *rest.Config) error {
 	err := watchKind(ctx, cfg, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
 		rb := obj.(*workv1alpha1.ResourceBinding)
 		if !deleted && meta.IsStatusConditionTrue(rb.Status.Conditions, workv1alpha1.ConditionScheduled) {

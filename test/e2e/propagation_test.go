@@ -37,6 +37,16 @@ func TestDeploymentReachesPullAndPushClustersAndLeavesWithItsTemplate(t *testing
 		if d.Status.ReadyReplicas != 2 || d.Status.AvailableReplicas != 2 || d.Status.ObservedGeneration != d.Generation {
 			return fmt.Errorf("hub status %+v, generation %d", d.Status, d.Generation)
 		}
+		// What kubectl wait --for=condition=... reads, folded from the members' own conditions.
+		want := map[string]string{"Available": "True", "Progressing": "NewReplicaSetAvailable", workv1alpha1.TemplateConditionPropagated: "True"}
+		for _, c := range d.Status.Conditions {
+			if want[string(c.Type)] == string(c.Status) || want[string(c.Type)] == c.Reason {
+				delete(want, string(c.Type))
+			}
+		}
+		if len(want) > 0 {
+			return fmt.Errorf("hub conditions %+v lack %v", d.Status.Conditions, want)
+		}
 		return nil
 	})
 
