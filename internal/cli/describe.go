@@ -5,10 +5,12 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -19,7 +21,7 @@ func newDescribeCommand() *cobra.Command {
 	var hub hubFlags
 	cmd := &cobra.Command{
 		Use:   "describe cluster NAME",
-		Short: "Show a cluster's conditions, taints, capacity, APIs and recent events",
+		Short: "Show a cluster's conditions, taints, failover, workloads waiting to move, capacity, APIs and recent events",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "cluster" && args[0] != "clusters" {
@@ -49,14 +51,17 @@ func newDescribeCommand() *cobra.Command {
 			if h := cl.Status.Health; h != nil {
 				fmt.Fprintf(w, "Health:\tlivez=%s readyz=%s\n", h.Livez, h.Readyz)
 			}
-			fmt.Fprintln(w, "Taints:")
-			for _, t := range cl.Spec.Taints {
-				fmt.Fprintf(w, "  %s\n", taintString(t))
-			}
+			now := time.Now()
+			printTaints(w, cl.Spec.Taints, now)
 			fmt.Fprintln(w, "Conditions:\n  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
 			for _, cond := range cl.Status.Conditions {
 				fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, age(cond.LastTransitionTime.Time), cond.Message)
 			}
+			bindings, err := listBindings(ctx, c, bindingQuery{selector: labels.Everything()})
+			if err != nil {
+				return err
+			}
+			printFailover(w, cl, bindings, now)
 			if n := cl.Status.NodeSummary; n != nil {
 				fmt.Fprintf(w, "Nodes:\t%d ready of %d\n", n.ReadyNum, n.TotalNum)
 			}

@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/detector"
+)
+
+// tolerantPolicy places the ConfigMap NAME of namespace on both cli-evict clusters, tolerating the hub's
+// health taints for ever (the test clusters have no agent) and the extra tolerations.
+func tolerantPolicy(namespace, name string, extra ...corev1.Toleration) *policyv1alpha1.PropagationPolicy {
+	return &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap", Name: name}},
+			Placement: policyv1alpha1.Placement{
+				ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"cli-evict-a", "cli-evict-b"}},
+				ClusterTolerations: append([]corev1.Toleration{
+					{Key: clusterv1alpha1.TaintClusterUnreachable, Operator: corev1.TolerationOpExists},
+					{Key: clusterv1alpha1.TaintClusterNotReady, Operator: corev1.TolerationOpExists},
+				}, extra...),
+			},
+		}}
+}
+
+// TestCommandLineShowsEvictions: after a NoExecute taint on a cluster, the flotilla commands show the
+// binding that left it and waits for its replacement (get bindings, status) and, for the cluster, the taint,
+// that binding, and the one that tolerates the taint for an hour and when it will move (describe cluster).
+func TestCommandLineShowsEvictions(t *testing.T) {
+	ctx := context.Background()
+	const ns = "cli-evict"
+	createNamespace(t, ns)
+	placeableCluster(t, "cli-evict-a", nil)
+	placeableCluster(t, "cli-evict-b", nil)
+	create(t, configMap(ns, "moving", nil))
+	create(t, configMap(ns, "staying", nil))
+	create(t, tolerantPolicy(ns, "moving"))
+	create(t, tolerantPolicy(ns, "staying", corev1.Toleration{Key: "maintenance", Operator: corev1.TolerationOpExists,
+		Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(int64(3600))}))
+	waitPlaced(t, ns, "moving", "cli-evict-a", "cli-evict-b")
+	waitPlaced(t, ns, "staying", "cli-evict-a", "cli-evict-b")
+
+	if out, err := runFlotilla(ctx, "taint", "cluster", "cli-evict-a", "maintenance=planned:NoExecute"); err != nil {
+		t.Fatalf("flotilla taint: %v\n%s", err, out)
+	}
+	// The members have no agent, so the binding never turns Healthy: the task waits out its grace period.
+	moved := waitPlaced(t, ns, "moving", "cli-evict-b")
+	if tasks := moved.Spec.GracefulEvictionTasks; len(tasks) != 1 || tasks[0].FromCluster != "cli-evict-a" {
+		t.Fatalf("eviction tasks %+v, want one from cli-evict-a", tasks)
+	}
+	movingBinding, stayingBinding := detector.BindingName(configMapKind, "moving"), detector.BindingName(configMapKind, "staying")
+
+	expect := func(args []string, want ...string) {
+		t.Helper()
+		out, err := runFlotilla(ctx, args...)
+		if err != nil {
+			t.Fatalf("flotilla %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		collapsed := strings.Join(strings.Fields(out), " ")
+		for _, w := range want {
+			if !strings.Contains(collapsed, w) {
+				t.Errorf("flotilla %s does not say %q:\n%s", strings.Join(args, " "), w, out)
+			}
+		}
+	}
+	expect([]string{"get", "bindings", "-n", ns}, "EVICTING", movingBinding+" ConfigMap/moving", "cli-evict-b(0) cli-evict-a (TaintUntolerated, ")
+	expect([]string{"get", "rb", movingBinding, "-n", ns, "-o", "wide"},
+		"cli-evict-a: replacement healthy on cli-evict-b (or the grace period ends in ")
+	expect([]string{"status", "configmap/moving", "-n", ns}, "CLUSTER REASON SINCE PURGE WAITING FOR MESSAGE",
+		"cli-evict-a TaintUntolerated", "Gracefully replacement healthy on cli-evict-b (or the grace period ends in ",
+		"the cluster have the untolerated taint maintenance:NoExecute")
+
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "cli-evict-a"}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	var moveAt string
+	for _, taint := range cluster.Spec.Taints {
+		if taint.Key == "maintenance" {
+			moveAt = taint.TimeAdded.Add(time.Hour).Local().Format(time.TimeOnly)
+		}
+	}
+	expect([]string{"describe", "cluster", "cli-evict-a"}, "maintenance=planned NoExecute",
+		fmt.Sprintf("1 waiting for their replacement (left the cluster, copy kept): %s/%s", ns, movingBinding),
+		fmt.Sprintf("1 will move at %s (in ", moveAt), ns+"/"+stayingBinding)
+}
