@@ -15,10 +15,12 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 func newDescribeCommand() *cobra.Command {
 	var hub hubFlags
+	var failoverAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "describe cluster NAME",
 		Short: "Show a cluster's conditions, taints, failover, workloads waiting to move, capacity, APIs and recent events",
@@ -26,6 +28,9 @@ func newDescribeCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "cluster" && args[0] != "clusters" {
 				return fmt.Errorf("unknown resource %q: flotilla describe knows cluster", args[0])
+			}
+			if failoverAfter < 0 {
+				return fmt.Errorf("--default-failover-toleration %s: must not be negative", failoverAfter)
 			}
 			_, c, kube, err := hub.clients()
 			if err != nil {
@@ -61,7 +66,7 @@ func newDescribeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printFailover(w, cl, bindings, now)
+			printFailover(w, cl, bindings, failoverAfter, now)
 			if n := cl.Status.NodeSummary; n != nil {
 				fmt.Fprintf(w, "Nodes:\t%d ready of %d\n", n.ReadyNum, n.TotalNum)
 			}
@@ -90,6 +95,8 @@ func newDescribeCommand() *cobra.Command {
 		},
 	}
 	hub.addFlags(cmd.Flags())
+	cmd.Flags().DurationVar(&failoverAfter, "default-failover-toleration", scheduler.DefaultFailoverToleration,
+		"the hub's --default-failover-toleration, to say when workloads without their own toleration of a health taint move")
 	return cmd
 }
 

@@ -38,10 +38,6 @@ func printTaints(w io.Writer, taints []corev1.Taint, now time.Time) {
 	}
 }
 
-// clusterFailoverCondition is the Cluster condition in which the health monitor says whether it tainted the
-// cluster NoExecute, or why not.
-const clusterFailoverCondition = "Failover"
-
 // clusterMoves are the workloads waiting to leave one cluster.
 type clusterMoves struct {
 	// replacing are the bindings that left the cluster and keep their copy there (an eviction task) until
@@ -49,7 +45,7 @@ type clusterMoves struct {
 	replacing []string
 	// at are the bindings still placed on the cluster that tolerate its NoExecute taints for a time, by
 	// when they move.
-	at map[time.Time][]string
+	at map[moveTime][]string
 	// now are the bindings still placed on the cluster with a NoExecute taint they do not tolerate (any
 	// more): the scheduler moves them on its next pass, or keeps them where they are while nothing else fits.
 	now []string
@@ -57,11 +53,23 @@ type clusterMoves struct {
 	staying []string
 }
 
+// moveTime is when bindings move, and whether that time comes from the hub's default failover toleration
+// (the binding's policy does not tolerate the health taint itself), which the command line can only assume.
+type moveTime struct {
+	when      time.Time
+	byDefault bool
+}
+
 // movesFrom finds, in every binding, the workloads waiting to leave cluster cl. Whether and when a binding
-// placed there moves is the scheduler's own reading of its tolerations, so what is shown is what will happen.
-func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) clusterMoves {
-	moves := clusterMoves{at: map[time.Time][]string{}}
+// placed there moves is the scheduler's own reading of its tolerations, with failoverAfter as the hub's
+// default failover toleration, so what is shown is what the scheduler will do.
+func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, failoverAfter time.Duration, now time.Time) clusterMoves {
+	moves := clusterMoves{at: map[moveTime][]string{}}
 	noExecute := slices.ContainsFunc(cl.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
+	taints := scheduler.TaintToleration{FailoverAfter: failoverAfter}
+	// Asked with a default an hour longer, the scheduler gives another time exactly when the default decides.
+	longer := scheduler.TaintToleration{FailoverAfter: failoverAfter + time.Hour}
+	clusters := []clusterv1alpha1.Cluster{*cl}
 	for _, b := range bindings {
 		spec, name := b.BindingSpec(), b.GetName()
 		if b.GetNamespace() != "" {
@@ -73,11 +81,12 @@ func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) c
 		if !noExecute || !slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == cl.Name }) {
 			continue
 		}
-		if (scheduler.TaintToleration{}).Filter(spec, cl) != "" {
+		if taints.Filter(spec, cl) != "" {
 			moves.now = append(moves.now, name)
-		} else if d, ok := scheduler.NextNoExecuteExpiry(spec, []clusterv1alpha1.Cluster{*cl}, now); ok {
-			when := now.Add(d).Round(0) // no monotonic reading: equal times are one map key
-			moves.at[when] = append(moves.at[when], name)
+		} else if d, ok := taints.NextExpiry(spec, clusters, now); ok {
+			other, _ := longer.NextExpiry(spec, clusters, now)
+			at := moveTime{when: now.Add(d).Round(0), byDefault: other != d} // Round(0): no monotonic reading, equal times are one key
+			moves.at[at] = append(moves.at[at], name)
 		} else {
 			moves.staying = append(moves.staying, name)
 		}
@@ -87,11 +96,11 @@ func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) c
 
 // printFailover prints the cluster's Failover condition, what the health monitor did and why, and the
 // workloads waiting to move away from the cluster.
-func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) {
-	if c := meta.FindStatusCondition(cl.Status.Conditions, clusterFailoverCondition); c != nil {
+func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []binding, failoverAfter time.Duration, now time.Time) {
+	if c := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionFailover); c != nil {
 		fmt.Fprintf(w, "Failover:\t%s (%s, since %s) %s\n", c.Status, c.Reason, since(&c.LastTransitionTime, now), c.Message)
 	}
-	moves := movesFrom(cl, bindings, now)
+	moves := movesFrom(cl, bindings, failoverAfter, now)
 	if len(moves.replacing) == 0 && len(moves.at) == 0 && len(moves.now) == 0 && len(moves.staying) == 0 {
 		fmt.Fprintln(w, "Waiting to move:\tnone")
 		return
@@ -103,10 +112,14 @@ func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []binding,
 	if n := len(moves.now); n > 0 {
 		fmt.Fprintf(w, "  %d moving now (a NoExecute taint not tolerated, or no longer; they stay while nothing else fits):\t%s\n", n, someNames(moves.now))
 	}
-	for _, when := range slices.SortedFunc(maps.Keys(moves.at), time.Time.Compare) {
-		names := moves.at[when]
-		fmt.Fprintf(w, "  %d will move at %s (in %s):\t%s\n", len(names), when.Local().Format(time.TimeOnly),
-			duration.HumanDuration(when.Sub(now)), someNames(names))
+	for _, at := range slices.SortedFunc(maps.Keys(moves.at), func(a, b moveTime) int { return a.when.Compare(b.when) }) {
+		names := moves.at[at]
+		note := ""
+		if at.byDefault {
+			note = ", by the hub's default failover toleration of " + failoverAfter.String()
+		}
+		fmt.Fprintf(w, "  %d will move at %s (in %s%s):\t%s\n", len(names), at.when.Local().Format(time.TimeOnly),
+			duration.HumanDuration(at.when.Sub(now)), note, someNames(names))
 	}
 	if n := len(moves.staying); n > 0 {
 		fmt.Fprintf(w, "  %d staying (tolerate the NoExecute taints without a time limit):\t%s\n", n, someNames(moves.staying))

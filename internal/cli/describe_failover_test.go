@@ -38,7 +38,7 @@ func TestPrintFailover(t *testing.T) {
 		tolerating("five-minutes", []string{"m1", "m2"}, tolerate(ptr.To(int64(300)))),
 		tolerating("five-minutes-too", []string{"m1"}, tolerate(ptr.To(int64(300)))),
 		tolerating("an-hour", []string{"m1"}, tolerate(ptr.To(int64(3600)))),
-		tolerating("untolerated", []string{"m1"}),
+		tolerating("by-default", []string{"m1"}),
 		tolerating("expired", []string{"m1"}, tolerate(ptr.To(int64(30)))),
 		tolerating("for-ever", []string{"m1"}, tolerate(nil)),
 		tolerating("elsewhere", []string{"m2"}),
@@ -52,15 +52,21 @@ func TestPrintFailover(t *testing.T) {
 		want     []string
 	}{
 		{"NoExecute taint, the guard's word and every kind of wait", []corev1.Taint{unreachable},
-			&metav1.Condition{Type: "Failover", Status: metav1.ConditionTrue, Reason: "Tainted", Message: "unreachable for 50s", LastTransitionTime: metav1.Time{Time: added}},
+			&metav1.Condition{Type: "Failover", Status: metav1.ConditionTrue, Reason: "Tainted", Message: "tainted cluster.flotilla.io/unreachable:NoExecute", LastTransitionTime: metav1.Time{Time: added}},
 			bindings, []string{
-				"Failover: True (Tainted, since 60s) unreachable for 50s",
+				"Failover: True (Tainted, since 60s) tainted cluster.flotilla.io/unreachable:NoExecute",
 				"Waiting to move:",
 				"2 waiting for their replacement (left the cluster, copy kept): shop/web-deployment, ops-namespace",
-				"2 moving now (a NoExecute taint not tolerated, or no longer; they stay while nothing else fits): shop/untolerated, shop/expired",
+				"1 moving now (a NoExecute taint not tolerated, or no longer; they stay while nothing else fits): shop/expired",
+				"1 will move at " + at(2*time.Minute) + " (in 60s, by the hub's default failover toleration of 2m0s): shop/by-default",
 				"2 will move at " + at(5*time.Minute) + " (in 4m): shop/five-minutes, shop/five-minutes-too",
 				"1 will move at " + at(time.Hour) + " (in 59m): shop/an-hour",
 				"1 staying (tolerate the NoExecute taints without a time limit): shop/for-ever",
+			}},
+		{"a taint no policy tolerates", []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}, nil,
+			bindings[2:4], []string{
+				"Waiting to move:",
+				"2 moving now (a NoExecute taint not tolerated, or no longer; they stay while nothing else fits): shop/five-minutes, shop/five-minutes-too",
 			}},
 		{"a NoSchedule taint moves nothing; evictions still wait", []corev1.Taint{{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: corev1.TaintEffectNoSchedule}},
 			&metav1.Condition{Type: "Failover", Status: metav1.ConditionFalse, Reason: "MassFailureGuard", Message: "3 of 4 clusters are unreachable", LastTransitionTime: metav1.Time{Time: added}},
@@ -78,7 +84,7 @@ func TestPrintFailover(t *testing.T) {
 				cl.Status.Conditions = []metav1.Condition{*tt.failover}
 			}
 			var out bytes.Buffer
-			printFailover(&out, cl, tt.bindings, now)
+			printFailover(&out, cl, tt.bindings, 2*time.Minute, now)
 			if got := collapsedLines(out.String()); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}

@@ -188,22 +188,23 @@ func TestPrintStatusListsEvictions(t *testing.T) {
 	}
 }
 
-// flotilla get refuses bad flags before it reaches the hub (the kubeconfig does not exist).
-func TestGetRefusesBadFlags(t *testing.T) {
+// flotilla get and describe refuse bad flags before they reach the hub (the kubeconfig does not exist).
+func TestGetAndDescribeRefuseBadFlags(t *testing.T) {
 	tests := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"bindings", "-l", "app=web=x"}, `--selector "app=web=x"`},
-		{[]string{"bindings", "-n", "Shop"}, `--namespace "Shop"`},
-		{[]string{"crb", "-n", "shop"}, "cluster-scoped bindings (crb) are in no namespace"},
-		{[]string{"works"}, `unknown resource "works"`},
-		{[]string{"bindings", "-o", "table"}, `--output "table"`},
+		{[]string{"get", "bindings", "-l", "app=web=x"}, `--selector "app=web=x"`},
+		{[]string{"get", "bindings", "-n", "Shop"}, `--namespace "Shop"`},
+		{[]string{"get", "crb", "-n", "shop"}, "cluster-scoped bindings (crb) are in no namespace"},
+		{[]string{"get", "works"}, `unknown resource "works"`},
+		{[]string{"get", "bindings", "-o", "table"}, `--output "table"`},
+		{[]string{"describe", "cluster", "m1", "--default-failover-toleration", "-1m"}, "--default-failover-toleration -1m0s: must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			root := NewRoot()
-			root.SetArgs(append([]string{"get", "--kubeconfig", t.TempDir() + "/none"}, tt.args...))
+			root.SetArgs(append(tt.args, "--kubeconfig", t.TempDir()+"/none"))
 			if err := root.Execute(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want %q", err, tt.want)
 			}
