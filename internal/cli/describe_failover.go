@@ -98,7 +98,8 @@ func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, failoverAfter ti
 // workloads waiting to move away from the cluster.
 func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []binding, failoverAfter time.Duration, now time.Time) {
 	if c := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionFailover); c != nil {
-		fmt.Fprintf(w, "Failover:\t%s (%s, since %s) %s\n", c.Status, c.Reason, since(&c.LastTransitionTime, now), c.Message)
+		// No tab: a sentence, not a row of the conditions table printed above it.
+		fmt.Fprintf(w, "Failover: %s (%s, since %s) %s\n", c.Status, c.Reason, since(&c.LastTransitionTime, now), c.Message)
 	}
 	moves := movesFrom(cl, bindings, failoverAfter, now)
 	if len(moves.replacing) == 0 && len(moves.at) == 0 && len(moves.now) == 0 && len(moves.staying) == 0 {
