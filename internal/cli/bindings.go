@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -84,6 +85,24 @@ func listBindings(ctx context.Context, c client.Client, q bindingQuery) ([]bindi
 	return all, nil
 }
 
+// printBindingObjects prints bindings as yaml or json with their apiVersion and kind, which a typed read
+// leaves empty: as a List, or (one binding asked for by name) as the object.
+func printBindingObjects(out io.Writer, format string, c client.Client, asList bool, bindings ...binding) error {
+	items := make([]any, 0, len(bindings))
+	for _, b := range bindings {
+		gvk, err := apiutil.GVKForObject(b, c.Scheme())
+		if err != nil {
+			return err
+		}
+		b.GetObjectKind().SetGroupVersionKind(gvk)
+		items = append(items, b)
+	}
+	if !asList && len(items) == 1 {
+		return printObject(out, format, items[0])
+	}
+	return printObject(out, format, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+}
+
 func conditionStatus(s *workv1alpha1.ResourceBindingStatus, t string) string {
 	if c := meta.FindStatusCondition(s.Conditions, t); c != nil {
 		return string(c.Status)
@@ -126,7 +145,7 @@ func newStatusCommand() *cobra.Command {
 				return fmt.Errorf("%s/%s is not placed by any policy: %w", target.kind, target.name, err)
 			}
 			if output != "" {
-				return printObject(cmd.OutOrStdout(), output, b)
+				return printBindingObjects(cmd.OutOrStdout(), output, c, false, b)
 			}
 			works := &workv1alpha1.WorkList{}
 			if err := c.List(cmd.Context(), works, client.MatchingLabels{workv1alpha1.LabelBindingName: b.GetName(),

@@ -91,7 +91,7 @@ func newGetCommand() *cobra.Command {
 				}
 			}
 			if output == "yaml" || output == "json" {
-				return printObject(cmd.OutOrStdout(), output, bindings)
+				return printBindingObjects(cmd.OutOrStdout(), output, c, len(args) != 2, bindings...)
 			}
 			return printBindings(cmd.OutOrStdout(), bindings, output == "wide", time.Now())
 		},

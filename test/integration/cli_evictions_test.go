@@ -81,6 +81,10 @@ func TestCommandLineShowsEvictions(t *testing.T) {
 	expect([]string{"get", "bindings", "-n", ns}, "EVICTING", movingBinding+" ConfigMap/moving", "cli-evict-b(0) cli-evict-a (TaintUntolerated, ")
 	expect([]string{"get", "rb", movingBinding, "-n", ns, "-o", "wide"},
 		"cli-evict-a: replacement healthy on cli-evict-b (or the grace period ends in ")
+	expect([]string{"get", "rb", movingBinding, "-n", ns, "-o", "yaml"}, "kind: ResourceBinding", "gracefulEvictionTasks: - creationTimestamp:",
+		"fromCluster: cli-evict-a")
+	expect([]string{"get", "bindings", "-n", ns, "-o", "json"}, `"kind": "List"`, `"kind": "ResourceBinding"`)
+	expect([]string{"status", "configmap/moving", "-n", ns, "-o", "yaml"}, "apiVersion: work.flotilla.io/v1alpha1", "kind: ResourceBinding")
 	expect([]string{"status", "configmap/moving", "-n", ns}, "CLUSTER REASON SINCE PURGE WAITING FOR MESSAGE",
 		"cli-evict-a TaintUntolerated", "Gracefully replacement healthy on cli-evict-b (or the grace period ends in ",
 		"the cluster have the untolerated taint maintenance:NoExecute")
