@@ -35,7 +35,7 @@ type Framework struct {
 // Default is the framework with every built-in plugin.
 func Default() *Framework {
 	return &Framework{
-		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, TaintToleration{}},
+		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, TaintToleration{}, FailoverRecords{}},
 		Scores:  []ScorePlugin{Locality{}},
 	}
 }
