@@ -189,17 +189,37 @@ func TestApplicationFailoverTimeIsPersisted(t *testing.T) {
 	reportHealth(t, ns, "web", a, workv1alpha1.ResourceHealthy, `{}`)
 	reportHealth(t, ns, "web", b, workv1alpha1.ResourceUnhealthy, `{"checkpoint":"ckpt-9"}`)
 
+	// unhealthySince waits until b's aggregated status item summarises status with checkpoint, and returns it.
 	var current *workv1alpha1.ResourceBinding
-	testenv.Eventually(t, hangGuard, "the unhealthy cluster in the aggregated status", func() (err error) {
-		if current, err = binding(context.Background(), configMapKind, ns, "web"); err != nil {
-			return err
-		}
-		i := slices.IndexFunc(current.Status.AggregatedStatus, func(s workv1alpha1.AggregatedStatusItem) bool { return s.ClusterName == b })
-		if i < 0 || current.Status.AggregatedStatus[i].Health != workv1alpha1.ResourceUnhealthy || current.Status.AggregatedStatus[i].HealthTransitionTime == nil {
-			return fmt.Errorf("aggregated status %+v", current.Status.AggregatedStatus)
-		}
-		return nil
-	})
+	unhealthySince := func(checkpoint string) *metav1.Time {
+		var since *metav1.Time
+		testenv.Eventually(t, hangGuard, "the unhealthy cluster in the aggregated status", func() (err error) {
+			if current, err = binding(context.Background(), configMapKind, ns, "web"); err != nil {
+				return err
+			}
+			i := slices.IndexFunc(current.Status.AggregatedStatus, func(s workv1alpha1.AggregatedStatusItem) bool { return s.ClusterName == b })
+			if i < 0 {
+				return fmt.Errorf("aggregated status %+v", current.Status.AggregatedStatus)
+			}
+			item := current.Status.AggregatedStatus[i]
+			if item.Health != workv1alpha1.ResourceUnhealthy || item.HealthTransitionTime == nil || item.Status == nil ||
+				!strings.Contains(string(item.Status.Raw), checkpoint) {
+				return fmt.Errorf("aggregated status of %s: %s since %v, %s", b, item.Health, item.HealthTransitionTime, item.Status)
+			}
+			since = item.HealthTransitionTime
+			return nil
+		})
+		return since
+	}
+	first := unhealthySince("ckpt-9")
+	// A later report of the same health keeps the time it turned unhealthy (times are kept to the second).
+	for !time.Now().After(first.Add(time.Second)) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	reportHealth(t, ns, "web", b, workv1alpha1.ResourceUnhealthy, `{"checkpoint":"ckpt-10"}`)
+	if later := unhealthySince("ckpt-10"); !later.Equal(first) {
+		t.Fatalf("unhealthy since %v after a second report of the same health, want %v", later, first)
+	}
 	if got := settledBinding(t, ns, "web"); len(got.Spec.Clusters) != 2 || got.Spec.Clusters[1].Name != b {
 		t.Fatalf("moved before the toleration of an hour ran out: %+v", got.Spec.Clusters)
 	}
