@@ -141,3 +141,21 @@ func TestApplicationFailoverDecision(t *testing.T) {
 		t.Fatalf("placed %s acted on %v blocked %q (%v), want b kept and a blocked failover", result(res.Clusters), acted, blocked, err)
 	}
 }
+
+// TestEvictionCause: the events on the template name the cause in a few words.
+func TestEvictionCause(t *testing.T) {
+	for _, tt := range []struct {
+		task workv1alpha1.GracefulEvictionTask
+		want string
+	}{
+		{workv1alpha1.GracefulEvictionTask{Reason: ReasonTaintUntolerated, Message: "the cluster have the taint " + clusterv1alpha1.TaintClusterUnreachable + ":NoExecute tolerated only for 20s"}, "cluster unreachable"},
+		{workv1alpha1.GracefulEvictionTask{Reason: ReasonTaintUntolerated, Message: "the cluster have the untolerated taint " + clusterv1alpha1.TaintClusterNotReady + ":NoExecute"}, "cluster not ready"},
+		{workv1alpha1.GracefulEvictionTask{Reason: ReasonTaintUntolerated, Message: "the cluster have the untolerated taint maintenance:NoExecute"}, "the cluster have the untolerated taint maintenance:NoExecute"},
+		{workv1alpha1.GracefulEvictionTask{Reason: ReasonApplicationFailure, Message: "unhealthy"}, "application unhealthy"},
+		{workv1alpha1.GracefulEvictionTask{Reason: ReasonPlacementChanged}, "placement changed"},
+	} {
+		if got := evictionCause(tt.task); got != tt.want {
+			t.Errorf("%s %q: %q, want %q", tt.task.Reason, tt.task.Message, got, tt.want)
+		}
+	}
+}
