@@ -42,8 +42,8 @@ type binding interface {
 	workv1alpha1.Object
 }
 
-// fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks, spec.failoverRecords, the Scheduled
-// condition and the schedulerObserved fields.
+// fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks,
+// spec.failoverRecords, the Scheduled condition and the schedulerObserved fields.
 var fieldManager = workv1alpha1.ControllerFieldManager("scheduler")
 
 // Controller writes each binding's placement (spec.clusters), its eviction tasks and its Scheduled condition.
@@ -103,6 +103,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if blocked != "" {
 		cond.Message += "; " + blocked
 	}
+	// Failover is not applied (the detector owns it); addEvictionTasks reads the purge modes from it.
 	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks, FailoverRecords: records, Failover: spec.Failover}
 	var started []workv1alpha1.GracefulEvictionTask
 	if placed && !equality.Semantic.DeepEqual(spec.Clusters, result.Clusters) {
@@ -141,8 +142,8 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
-// applyPlacement applies spec.clusters, spec.gracefulEvictionTasks and spec.failoverRecords, each whole, and returns the
-// binding's new generation. Both are always sent: a server-side apply that leaves out a field its manager
+// applyPlacement applies spec.clusters, spec.gracefulEvictionTasks and spec.failoverRecords, each whole, and
+// returns the binding's new generation. All are always sent: a server-side apply that leaves out a field its manager
 // owns removes it. (The scheduler used to Update the whole binding, writing the detector's fields back from
 // its cache.)
 func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alpha1.ResourceBindingSpec) (int64, error) {

@@ -112,13 +112,13 @@ func (FailoverRecords) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1a
 // defaults when the policy leaves them out.
 func applicationFailover(spec *workv1alpha1.ResourceBindingSpec) (policyv1alpha1.PurgeMode, *int32) {
 	purge, grace := policyv1alpha1.PurgeGracefully, (*int32)(nil)
-	if a := spec.Failover.Application; a != nil {
-		if a.PurgeMode != "" {
-			purge = a.PurgeMode.Canonical()
-		}
-		grace = a.GracePeriodSeconds
+	if spec.Failover == nil || spec.Failover.Application == nil {
+		return purge, grace
 	}
-	return purge, grace
+	if a := spec.Failover.Application; a.PurgeMode != "" {
+		purge = a.PurgeMode.Canonical()
+	}
+	return purge, spec.Failover.Application.GracePeriodSeconds
 }
 
 // statePreservation returns the rules that apply to a cluster left for reason, nil when none do.

@@ -263,3 +263,27 @@ func TestApplicationFailoverWithNowhereToGo(t *testing.T) {
 		t.Errorf("Scheduled %+v, want it to say the failover waits", c)
 	}
 }
+
+// TestApplicationFailoverPurgeDirectly: with the application's purge mode Directly, the failed cluster gets
+// no eviction task and its Work goes as the binding moves (the policy's own purge mode, not the default).
+func TestApplicationFailoverPurgeDirectly(t *testing.T) {
+	const ns = "appfailover-directly"
+	createNamespace(t, ns)
+	selector := map[string]string{"appfailover-directly": "yes"}
+	a, b, c := "appfailover-directly-a", "appfailover-directly-b", "appfailover-directly-c"
+	for _, name := range []string{a, b, c} {
+		placeableCluster(t, name, selector)
+	}
+	create(t, configMap(ns, "web", nil))
+	p := failoverPolicy(ns, "web", selector, 1, "web")
+	p.Spec.Failover.Application.PurgeMode, p.Spec.Failover.Application.GracePeriodSeconds = policyv1alpha1.PurgeDirectly, nil
+	create(t, p)
+	waitPlaced(t, ns, "web", a, b)
+	reportHealth(t, ns, "web", a, workv1alpha1.ResourceHealthy, `{}`)
+	reportHealth(t, ns, "web", b, workv1alpha1.ResourceUnhealthy, `{"checkpoint":"ckpt-3"}`)
+	moved := waitPlaced(t, ns, "web", a, c)
+	if len(moved.Spec.GracefulEvictionTasks) != 0 {
+		t.Fatalf("eviction tasks %+v, want none with purge mode Directly", moved.Spec.GracefulEvictionTasks)
+	}
+	releaseWork(t, ns, "web", b)
+}
