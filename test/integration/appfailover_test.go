@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,23 @@ func bindingWork(t *testing.T, namespace, name, cluster string) (*workv1alpha1.W
 	}
 	w := &workv1alpha1.Work{}
 	return w, env.Client.Get(context.Background(), client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: bindingctrl.WorkName(b)}, w)
+}
+
+// workLabel reads a label of the template's manifest in the Work of the ConfigMap binding namespace/name in
+// cluster.
+func workLabel(t *testing.T, namespace, name, cluster, label string) (string, error) {
+	t.Helper()
+	w, err := bindingWork(t, namespace, name, cluster)
+	if err != nil {
+		return "", err
+	}
+	var m struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m); err != nil {
+		return "", err
+	}
+	return m.Metadata.Labels[label], nil
 }
 
 // reportHealth reports, as cluster's agent would, the ConfigMap's health and status in its Work.
@@ -132,17 +150,7 @@ func TestApplicationFailover(t *testing.T) {
 	waitTemplateEvent(t, ns, "web", "evicting from "+b+": application unhealthy")
 
 	checkpoint := func(cluster string) (string, error) {
-		w, err := bindingWork(t, ns, "web", cluster)
-		if err != nil {
-			return "", err
-		}
-		var m struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-		}
-		if err := json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m); err != nil {
-			return "", err
-		}
-		return m.Metadata.Labels["failover.example.io/checkpoint"], nil
+		return workLabel(t, ns, "web", cluster, "failover.example.io/checkpoint")
 	}
 	testenv.Eventually(t, hangGuard, "the checkpoint label on the new cluster's copy", func() error {
 		if got, err := checkpoint(c); err != nil || got != "ckpt-7" {
@@ -286,4 +294,80 @@ func TestApplicationFailoverPurgeDirectly(t *testing.T) {
 		t.Fatalf("eviction tasks %+v, want none with purge mode Directly", moved.Spec.GracefulEvictionTasks)
 	}
 	releaseWork(t, ns, "web", b)
+}
+
+// TestApplicationFailoverGracePeriod: when the replacement does not become healthy within the application's
+// gracePeriodSeconds, the old copy goes anyway, and the template's event says the grace period passed.
+func TestApplicationFailoverGracePeriod(t *testing.T) {
+	const ns = "appfailover-grace"
+	createNamespace(t, ns)
+	selector := map[string]string{"appfailover-grace": "yes"}
+	a, b, c := "appfailover-grace-a", "appfailover-grace-b", "appfailover-grace-c"
+	for _, name := range []string{a, b, c} {
+		placeableCluster(t, name, selector)
+	}
+	create(t, configMap(ns, "web", nil))
+	p := failoverPolicy(ns, "web", selector, 1, "web")
+	p.Spec.Failover.Application.GracePeriodSeconds = ptr.To(int32(1))
+	create(t, p)
+	waitPlaced(t, ns, "web", a, b)
+	reportHealth(t, ns, "web", a, workv1alpha1.ResourceHealthy, `{}`)
+	reportHealth(t, ns, "web", b, workv1alpha1.ResourceUnhealthy, `{"checkpoint":"ckpt-5"}`)
+	waitPlaced(t, ns, "web", a, c)
+	releaseWork(t, ns, "web", b) // c never reports: only the grace period ends the eviction
+	waitTemplateEvent(t, ns, "web", "grace period passed, removing from "+b)
+}
+
+// TestClusterFailoverPreservesState: a NoExecute taint the policy does not tolerate moves the binding off a
+// cluster; the policy's cluster statePreservation takes the value from that cluster's last status, and the
+// new cluster's Work carries it as a label while the one that kept running does not. The template's event
+// names the cause.
+func TestClusterFailoverPreservesState(t *testing.T) {
+	const ns = "clusterfailover-state"
+	createNamespace(t, ns)
+	selector := map[string]string{"clusterfailover-state": "yes"}
+	a, b, c := "clusterfailover-state-a", "clusterfailover-state-b", "clusterfailover-state-c"
+	for _, name := range []string{a, b, c} {
+		placeableCluster(t, name, selector)
+	}
+	create(t, configMap(ns, "web", nil))
+	p := failoverPolicy(ns, "web", selector, 3600, "web")
+	// The test clusters have no agent: the health monitor's taints are tolerated, and every NoSchedule one;
+	// the maintenance taint below is not.
+	p.Spec.Placement.ClusterTolerations = []corev1.Toleration{
+		{Key: clusterv1alpha1.TaintClusterUnreachable, Operator: corev1.TolerationOpExists},
+		{Key: clusterv1alpha1.TaintClusterNotReady, Operator: corev1.TolerationOpExists},
+		{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	}
+	p.Spec.Failover.Cluster = &policyv1alpha1.ClusterFailoverBehavior{PurgeMode: policyv1alpha1.PurgeGracefully,
+		StatePreservation: &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{
+			{AliasLabelName: "failover.example.io/phase", JSONPath: "{.phase}"}}}}
+	create(t, p)
+	waitPlaced(t, ns, "web", a, b)
+	reportHealth(t, ns, "web", a, workv1alpha1.ResourceHealthy, `{}`)
+	reportHealth(t, ns, "web", b, workv1alpha1.ResourceHealthy, `{"phase":"draining-42"}`)
+
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: b}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Spec.Taints = append(cluster.Spec.Taints, corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute, TimeAdded: ptr.To(metav1.Now())})
+	if err := env.Client.Patch(context.Background(), cluster, patch); err != nil {
+		t.Fatal(err)
+	}
+	moved := waitPlaced(t, ns, "web", a, c)
+	if len(moved.Spec.FailoverRecords) != 1 || moved.Spec.FailoverRecords[0].Reason != scheduler.ReasonTaintUntolerated ||
+		moved.Spec.FailoverRecords[0].PreservedLabelState["failover.example.io/phase"] != "draining-42" {
+		t.Fatalf("failover records %+v, want one TaintUntolerated record preserving the phase", moved.Spec.FailoverRecords)
+	}
+	testenv.Eventually(t, hangGuard, "the phase label on the new cluster's copy only", func() error {
+		for cluster, want := range map[string]string{c: "draining-42", a: ""} {
+			if got, err := workLabel(t, ns, "web", cluster, "failover.example.io/phase"); err != nil || got != want {
+				return fmt.Errorf("%s: label %q (%v), want %q", cluster, got, err, want)
+			}
+		}
+		return nil
+	})
+	waitTemplateEvent(t, ns, "web", "evicting from "+b+": the cluster have the untolerated taint maintenance:NoExecute")
 }
