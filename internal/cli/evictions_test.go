@@ -17,7 +17,7 @@ import (
 // task is an eviction task from cluster, started ago before now, with the scheduler's 600 s grace period.
 func task(cluster, reason string, purge policyv1alpha1.PurgeMode, now time.Time, ago time.Duration) workv1alpha1.GracefulEvictionTask {
 	return workv1alpha1.GracefulEvictionTask{FromCluster: cluster, Reason: reason, PurgeMode: purge, Replicas: ptr.To(int32(2)),
-		Message: "the cluster have the untolerated taint maintenance:NoExecute", Producer: "scheduler",
+		Message: "the cluster has the untolerated taint maintenance:NoExecute", Producer: "scheduler",
 		GracePeriodSeconds: ptr.To(int32(600)), CreationTimestamp: &metav1.Time{Time: now.Add(-ago)}}
 }
 
@@ -160,8 +160,8 @@ func TestPrintStatusListsEvictions(t *testing.T) {
 			"m2 2 true Unhealthy - -",
 			"Leaving (the copy stays until the eviction ends):",
 			"CLUSTER REASON SINCE PURGE WAITING FOR MESSAGE",
-			"m1 TaintUntolerated 2m Gracefully replacement healthy on m2 (or the grace period ends in 8m) the cluster have the untolerated taint maintenance:NoExecute",
-			"m3 PlacementChanged 60m Never a person: purgeMode Never keeps the copy until the task is removed from the binding the cluster have the untolerated taint maintenance:NoExecute",
+			"m1 TaintUntolerated 2m Gracefully replacement healthy on m2 (or the grace period ends in 8m) the cluster has the untolerated taint maintenance:NoExecute",
+			"m3 PlacementChanged 60m Never a person: purgeMode Never keeps the copy until the task is removed from the binding the cluster has the untolerated taint maintenance:NoExecute",
 			"To end the eviction from m3 (its copy there is then deleted):",
 			`kubectl patch rb web-deployment -n shop --type=json -p '[{"op":"test","path":"/spec/gracefulEvictionTasks/1/fromCluster","value":"m3"},{"op":"remove","path":"/spec/gracefulEvictionTasks/1"}]'`,
 		}},
@@ -170,7 +170,7 @@ func TestPrintStatusListsEvictions(t *testing.T) {
 			"CLUSTER REPLICAS APPLIED HEALTH OVERRIDES MESSAGE",
 			"Leaving (the copy stays until the eviction ends):",
 			"CLUSTER REASON SINCE PURGE WAITING FOR MESSAGE",
-			"m1 PlacementChanged 60s Never a person: purgeMode Never keeps the copy until the task is removed from the binding the cluster have the untolerated taint maintenance:NoExecute",
+			"m1 PlacementChanged 60s Never a person: purgeMode Never keeps the copy until the task is removed from the binding the cluster has the untolerated taint maintenance:NoExecute",
 			"To end the eviction from m1 (its copy there is then deleted):",
 			`kubectl patch crb ops-namespace --type=json -p '[{"op":"test","path":"/spec/gracefulEvictionTasks/0/fromCluster","value":"m1"},{"op":"remove","path":"/spec/gracefulEvictionTasks/0"}]'`,
 		}},

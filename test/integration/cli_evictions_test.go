@@ -87,7 +87,7 @@ func TestCommandLineShowsEvictions(t *testing.T) {
 	expect([]string{"status", "configmap/moving", "-n", ns, "-o", "yaml"}, "apiVersion: work.flotilla.io/v1alpha1", "kind: ResourceBinding")
 	expect([]string{"status", "configmap/moving", "-n", ns}, "CLUSTER REASON SINCE PURGE WAITING FOR MESSAGE",
 		"cli-evict-a TaintUntolerated", "Gracefully replacement healthy on cli-evict-b (or the grace period ends in ",
-		"the cluster have the untolerated taint maintenance:NoExecute")
+		"the cluster has the untolerated taint maintenance:NoExecute")
 
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: "cli-evict-a"}, cluster); err != nil {
