@@ -232,6 +232,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	for _, target := range spec.Clusters {
 		writes.Go(func() error {
 			manifests := []*unstructured.Unstructured{Render(template, target, divided)}
+			injectPreservedState(manifests[0], spec.FailoverRecords, target.Name)
 			for _, d := range deps {
 				manifests = append(manifests, Render(d, target, nil))
 			}

@@ -1,6 +1,8 @@
 package binding
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -70,6 +72,25 @@ func division(spec *workv1alpha1.ResourceBindingSpec) []workv1alpha1.TargetClust
 		return []workv1alpha1.TargetCluster{}
 	}
 	return spec.Clusters
+}
+
+// injectPreservedState labels the manifest for cluster with the state the binding's failovers preserved,
+// when the binding moved to cluster in that failover (the cluster is not among those it ran on before):
+// the replacement resumes from the failed copy's state, and the copies that kept running are left as they
+// are. The labels stay while the failover record lasts; the scheduler drops it when it expires, and the
+// next render removes them.
+func injectPreservedState(m *unstructured.Unstructured, records []workv1alpha1.FailoverRecord, cluster string) {
+	labels := m.GetLabels()
+	for _, r := range records {
+		if len(r.PreservedLabelState) == 0 || r.FromCluster == cluster || slices.Contains(r.ClustersBeforeFailover, cluster) {
+			continue
+		}
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, r.PreservedLabelState)
+	}
+	m.SetLabels(labels)
 }
 
 // dropNulls removes null fields, as the API server does when it stores a Work: the rendered manifest then

@@ -80,3 +80,20 @@ func TestEncodedManifestsAreStoredForm(t *testing.T) {
 		t.Fatalf("encoded %q\nstored  %q", manifests[0].Raw, stored)
 	}
 }
+
+// TestInjectPreservedState: the state a failover preserved labels the copies on the clusters the binding
+// moved to, not those it already ran on nor the one it left.
+func TestInjectPreservedState(t *testing.T) {
+	records := []workv1alpha1.FailoverRecord{{FromCluster: "m2", Reason: "ApplicationFailure", ClustersBeforeFailover: []string{"m1", "m2"},
+		PreservedLabelState: map[string]string{"checkpoint": "ckpt-42"}}}
+	for _, tt := range []struct {
+		cluster string
+		want    string
+	}{{"m3", "ckpt-42"}, {"m1", ""}, {"m2", ""}} {
+		m := parse(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","labels":{"app":"web"}}}`)
+		injectPreservedState(m, records, tt.cluster)
+		if got := m.GetLabels()["checkpoint"]; got != tt.want || m.GetLabels()["app"] != "web" {
+			t.Errorf("%s: labels %v, want checkpoint=%q next to app=web", tt.cluster, m.GetLabels(), tt.want)
+		}
+	}
+}

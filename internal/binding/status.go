@@ -88,6 +88,7 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	sum := aggregate(b.BindingSpec(), b.GetGeneration(), template.GetGeneration(), works.Items)
+	healthSince(sum.items, b.BindingStatus().AggregatedStatus, metav1.Now())
 	if err := r.writeStatus(ctx, b, template, sum); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -158,6 +159,19 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	sum.healthy = condition(workv1alpha1.ConditionHealthy, healthy, generation,
 		"Healthy", "healthy in every target cluster", "NotHealthy", "not healthy yet in "+clusterv1alpha1.ListInMessage(notHealthy))
 	return sum
+}
+
+// healthSince sets each item's health transition time: kept from the previous item of its cluster while the
+// health stays the same, now when it changed (or the cluster is new). The time lives in the binding's status
+// rather than in memory, so how long a cluster has been unhealthy survives a restart of the hub.
+func healthSince(items, previous []workv1alpha1.AggregatedStatusItem, now metav1.Time) {
+	for i := range items {
+		items[i].HealthTransitionTime = &now
+		j := slices.IndexFunc(previous, func(p workv1alpha1.AggregatedStatusItem) bool { return p.ClusterName == items[i].ClusterName })
+		if j >= 0 && previous[j].Health == items[i].Health && previous[j].HealthTransitionTime != nil {
+			items[i].HealthTransitionTime = previous[j].HealthTransitionTime
+		}
+	}
 }
 
 // ownedStatus is the part of a binding's status the status controller applies.

@@ -149,3 +149,30 @@ func TestOwnedConditions(t *testing.T) {
 		t.Fatalf("a new condition: same %v, %+v (only the owned ones are returned)", same, got)
 	}
 }
+
+// TestHealthSince: a cluster's health transition time stays while its health does, and moves when it
+// changes; application failover measures unhealth from it.
+func TestHealthSince(t *testing.T) {
+	earlier := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	now := metav1.NewTime(earlier.Add(time.Hour))
+	previous := []workv1alpha1.AggregatedStatusItem{
+		{ClusterName: "same", Health: workv1alpha1.ResourceUnhealthy, HealthTransitionTime: &earlier},
+		{ClusterName: "changed", Health: workv1alpha1.ResourceUnknown, HealthTransitionTime: &earlier},
+		{ClusterName: "untimed", Health: workv1alpha1.ResourceUnhealthy},
+	}
+	items := []workv1alpha1.AggregatedStatusItem{
+		{ClusterName: "same", Health: workv1alpha1.ResourceUnhealthy},
+		{ClusterName: "changed", Health: workv1alpha1.ResourceUnhealthy},
+		{ClusterName: "untimed", Health: workv1alpha1.ResourceUnhealthy},
+		{ClusterName: "new", Health: workv1alpha1.ResourceHealthy},
+	}
+	healthSince(items, previous, now)
+	want := map[string]metav1.Time{"same": earlier, "changed": now, "untimed": now, "new": now}
+	for _, item := range items {
+		if item.HealthTransitionTime == nil || !item.HealthTransitionTime.Equal(ptrTime(want[item.ClusterName])) {
+			t.Errorf("%s: since %v, want %v", item.ClusterName, item.HealthTransitionTime, want[item.ClusterName])
+		}
+	}
+}
+
+func ptrTime(t metav1.Time) *metav1.Time { return &t }

@@ -49,8 +49,8 @@ type binding interface {
 	workv1alpha1.Object
 }
 
-// fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks, the Scheduled
-// condition and the schedulerObserved fields.
+// fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks,
+// spec.failoverRecords, the Scheduled condition and the schedulerObserved fields.
 var fieldManager = workv1alpha1.ControllerFieldManager("scheduler")
 
 // Controller writes each binding's placement (spec.clusters), its eviction tasks and its Scheduled condition.
@@ -103,7 +103,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	// Evictions finish on what the current generation says, before a new placement starts new ones.
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
-	result, err := r.Framework.ScheduleBinding(spec, status, clusters.Items)
+	records, recordWait := liveRecords(spec.FailoverRecords, now)
+	failed, failWait := applicationFailures(spec, status, now)
+	result, failed, blocked, err := r.schedule(spec, status, clusters.Items, records, failed, now)
 	if err == nil {
 		refusal, readErr := r.divisible(ctx, spec, result.Clusters)
 		if readErr != nil {
@@ -112,18 +114,31 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		err = refusal
 	}
 	cond, placed := decide(spec.Clusters, result, err)
-	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks}
+	if blocked != "" {
+		cond.Message += "; " + blocked
+	}
+	// Failover is not applied (the detector owns it); addEvictionTasks reads the purge modes from it.
+	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks, FailoverRecords: records, Failover: spec.Failover}
+	var started []workv1alpha1.GracefulEvictionTask
 	if placed && !equality.Semantic.DeepEqual(spec.Clusters, result.Clusters) {
-		addEvictionTasks(&want, result.Clusters, result.Evicted)
+		started = addEvictionTasks(&want, result.Clusters, result.Evicted, failed)
+		if want.FailoverRecords, err = r.recordFailovers(ctx, b, want.FailoverRecords, result, failed, now); err != nil {
+			return ctrl.Result{}, err
+		}
 		want.Clusters = result.Clusters
 	}
-	if !equality.Semantic.DeepEqual(spec.Clusters, want.Clusters) || !equality.Semantic.DeepEqual(spec.GracefulEvictionTasks, want.GracefulEvictionTasks) {
+	if !equality.Semantic.DeepEqual(spec.Clusters, want.Clusters) || !equality.Semantic.DeepEqual(spec.GracefulEvictionTasks, want.GracefulEvictionTasks) ||
+		!equality.Semantic.DeepEqual(spec.FailoverRecords, want.FailoverRecords) {
 		generation, err := r.applyPlacement(ctx, b, want)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		r.recordEvictions(b, spec, status, want, started)
 		b.SetGeneration(generation)
-		spec.Clusters, spec.GracefulEvictionTasks = want.Clusters, want.GracefulEvictionTasks
+		spec.Clusters, spec.GracefulEvictionTasks, spec.FailoverRecords = want.Clusters, want.GracefulEvictionTasks, want.FailoverRecords
+	}
+	if blocked != "" {
+		r.Recorder.Eventf(templateRef(spec), nil, corev1.EventTypeWarning, ReasonApplicationFailoverBlocked, "Evict", "%s", blocked)
 	}
 	cond.ObservedGeneration = b.GetGeneration()
 	if err := r.writeStatus(ctx, b, cond, placed, result); err != nil {
@@ -133,11 +148,16 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
 		wait = next + time.Second
 	}
+	for _, next := range []time.Duration{failWait, recordWait} {
+		if next > 0 && (wait == 0 || next < wait) {
+			wait = next
+		}
+	}
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
-// applyPlacement applies spec.clusters and spec.gracefulEvictionTasks, both whole, and returns the
-// binding's new generation. Both are always sent: a server-side apply that leaves out a field its manager
+// applyPlacement applies spec.clusters, spec.gracefulEvictionTasks and spec.failoverRecords, each whole, and
+// returns the binding's new generation. All are always sent: a server-side apply that leaves out a field its manager
 // owns removes it. (The scheduler used to Update the whole binding, writing the detector's fields back from
 // its cache.)
 func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alpha1.ResourceBindingSpec) (int64, error) {
@@ -145,8 +165,9 @@ func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alph
 	if err != nil {
 		return 0, err
 	}
-	placement := map[string]any{"gracefulEvictionTasks": []any{}} // applied empty, so no earlier writer's tasks linger
-	for _, field := range []string{"clusters", "gracefulEvictionTasks"} {
+	// Applied empty, so no earlier writer's tasks or records linger.
+	placement := map[string]any{"gracefulEvictionTasks": []any{}, "failoverRecords": []any{}}
+	for _, field := range []string{"clusters", "gracefulEvictionTasks", "failoverRecords"} {
 		if v, ok := fields[field]; ok {
 			placement[field] = v
 		}
