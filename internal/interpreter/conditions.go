@@ -109,16 +109,23 @@ func jobConditions(status map[string]any, fleet Fleet) []condition {
 			out = append(out, condition{"Failed", "True", reason, message})
 		}
 		return out
-	case len(fleet.Members) > 0 && len(done) == len(fleet.Members):
+	}
+	var out []condition
+	if c := conditionIn(status, "FailureTarget"); c != nil && c["status"] == "True" {
+		// The cluster where it failed left the placement (a failover): the API server refuses Complete
+		// beside a True FailureTarget.
+		out = append(out, condition{"FailureTarget", "False", "FailedClusterLeft", "no target cluster reports the Job failed any more"})
+	}
+	if len(fleet.Members) > 0 && len(done) == len(fleet.Members) {
 		ensureStarted(status, fleet.Now)
 		if completed == "" || earlier(completed, status["startTime"].(string)) {
 			completed = fleet.Now.UTC().Format(time.RFC3339)
 		}
 		status["completionTime"] = completed
 		message := "Reached expected number of succeeded pods in every cluster"
-		return []condition{{"SuccessCriteriaMet", "True", "CompletionsReached", message}, {"Complete", "True", "CompletionsReached", message}}
+		out = append(out, condition{"SuccessCriteriaMet", "True", "CompletionsReached", message}, condition{"Complete", "True", "CompletionsReached", message})
 	}
-	return nil
+	return out
 }
 
 // jobFinished says whether the hub's Job already carries a terminal condition.

@@ -213,6 +213,13 @@ func TestAggregateStatusJob(t *testing.T) {
 			t.Fatalf("conditions %v, status %v", c, got)
 		}
 	})
+	t.Run("the failed cluster left the placement: FailureTarget goes False, so Complete is accepted", func(t *testing.T) {
+		hub := obj(t, fmt.Sprintf(template, `,"status":{"startTime":"2026-12-01T02:00:00Z","conditions":[{"type":"FailureTarget","status":"True","reason":"BackoffLimitExceeded"}]}`))
+		got := AggregateStatus(hub, Fleet{Divided: true, Now: t0, Members: members(complete(3, "2026-12-01T02:02:00Z"), complete(3, "2026-12-01T02:03:00Z"))})
+		if c := conditionsOf(got); c["FailureTarget"] != "False/FailedClusterLeft" || c["Complete"] != "True/CompletionsReached" {
+			t.Fatalf("conditions %v", c)
+		}
+	})
 	t.Run("counters never go down, a finished Job stays finished", func(t *testing.T) {
 		hub := obj(t, fmt.Sprintf(template, `,"status":{"succeeded":6,"failed":1,"startTime":"2026-12-01T02:00:00Z","completionTime":"2026-12-01T02:03:00Z",
 			"conditions":[{"type":"Complete","status":"True","reason":"CompletionsReached"}]}`))
