@@ -203,4 +203,30 @@ func TestTemplateStatusConditions(t *testing.T) {
 			t.Errorf("binding conditions %+v", b.Status.Conditions)
 		}
 	})
+
+	t.Run("a Job that failed in one cluster is Failed on the hub once nothing runs", func(t *testing.T) {
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "flaky"},
+			Spec: batchv1.JobSpec{Completions: ptr.To[int32](1), Template: pod}}
+		create(t, j)
+		b := placeByHand(t, j, batchv1.SchemeGroupVersion.WithKind("Job"), false,
+			workv1alpha1.TargetCluster{Name: "status-f1", Replicas: 1}, workv1alpha1.TargetCluster{Name: "status-f2", Replicas: 1})
+		gvk := batchv1.SchemeGroupVersion.WithKind("Job")
+		memberReports(t, b, gvk, "status-f1", workv1alpha1.ResourceHealthy, `{"succeeded":1,"startTime":"2026-12-01T02:00:00Z","completionTime":"2026-12-01T02:05:00Z",
+			"conditions":[{"type":"SuccessCriteriaMet","status":"True","reason":"CompletionsReached"},{"type":"Complete","status":"True","reason":"CompletionsReached"}]}`)
+		memberReports(t, b, gvk, "status-f2", workv1alpha1.ResourceUnhealthy, `{"failed":7,"startTime":"2026-12-01T02:00:00Z",
+			"conditions":[{"type":"FailureTarget","status":"True","reason":"BackoffLimitExceeded"},{"type":"Failed","status":"True","reason":"BackoffLimitExceeded","message":"Job has reached the specified backoff limit"}]}`)
+		testenv.Eventually(t, hangGuard, "the hub's Job Failed", func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(j), j); err != nil {
+				return err
+			}
+			failed := false
+			for _, c := range j.Status.Conditions {
+				failed = failed || c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == "BackoffLimitExceeded"
+			}
+			if !failed || j.Status.Failed != 7 || j.Status.StartTime == nil { // Duplicated: the most failures, the least success (0)
+				return fmt.Errorf("status %+v", j.Status)
+			}
+			return nil
+		})
+	})
 }
