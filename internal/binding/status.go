@@ -146,7 +146,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 			applied = false
 			notApplied = append(notApplied, target.Name)
 		}
-		if item.Health != workv1alpha1.ResourceHealthy {
+		if item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, workOf(works, target.Name)) {
 			healthy = false
 			notHealthy = append(notHealthy, target.Name)
 		}
@@ -159,6 +159,29 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	sum.healthy = condition(workv1alpha1.ConditionHealthy, healthy, generation,
 		"Healthy", "healthy in every target cluster", "NotHealthy", "not healthy yet in "+clusterv1alpha1.ListInMessage(notHealthy))
 	return sum
+}
+
+// reportsCurrent reports whether a cluster's Work status speaks of what the binding now asks of that cluster:
+// the status observed the Work's current generation, and the Work carries the replica count the placement
+// gives the cluster. Until then a Healthy report is about the copy before a move (a cluster taking over a
+// failed cluster's replicas still reports its old count as healthy), and an eviction must not end on it.
+func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.TargetCluster, w *workv1alpha1.Work) bool {
+	if w == nil || len(w.Spec.Workload.Manifests) == 0 {
+		return false
+	}
+	applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
+	if applied == nil || applied.ObservedGeneration != w.Generation {
+		return false
+	}
+	if spec.Replicas == 0 {
+		return true
+	}
+	manifest := map[string]any{}
+	if err := utiljson.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &manifest); err != nil {
+		return false
+	}
+	replicas, _, ok := interpreter.Replicas(&unstructured.Unstructured{Object: manifest})
+	return !ok || replicas == target.Replicas
 }
 
 // healthSince sets each item's health transition time: kept from the previous item of its cluster while the

@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,19 @@ func TestAggregate(t *testing.T) {
 				{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue}}}}
 		return w
 	}
+	// divided is a binding of a 4-replica Deployment with replicas on cluster b; moved is its Work on b as
+	// rendered with replicas and as its agent reported it (statusOf: the Work generation the report observed).
+	divided := func(replicas int32) *workv1alpha1.ResourceBindingSpec {
+		return &workv1alpha1.ResourceBindingSpec{Replicas: 4, Clusters: []workv1alpha1.TargetCluster{{Name: "b", Replicas: replicas}}}
+	}
+	moved := func(replicas, generation, statusOf int64) workv1alpha1.Work {
+		w := work("b", true, workv1alpha1.ResourceHealthy)
+		w.Generation = generation
+		w.Spec.Workload.Manifests[0].Raw = []byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{%q:"2"}},"spec":{"replicas":%d}}`,
+			workv1alpha1.AnnotationTemplateGeneration, replicas))
+		w.Status.Conditions[0].ObservedGeneration = statusOf
+		return w
+	}
 	tests := []struct {
 		name             string
 		spec             *workv1alpha1.ResourceBindingSpec
@@ -95,6 +109,12 @@ func TestAggregate(t *testing.T) {
 		{"one cluster failed to apply", spec("a"), []workv1alpha1.Work{work("a", false, workv1alpha1.ResourceUnknown)},
 			metav1.ConditionFalse, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceUnknown},
 		{"the Work of a cluster being evicted counts for nothing", spec("a"), []workv1alpha1.Work{work("a", true, workv1alpha1.ResourceHealthy), work("old", false, workv1alpha1.ResourceUnhealthy)},
+			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a Work not yet rendered for the new replicas reports the copy before the move", divided(4), []workv1alpha1.Work{moved(2, 1, 1)},
+			metav1.ConditionTrue, metav1.ConditionFalse, true, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a report of the Work's previous generation is about the copy before the move", divided(4), []workv1alpha1.Work{moved(4, 2, 1)},
+			metav1.ConditionTrue, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a report of the new copy counts", divided(4), []workv1alpha1.Work{moved(4, 2, 2)},
 			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
 	}
 	for _, tt := range tests {
