@@ -43,10 +43,6 @@ type FailoverOptions struct {
 // minGracePeriod is the hub's own lower bound of --cluster-grace-period (two heartbeats).
 const minGracePeriod = 20 * time.Second
 
-// heartbeatInterval is how often an agent renews its Lease: the health monitor taints a member once it
-// missed the grace period plus one interval.
-const heartbeatInterval = 10 * time.Second
-
 // Validate checks the options before anything starts.
 func (o *FailoverOptions) Validate() error {
 	switch {
@@ -73,8 +69,9 @@ type FailoverResult struct {
 	Replicas           int32   `json:"replicas"`
 	GracePeriodSeconds float64 `json:"gracePeriodSeconds"`
 	TolerationSeconds  float64 `json:"tolerationSeconds"`
-	// TaintSeconds is from the freeze to the member's NoExecute health taint.
-	TaintSeconds float64 `json:"taintSeconds"`
+	// TaintSeconds is from the freeze to the member's NoExecute health taint; omitted when no such taint
+	// was seen (the replicas moved for another reason).
+	TaintSeconds float64 `json:"taintSeconds,omitempty"`
 	// Failover holds, per stage (rescheduled, replacementApplied, replacementAvailable), the percentiles
 	// over the objects of the time from the freeze.
 	Failover map[string]map[string]float64 `json:"failover"`
@@ -111,7 +108,6 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	if err != nil {
 		return err
 	}
-	hubStart := time.Now()
 	nodePods := max(110, int(o.Replicas)*o.Objects/3+20) // one member may take every replica
 	env, err := devenv.Up(ctx, &devenv.UpOptions{Members: o.Members, DataDir: dir, HubPort: ports[0], Mode: devenv.ModePull,
 		HubArgs:    []string{"--cluster-grace-period", o.GracePeriod.String()},
@@ -160,11 +156,8 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	}
 	progress(fmt.Sprintf("%d Deployments of %d replicas available, divided over %d members; %d replicas outside %s",
 		o.Objects, o.Replicas, o.Members, surviving, frozenMember))
-	// The hub taints nothing during its own first grace period after it starts.
-	if err := sleep(ctx, time.Until(hubStart.Add(o.GracePeriod+heartbeatInterval))); err != nil {
-		return err
-	}
-
+	// The hub taints nothing during its own first grace period after it starts; a frozen member misses its
+	// grace period and a heartbeat after the freeze, so the taint comes after that in any case.
 	if err := signalAll(frozen, syscall.SIGSTOP); err != nil {
 		return err
 	}
@@ -191,8 +184,7 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	for _, s := range failoverStages {
 		result.Failover[s] = percentiles(rec.durations(s))
 	}
-	progress(fmt.Sprintf("+%.1fs every replacement available (taint at +%.1fs)",
-		result.Failover[stageReplacementAvailable]["max"], result.TaintSeconds))
+	progress(fmt.Sprintf("+%.1fs every replacement available (%s)", result.Failover[stageReplacementAvailable]["max"], describeTaint(result.TaintSeconds)))
 
 	if err := signalAll(frozen, syscall.SIGCONT); err != nil {
 		return err
@@ -311,8 +303,8 @@ func timeCleanup(ctx context.Context, member *rest.Config, rec *recorder, object
 func printFailover(out io.Writer, r *FailoverResult) {
 	fmt.Fprintf(out, "%d Deployments × %d replicas over %d members; %s frozen; grace period %.0fs, toleration %.0fs; seconds\n",
 		r.Objects, r.Replicas, r.Members, frozenMember, r.GracePeriodSeconds, r.TolerationSeconds)
+	fmt.Fprintf(out, "freeze → NoExecute health taint: %s\n", describeTaint(r.TaintSeconds))
 	fmt.Fprintf(out, "\n%-34s %8s %8s %8s %8s\n", "", "p50", "p90", "p99", "max")
-	fmt.Fprintf(out, "%-34s %8s %8s %8s %8.3f\n", "freeze → NoExecute taint", "", "", "", r.TaintSeconds)
 	for _, s := range failoverStages {
 		q := r.Failover[s]
 		fmt.Fprintf(out, "%-34s %8.3f %8.3f %8.3f %8.3f\n", "freeze → "+s, q["p50"], q["p90"], q["p99"], q["max"])
@@ -331,4 +323,11 @@ func printFailover(out io.Writer, r *FailoverResult) {
 	}
 	fmt.Fprintf(out, "every replacement available after %.1f s: goal ≤ %.0f s (grace + toleration + 10 s) %s\n",
 		r.Failover[stageReplacementAvailable]["max"], r.GoalSeconds, verdict)
+}
+
+func describeTaint(seconds float64) string {
+	if seconds == 0 {
+		return "no health taint seen"
+	}
+	return fmt.Sprintf("tainted at +%.1fs", seconds)
 }
