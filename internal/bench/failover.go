@@ -78,8 +78,8 @@ type FailoverResult struct {
 	// Cleanup is, over the objects, the time from the resume until the evicted copy is gone from the member.
 	Cleanup map[string]float64 `json:"cleanup"`
 	// SurvivingReplicas were placed on the other members before the freeze; MinAvailableReplicas is the
-	// fewest available there at any sample (every 100 ms) from the freeze until every replacement was
-	// available. No gap: the second is not below the first.
+	// fewest available there at any change the members' watches showed, from the freeze until every
+	// replacement was available. No gap: the second is not below the first.
 	SurvivingReplicas    int `json:"survivingReplicas"`
 	MinAvailableReplicas int `json:"minAvailableReplicas"`
 	// GoalSeconds is the goal for replacementAvailable: grace period + toleration + 10 s.
@@ -164,19 +164,16 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	frozenAt := time.Now()
 	m.begin(objects)
 	progress(fmt.Sprintf("froze %s (its cluster and its agent)", frozenMember))
-	sampleCtx, stopSampling := context.WithCancel(ctx)
-	least := make(chan int, 1)
-	go func() { least <- m.sampleMin(sampleCtx) }()
 	err = rec.waitCounts(ctx, map[string]int{stageReplacementAvailable: o.Objects}, o.Timeout, func(s string) {
 		progress(fmt.Sprintf("+%.0fs %s", time.Since(frozenAt).Seconds(), s))
 	})
-	stopSampling()
+	least := m.stopTracking()
 	if err != nil {
 		return fmt.Errorf("failover: %w", err)
 	}
 	result := FailoverResult{Members: o.Members, Objects: o.Objects, Replicas: o.Replicas,
 		GracePeriodSeconds: o.GracePeriod.Seconds(), TolerationSeconds: o.Toleration.Seconds(),
-		Failover: map[string]map[string]float64{}, SurvivingReplicas: surviving, MinAvailableReplicas: <-least,
+		Failover: map[string]map[string]float64{}, SurvivingReplicas: surviving, MinAvailableReplicas: least,
 		GoalSeconds: (o.GracePeriod + o.Toleration + 10*time.Second).Seconds()}
 	if t := m.tainted(); !t.IsZero() {
 		result.TaintSeconds = t.Sub(frozenAt).Seconds()

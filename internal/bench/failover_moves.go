@@ -56,6 +56,10 @@ type moves struct {
 	// taintedAt is when the frozen member first carried a NoExecute health taint after the failover began.
 	taintedAt time.Time
 	began     bool
+	// least is the fewest replicas available in the live members at any change of their copies while
+	// tracking: from the freeze until every replacement is available.
+	least    int
+	tracking bool
 }
 
 func newMoves(frozen string, replicas int32, r *recorder) *moves {
@@ -66,7 +70,7 @@ func newMoves(frozen string, replicas int32, r *recorder) *moves {
 // begin starts the clock of every object: the member was frozen now.
 func (m *moves) begin(objects []string) {
 	m.mu.Lock()
-	m.began = true
+	m.began, m.tracking, m.least = true, true, m.liveAvailable()
 	m.mu.Unlock()
 	for _, o := range objects {
 		m.recorder.begin(o)
@@ -116,6 +120,9 @@ func (m *moves) member(object, cluster string, d *appsv1.Deployment, deleted boo
 	} else {
 		m.running[k] = ptr.Deref(d.Spec.Replicas, 1)
 		m.available[k] = d.Status.AvailableReplicas
+	}
+	if m.tracking {
+		m.least = min(m.least, m.liveAvailable())
 	}
 	m.evaluate(object)
 }
@@ -180,10 +187,8 @@ func (m *moves) ready(objects []string) (bool, int) {
 	return true, surviving
 }
 
-// liveAvailable is the sum of the available replicas of every copy in the live members.
+// liveAvailable is the sum of the available replicas of every copy in the live members; m.mu is held.
 func (m *moves) liveAvailable() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	sum := 0
 	for k, n := range m.available {
 		if k.cluster != m.frozen {
@@ -240,18 +245,10 @@ func (m *moves) watch(ctx context.Context, hub *rest.Config, members map[string]
 	return nil
 }
 
-// sampleMin samples the available replicas on the live members every 100 ms until ctx ends and returns the
-// fewest seen.
-func (m *moves) sampleMin(ctx context.Context) int {
-	least := m.liveAvailable()
-	ticker := time.NewTicker(100 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return min(least, m.liveAvailable())
-		case <-ticker.C:
-			least = min(least, m.liveAvailable())
-		}
-	}
+// stopTracking ends the tracking of the available replicas and returns the fewest seen.
+func (m *moves) stopTracking() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tracking = false
+	return m.least
 }

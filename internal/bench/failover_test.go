@@ -110,9 +110,8 @@ func TestMoves(t *testing.T) {
 	if !reached(stageReplacementApplied) {
 		t.Fatal("not applied once every cluster of the new placement runs its replicas")
 	}
-	if m.liveAvailable() != 1 {
-		t.Errorf("liveAvailable() = %d, want 1 (member2's)", m.liveAvailable())
-	}
+	member("member2", 1, 0) // a dip the members' watches show, however short
+	member("member2", 1, 1)
 	member("member3", 1, 1)
 	if reached(stageReplacementAvailable) {
 		t.Fatal("available before the hub's Healthy condition observed the new placement")
@@ -121,8 +120,24 @@ func TestMoves(t *testing.T) {
 	if !reached(stageReplacementAvailable) {
 		t.Fatal("not available once Healthy at the new generation with the template's status in full")
 	}
-	if m.liveAvailable() != 2 {
-		t.Errorf("liveAvailable() = %d, want 2", m.liveAvailable())
+	if least := m.stopTracking(); least != 0 {
+		t.Errorf("stopTracking() = %d, want 0: member2's replica was unavailable for a moment", least)
+	}
+	member("member2", 1, 0)
+	if least := m.stopTracking(); least != 0 {
+		t.Errorf("stopTracking() = %d after tracking stopped, want 0 still", least)
+	}
+}
+
+// The fewest available replicas start from what the live members run at the freeze.
+func TestMovesLeastStartsAtTheFreeze(t *testing.T) {
+	m := newMoves("member1", 2, newRecorder())
+	m.member("a", "member2", &appsv1.Deployment{Status: appsv1.DeploymentStatus{AvailableReplicas: 0}}, false)
+	m.member("a", "member2", &appsv1.Deployment{Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, false)
+	m.member("a", "member1", &appsv1.Deployment{Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, false)
+	m.begin([]string{"a"})
+	if least := m.stopTracking(); least != 1 {
+		t.Errorf("stopTracking() = %d, want 1: member2's replica, not the frozen member's, nor a dip before the freeze", least)
 	}
 }
 
