@@ -184,7 +184,8 @@ func (m *moves) ready(objects []string) (bool, int) {
 			}
 		}
 	}
-	return true, surviving
+	// The live members' watches show it too, or a lagging watch would read as a gap at the freeze.
+	return m.liveAvailable() >= surviving, surviving
 }
 
 // liveAvailable is the sum of the available replicas of every copy in the live members; m.mu is held.

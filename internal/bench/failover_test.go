@@ -74,6 +74,10 @@ func TestMoves(t *testing.T) {
 	}
 	binding(1, 1, workv1alpha1.TargetCluster{Name: "member1", Replicas: 1}, workv1alpha1.TargetCluster{Name: "member2", Replicas: 1})
 	m.template("a", &appsv1.DeploymentStatus{AvailableReplicas: 2, UpdatedReplicas: 2})
+	member("member2", 1, 0)
+	if ok, _ := m.ready([]string{"a"}); ok {
+		t.Fatal("ready before member2's watch showed its replica available")
+	}
 	member("member2", 1, 1)
 	if ok, surviving := m.ready([]string{"a"}); !ok || surviving != 1 {
 		t.Fatalf("ready() = %v, %d; want true, 1 replica outside member1", ok, surviving)
