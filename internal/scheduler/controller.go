@@ -56,9 +56,10 @@ type Controller[T binding] struct {
 
 // Setup registers the scheduler for both binding kinds. A binding is placed again when its policy-derived
 // spec changes, when it becomes healthy while clusters are being left, and when a cluster changes in a way
-// that can move it (clusterEvents); never because of its own writes or a cluster's heartbeat.
-func Setup(mgr ctrl.Manager) error {
-	f, recorder := Default(), mgr.GetEventRecorder("flotilla-scheduler")
+// that can move it (clusterEvents); never because of its own writes or a cluster's heartbeat. Bindings fail
+// over from an unhealthy cluster after failoverAfter unless their policy says otherwise.
+func Setup(mgr ctrl.Manager, failoverAfter time.Duration) error {
+	f, recorder := New(failoverAfter), mgr.GetEventRecorder("flotilla-scheduler")
 	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
 		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }},
 		func() client.ObjectList { return &workv1alpha1.ResourceBindingList{} }); err != nil {
@@ -115,7 +116,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	wait := nextEvictionDeadline(spec.GracefulEvictionTasks, now)
-	if next, ok := NextNoExecuteExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
+	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
 		wait = next + time.Second
 	}
 	return ctrl.Result{RequeueAfter: wait}, nil
