@@ -72,8 +72,8 @@ type FailoverResult struct {
 	// TaintSeconds is from the freeze to the member's NoExecute health taint; omitted when no such taint
 	// was seen (the replicas moved for another reason).
 	TaintSeconds float64 `json:"taintSeconds,omitempty"`
-	// Failover holds, per stage (rescheduled, replacementApplied, replacementAvailable), the percentiles
-	// over the objects of the time from the freeze.
+	// Failover holds, per stage (rescheduled, replacementApplied, hubHealthy, replacementAvailable), the
+	// percentiles over the objects of the time from the freeze.
 	Failover map[string]map[string]float64 `json:"failover"`
 	// Cleanup is, over the objects, the time from the resume until the evicted copy is gone from the member.
 	Cleanup map[string]float64 `json:"cleanup"`
@@ -82,6 +82,9 @@ type FailoverResult struct {
 	// replacement was available. No gap: the second is not below the first.
 	SurvivingReplicas    int `json:"survivingReplicas"`
 	MinAvailableReplicas int `json:"minAvailableReplicas"`
+	// HubHealthyEarly counts the objects whose binding the hub called Healthy in the new placement before
+	// every member ran it in full (the hub's word is then wrong, and graceful eviction ends too soon).
+	HubHealthyEarly int `json:"hubHealthyEarly"`
 	// GoalSeconds is the goal for replacementAvailable: grace period + toleration + 10 s.
 	GoalSeconds float64 `json:"goalSeconds"`
 }
@@ -173,7 +176,7 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	}
 	result := FailoverResult{Members: o.Members, Objects: o.Objects, Replicas: o.Replicas,
 		GracePeriodSeconds: o.GracePeriod.Seconds(), TolerationSeconds: o.Toleration.Seconds(),
-		Failover: map[string]map[string]float64{}, SurvivingReplicas: surviving, MinAvailableReplicas: least,
+		Failover: map[string]map[string]float64{}, SurvivingReplicas: surviving, MinAvailableReplicas: least, HubHealthyEarly: m.hubEarly(),
 		GoalSeconds: (o.GracePeriod + o.Toleration + 10*time.Second).Seconds()}
 	if t := m.tainted(); !t.IsZero() {
 		result.TaintSeconds = t.Sub(frozenAt).Seconds()
@@ -314,6 +317,10 @@ func printFailover(out io.Writer, r *FailoverResult) {
 	}
 	fmt.Fprintf(out, "\navailable replicas on the live members during the move: at least %d; surviving share %d (%s)\n",
 		r.MinAvailableReplicas, r.SurvivingReplicas, gap)
+	if r.HubHealthyEarly > 0 {
+		fmt.Fprintf(out, "the hub called %d of %d objects Healthy in their new placement before the members ran it in full\n",
+			r.HubHealthyEarly, r.Objects)
+	}
 	verdict := "met"
 	if r.Failover[stageReplacementAvailable]["max"] > r.GoalSeconds {
 		verdict = "missed"

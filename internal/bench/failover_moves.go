@@ -25,14 +25,17 @@ const (
 	stageRescheduled = "rescheduled"
 	// stageReplacementApplied: every cluster of that placement runs the Deployment with its new replica count.
 	stageReplacementApplied = "replacementApplied"
-	// stageReplacementAvailable: the hub says the replacement runs in full: the binding is Healthy at the
-	// generation of the new placement and the template's status counts every replica available.
+	// stageHubHealthy: the hub says the replacement runs in full: the binding is Healthy at the generation
+	// of the new placement and the template's status counts every replica available.
+	stageHubHealthy = "hubHealthy"
+	// stageReplacementAvailable: the hub says so and it is true: every cluster of the new placement has all
+	// its replicas available.
 	stageReplacementAvailable = "replacementAvailable"
 	// stageCleanedUp: the evicted copy is gone from the resumed member.
 	stageCleanedUp = "cleanedUp"
 )
 
-var failoverStages = []string{stageRescheduled, stageReplacementApplied, stageReplacementAvailable}
+var failoverStages = []string{stageRescheduled, stageReplacementApplied, stageHubHealthy, stageReplacementAvailable}
 
 // objectCluster names one object's copy in one member.
 type objectCluster struct{ object, cluster string }
@@ -60,11 +63,14 @@ type moves struct {
 	// tracking: from the freeze until every replacement is available.
 	least    int
 	tracking bool
+	// early are the objects the hub said were healthy in their new placement before the members ran it.
+	early map[string]bool
 }
 
 func newMoves(frozen string, replicas int32, r *recorder) *moves {
 	return &moves{frozen: frozen, replicas: replicas, recorder: r, placed: map[string]map[string]int32{},
-		healthy: map[string]bool{}, full: map[string]bool{}, running: map[objectCluster]int32{}, available: map[objectCluster]int32{}}
+		healthy: map[string]bool{}, full: map[string]bool{}, running: map[objectCluster]int32{}, available: map[objectCluster]int32{},
+		early: map[string]bool{}}
 }
 
 // begin starts the clock of every object: the member was frozen now.
@@ -155,15 +161,26 @@ func (m *moves) evaluate(object string) {
 		return
 	}
 	m.recorder.mark(stageRescheduled, object, "")
-	applied := true
+	applied, available := true, true
 	for cluster, replicas := range placed {
-		got, ok := m.running[objectCluster{object, cluster}]
+		k := objectCluster{object, cluster}
+		got, ok := m.running[k]
 		applied = applied && ok && got == replicas
+		available = available && ok && got == replicas && m.available[k] >= replicas
 	}
 	if applied {
 		m.recorder.mark(stageReplacementApplied, object, "")
 	}
-	if m.healthy[object] && m.full[object] {
+	if !m.healthy[object] || !m.full[object] {
+		return
+	}
+	// The hub's word alone is not taken: a Work status from before the move can make it say Healthy while
+	// a member still runs the old replica count.
+	if m.began && !available && !m.recorder.reached(stageHubHealthy, object, []string{""}) {
+		m.early[object] = true
+	}
+	m.recorder.mark(stageHubHealthy, object, "")
+	if available {
 		m.recorder.mark(stageReplacementAvailable, object, "")
 	}
 }
@@ -244,6 +261,13 @@ func (m *moves) watch(ctx context.Context, hub *rest.Config, members map[string]
 		}
 	}
 	return nil
+}
+
+// hubEarly is how many objects the hub said were healthy in their new placement before the members ran it.
+func (m *moves) hubEarly() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.early)
 }
 
 // stopTracking ends the tracking of the available replicas and returns the fewest seen.

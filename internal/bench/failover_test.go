@@ -121,6 +121,9 @@ func TestMoves(t *testing.T) {
 		t.Fatal("available before the hub's Healthy condition observed the new placement")
 	}
 	binding(2, 2, workv1alpha1.TargetCluster{Name: "member2", Replicas: 1}, workv1alpha1.TargetCluster{Name: "member3", Replicas: 1})
+	if m.hubEarly() != 0 {
+		t.Errorf("hubEarly() = %d, want 0: the hub spoke once the members ran the replacement", m.hubEarly())
+	}
 	if !reached(stageReplacementAvailable) {
 		t.Fatal("not available once Healthy at the new generation with the template's status in full")
 	}
@@ -142,6 +145,40 @@ func TestMovesLeastStartsAtTheFreeze(t *testing.T) {
 	m.begin([]string{"a"})
 	if least := m.stopTracking(); least != 1 {
 		t.Errorf("stopTracking() = %d, want 1: member2's replica, not the frozen member's, nor a dip before the freeze", least)
+	}
+}
+
+// The hub's Healthy condition at the new generation, with the template's status in full, while a member
+// still runs the old replica count (a Work status from before the move) is the hub's word, not the
+// replacement: it is counted as early, and the replacement is available only once the member runs it.
+func TestMovesHubHealthyBeforeTheMembers(t *testing.T) {
+	rec := newRecorder()
+	m := newMoves("member1", 2, rec)
+	m.member("a", "member2", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, false)
+	m.template("a", &appsv1.DeploymentStatus{AvailableReplicas: 2, UpdatedReplicas: 2})
+	m.begin([]string{"a"})
+	healthy := &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{{Type: workv1alpha1.ConditionHealthy,
+		Status: metav1.ConditionTrue, ObservedGeneration: 2}}}
+	m.binding("a", &workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "member2", Replicas: 2}}}, healthy, 2, false)
+	if !rec.reached(stageHubHealthy, "a", []string{""}) || rec.reached(stageReplacementAvailable, "a", []string{""}) {
+		t.Fatal("want hubHealthy and not replacementAvailable while member2 runs 1 of its 2 replicas")
+	}
+	if m.hubEarly() != 1 {
+		t.Errorf("hubEarly() = %d, want 1", m.hubEarly())
+	}
+	m.member("a", "member2", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, false)
+	if rec.reached(stageReplacementAvailable, "a", []string{""}) {
+		t.Fatal("available with 1 of member2's 2 replicas available")
+	}
+	m.member("a", "member2", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 2}}, false)
+	if !rec.reached(stageReplacementAvailable, "a", []string{""}) {
+		t.Fatal("not available once member2 runs its 2 replicas")
+	}
+	if m.hubEarly() != 1 {
+		t.Errorf("hubEarly() = %d, want still 1", m.hubEarly())
 	}
 }
 
