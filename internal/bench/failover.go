@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -184,7 +185,8 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	for _, s := range failoverStages {
 		result.Failover[s] = percentiles(rec.durations(s))
 	}
-	progress(fmt.Sprintf("+%.1fs every replacement available (%s)", result.Failover[stageReplacementAvailable]["max"], describeTaint(result.TaintSeconds)))
+	progress(fmt.Sprintf("+%.1fs every replacement available (%s; first binding rescheduled at +%.1fs)",
+		result.Failover[stageReplacementAvailable]["max"], describeTaint(result.TaintSeconds), slices.Min(rec.durations(stageRescheduled)).Seconds()))
 
 	if err := signalAll(frozen, syscall.SIGCONT); err != nil {
 		return err
