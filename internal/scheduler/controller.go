@@ -145,8 +145,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	wait := nextEvictionDeadline(spec.GracefulEvictionTasks, now)
-	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
-		wait = next + time.Second
+	// A taint's timeAdded is stored to the second, never later than the taint came: a small margin suffices.
+	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+100*time.Millisecond < wait) {
+		wait = next + 100*time.Millisecond
 	}
 	for _, next := range []time.Duration{failWait, recordWait} {
 		if next > 0 && (wait == 0 || next < wait) {
