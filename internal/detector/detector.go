@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // Key identifies a template. GVK's version is the one the detector watches the kind under (see watch).
@@ -56,6 +57,8 @@ const discoveryRetry = time.Second
 type Detector struct {
 	client client.Client
 	cache  cache.Cache
+	// interpreter tells a template's replicas, with the customization of its kind if any.
+	interpreter *interpreter.Interpreter
 	mapper meta.RESTMapper
 	ctrl   controller.TypedController[Key]
 	// examine hands template keys from the policy reconciler to the template reconciler's queue.
@@ -71,7 +74,7 @@ type Detector struct {
 // first. Each template is claimed on its own, so one that cannot be (its binding is refused) never holds up
 // the others, and only the template reconciler writes bindings.
 func Setup(mgr ctrl.Manager) error {
-	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(),
+	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interpreter: interpreter.New(mgr.GetClient()),
 		examine: make(chan event.TypedGenericEvent[Key], 1024), watched: map[schema.GroupKind]string{}}
 	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d, MaxConcurrentReconciles: templateWorkers})
 	if err != nil {

@@ -1,0 +1,129 @@
+package interpreter
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
+)
+
+// builtinFS holds the customizations shipped in the binary, InterpreterCustomization objects like any
+// user's, for kinds widely run on fleets.
+//
+//go:embed builtin/*.yaml
+var builtinFS embed.FS
+
+// builtins are the shipped customizations, compiled once, by target.
+var builtins = sync.OnceValues(func() (map[schema.GroupVersionKind]*Customization, error) {
+	files, err := fs.Glob(builtinFS, "builtin/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := map[schema.GroupVersionKind]*Customization{}
+	for _, f := range files {
+		data, err := builtinFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		ic := &configv1alpha1.InterpreterCustomization{}
+		if err := yaml.UnmarshalStrict(data, ic); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		c, errs := Compile(ic)
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("%s: %w", f, errs.ToAggregate())
+		}
+		c.Name = "builtin:" + ic.Name
+		out[c.Target] = c
+	}
+	return out, nil
+})
+
+// Registry finds the customization of a kind: the user's InterpreterCustomization when there is one (read
+// from a cache the manager keeps by watching them), else a shipped one. Compiled customizations are kept
+// until their object changes, so each is compiled once per version, not on every reconcile.
+type Registry struct {
+	// Reader lists InterpreterCustomizations; nil means only the shipped ones are known.
+	Reader client.Reader
+
+	mu       sync.Mutex
+	compiled map[types.UID]compiled
+}
+
+type compiled struct {
+	generation    int64
+	customization *Customization
+}
+
+// NewRegistry returns a registry reading user customizations from reader (a cached client).
+func NewRegistry(reader client.Reader) *Registry { return &Registry{Reader: reader} }
+
+// For returns the customization of a kind, or nil when none customizes it. An error reading the user's
+// customizations is returned, never read as "there is none": the built-in rules would then quietly decide
+// for a kind its owner customized.
+func (r *Registry) For(ctx context.Context, gvk schema.GroupVersionKind) (*Customization, error) {
+	if r != nil && r.Reader != nil {
+		list := &configv1alpha1.InterpreterCustomizationList{}
+		if err := r.Reader.List(ctx, list); err != nil {
+			return nil, fmt.Errorf("reading InterpreterCustomizations: %w", err)
+		}
+		var matching []*configv1alpha1.InterpreterCustomization
+		for i := range list.Items {
+			t := list.Items[i].Spec.Target
+			if t.Kind == gvk.Kind && t.APIVersion == gvk.GroupVersion().String() && list.Items[i].DeletionTimestamp == nil {
+				matching = append(matching, &list.Items[i])
+			}
+		}
+		if len(matching) > 0 {
+			slices.SortFunc(matching, func(a, b *configv1alpha1.InterpreterCustomization) int { return strings.Compare(a.Name, b.Name) })
+			return r.compile(matching[0]), nil
+		}
+	}
+	shipped, err := builtins()
+	if err != nil {
+		return nil, err
+	}
+	return shipped[gvk], nil
+}
+
+// compile returns ic compiled, from the registry's memory when its generation did not change. Operations
+// that do not compile (a customization written before admission checked it) are left out of programs and
+// fail when used, through brokenProgram.
+func (r *Registry) compile(ic *configv1alpha1.InterpreterCustomization) *Customization {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.compiled[ic.UID]; ok && c.generation == ic.Generation {
+		return c.customization
+	}
+	c, errs := Compile(ic)
+	for _, e := range errs {
+		op := Operation(strings.TrimSuffix(strings.TrimPrefix(e.Field, "spec.customizations."), ".cel"))
+		if _, ok := signatures[op]; ok {
+			c.programs[op] = brokenProgram{e}
+		}
+	}
+	if r.compiled == nil {
+		r.compiled = map[types.UID]compiled{}
+	}
+	// Forget customizations deleted meanwhile, so the memory holds only current ones.
+	if len(r.compiled) > 64 {
+		clear(r.compiled)
+	}
+	r.compiled[ic.UID] = compiled{generation: ic.Generation, customization: c}
+	return c
+}
+
+// brokenProgram stands for an operation that did not compile: it fails with the compiler's message.
+type brokenProgram struct{ err error }
+
+func (p brokenProgram) Eval(context.Context, map[string]any) (any, error) { return nil, p.err }
