@@ -2,8 +2,8 @@ package binding
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"sync"

@@ -2,8 +2,8 @@ package detector
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 

@@ -59,8 +59,8 @@ type Detector struct {
 	cache  cache.Cache
 	// interpreter tells a template's replicas, with the customization of its kind if any.
 	interpreter *interpreter.Interpreter
-	mapper meta.RESTMapper
-	ctrl   controller.TypedController[Key]
+	mapper      meta.RESTMapper
+	ctrl        controller.TypedController[Key]
 	// examine hands template keys from the policy reconciler to the template reconciler's queue.
 	examine chan event.TypedGenericEvent[Key]
 

@@ -11,9 +11,9 @@ import (
 	"github.com/google/cel-go/ext"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/library"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // CEL is the Common Expression Language with the Kubernetes libraries the API server offers in its own CEL
