@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -37,7 +38,11 @@ func customizationEvents(c client.Client, namespaced bool) handler.EventHandler 
 		var out []reconcile.Request
 		for _, item := range items {
 			b, ok := item.(binding)
-			if ok && b.BindingSpec().Resource.APIVersion == ic.Spec.Target.APIVersion && b.BindingSpec().Resource.Kind == ic.Spec.Target.Kind {
+			if !ok {
+				continue
+			}
+			gv, err := schema.ParseGroupVersion(b.BindingSpec().Resource.APIVersion)
+			if err == nil && interpreter.Customizes(ic.Spec.Target, gv.WithKind(b.BindingSpec().Resource.Kind)) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 			}
 		}

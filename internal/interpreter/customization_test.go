@@ -270,7 +270,7 @@ func TestUserCustomizationOverridesBuiltin(t *testing.T) {
 		t.Fatal(err)
 	}
 	user := &configv1alpha1.InterpreterCustomization{
-		ObjectMeta: metav1.ObjectMeta{Name: "my-rollouts", UID: "u1", Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: "my-rollouts", UID: "u1"},
 		Spec: configv1alpha1.InterpreterCustomizationSpec{
 			Target:         configv1alpha1.CustomizationTarget{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout"},
 			Customizations: configv1alpha1.CustomizationRules{ReplicaResource: &configv1alpha1.Expression{CEL: `{"replicas": 42}`}},

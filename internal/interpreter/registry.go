@@ -51,7 +51,7 @@ var builtins = sync.OnceValues(func() (map[schema.GroupVersionKind]*Customizatio
 
 // Registry finds the customization of a kind: the user's InterpreterCustomization when there is one (read
 // from a cache the manager keeps by watching them), else a shipped one. Compiled customizations are kept
-// until their object changes, so each is compiled once per version, not on every reconcile.
+// until their object changes, so each is compiled once per change, not on every reconcile.
 type Registry struct {
 	// Reader lists InterpreterCustomizations; nil means only the shipped ones are known.
 	Reader client.Reader
@@ -61,8 +61,8 @@ type Registry struct {
 }
 
 type compiled struct {
-	generation    int64
-	customization *Customization
+	resourceVersion string
+	customization   *Customization
 }
 
 // NewRegistry returns a registry reading user customizations from reader (a cached client).
@@ -79,13 +79,18 @@ func (r *Registry) For(ctx context.Context, gvk schema.GroupVersionKind) (*Custo
 		}
 		var matching []*configv1alpha1.InterpreterCustomization
 		for i := range list.Items {
-			t := list.Items[i].Spec.Target
-			if t.Kind == gvk.Kind && t.APIVersion == gvk.GroupVersion().String() && list.Items[i].DeletionTimestamp == nil {
+			if targets(list.Items[i].Spec.Target, gvk) >= 0 && list.Items[i].DeletionTimestamp == nil {
 				matching = append(matching, &list.Items[i])
 			}
 		}
 		if len(matching) > 0 {
-			slices.SortFunc(matching, func(a, b *configv1alpha1.InterpreterCustomization) int { return strings.Compare(a.Name, b.Name) })
+			// The exact version first, then by name.
+			slices.SortFunc(matching, func(a, b *configv1alpha1.InterpreterCustomization) int {
+				if d := targets(b.Spec.Target, gvk) - targets(a.Spec.Target, gvk); d != 0 {
+					return d
+				}
+				return strings.Compare(a.Name, b.Name)
+			})
 			return r.compile(matching[0]), nil
 		}
 	}
@@ -93,16 +98,45 @@ func (r *Registry) For(ctx context.Context, gvk schema.GroupVersionKind) (*Custo
 	if err != nil {
 		return nil, err
 	}
-	return shipped[gvk], nil
+	if c, ok := shipped[gvk]; ok {
+		return c, nil
+	}
+	for target, c := range shipped {
+		if target.GroupKind() == gvk.GroupKind() {
+			return c, nil
+		}
+	}
+	return nil, nil
 }
 
-// compile returns ic compiled, from the registry's memory when its generation did not change. Operations
+// targets says how well a customization's target matches a kind: 1 for its exact apiVersion, 0 for another
+// version of its group and kind, -1 for none. Other versions match because a template is read under the
+// version Flotilla watches its kind under (the API server's preferred one), which need not be the version
+// the customization was written for; a CRD's versions describe the same objects.
+func targets(t configv1alpha1.CustomizationTarget, gvk schema.GroupVersionKind) int {
+	gv, err := schema.ParseGroupVersion(t.APIVersion)
+	switch {
+	case err != nil || t.Kind != gvk.Kind || gv.Group != gvk.Group:
+		return -1
+	case gv.Version == gvk.Version:
+		return 1
+	}
+	return 0
+}
+
+// Customizes says whether a customization of target may apply to objects of gvk (of any version of its
+// group and kind: For picks among several).
+func Customizes(target configv1alpha1.CustomizationTarget, gvk schema.GroupVersionKind) bool {
+	return targets(target, gvk) >= 0
+}
+
+// compile returns ic compiled, from the registry's memory when it did not change. Operations
 // that do not compile (a customization written before admission checked it) are left out of programs and
 // fail when used, through brokenProgram.
 func (r *Registry) compile(ic *configv1alpha1.InterpreterCustomization) *Customization {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.compiled[ic.UID]; ok && c.generation == ic.Generation {
+	if c, ok := r.compiled[ic.UID]; ok && c.resourceVersion == ic.ResourceVersion {
 		return c.customization
 	}
 	c, errs := Compile(ic)
@@ -119,7 +153,7 @@ func (r *Registry) compile(ic *configv1alpha1.InterpreterCustomization) *Customi
 	if len(r.compiled) > 64 {
 		clear(r.compiled)
 	}
-	r.compiled[ic.UID] = compiled{generation: ic.Generation, customization: c}
+	r.compiled[ic.UID] = compiled{resourceVersion: ic.ResourceVersion, customization: c}
 	return c
 }
 

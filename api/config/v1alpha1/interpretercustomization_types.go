@@ -10,8 +10,9 @@ import (
 // statuses fold into the template's, whether it is healthy, and what it depends on. Each operation is
 // optional; an operation left out keeps Flotilla's built-in rule for the kind. A customization overrides the
 // customizations shipped in the binary for the same kind (Argo Rollouts' Rollout, OpenKruise's CloneSet).
-// At most one customization may target one apiVersion and kind; when several do, the one whose name sorts
-// first is used.
+// A customization of one version applies to the kind's other versions too (a template is read under the
+// version the API server prefers), unless another customization names that version exactly. When several
+// customizations match a kind equally, the one whose name sorts first is used.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=ic
 // +kubebuilder:printcolumn:name="API-VERSION",type=string,JSONPath=`.spec.target.apiVersion`
@@ -54,7 +55,9 @@ type CustomizationRules struct {
 	// ReplicaResource says how many replicas an object has and what one replica needs.
 	// Input: `object`, the template on the hub.
 	// Output: a map {"replicas": int, "requests": {resource name: quantity string}}; requests is optional
-	// (for example {"replicas": object.spec.replicas, "requests": {"cpu": "100m"}}).
+	// (for example {"replicas": object.spec.replicas, "requests": {"cpu": "100m"}}), and may be a list of
+	// such maps, which are summed (one per container:
+	// object.spec.template.spec.containers.map(c, c.?resources.?requests.orValue({}))).
 	// A kind with this operation is divided over clusters and scheduled by capacity like a Deployment.
 	// +optional
 	ReplicaResource *Expression `json:"replicaResource,omitempty"`
