@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
@@ -97,6 +98,9 @@ func Setup(mgr ctrl.Manager) error {
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, toAll).
 		// A policy may select a kind before its CRD exists; the CRD's arrival is when it takes effect.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll, builder.WithPredicates(crdEstablished)).
+		// A customization changes what a kind's templates need (their replicas). Customizations change
+		// rarely, and a template whose binding already says what it needs costs a cache read, not a write.
+		Watches(&configv1alpha1.InterpreterCustomization{}, toAll).
 		Complete(reconcile.Func(d.policiesChanged))
 }
 

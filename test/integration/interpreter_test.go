@@ -205,6 +205,27 @@ func TestInterpreterCustomization(t *testing.T) {
 		})
 	})
 
+	t.Run("a changed customization reaches the template's binding", func(t *testing.T) {
+		ic := &configv1alpha1.InterpreterCustomization{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "widgets"}, ic); err != nil {
+			t.Fatal(err)
+		}
+		ic.Spec.Customizations.ReplicaResource.CEL = `{"replicas": object.spec.replicas / 2}`
+		if err := env.Client.Update(ctx, ic); err != nil {
+			t.Fatal(err)
+		}
+		bindingSays(t, "3 replicas divided 1/2, without requirements", func(b *workv1alpha1.ResourceBinding) error {
+			got := map[string]int32{}
+			for _, c := range b.Spec.Clusters {
+				got[c.Name] = c.Replicas
+			}
+			if b.Spec.Replicas != 3 || b.Spec.ReplicaRequirements != nil || got["interpreter-a"] != 1 || got["interpreter-b"] != 2 {
+				return fmt.Errorf("replicas %d, requirements %+v, clusters %v", b.Spec.Replicas, b.Spec.ReplicaRequirements, got)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a bad expression is refused at admission", func(t *testing.T) {
 		bad := widgetsCustomization(`object.status.readyReplicas >=`)
 		bad.Name = "widgets-bad"
@@ -244,7 +265,7 @@ func TestInterpreterCustomization(t *testing.T) {
 			return nil
 		})
 		// What does not depend on the broken operation goes on: the division stays.
-		if len(b.Spec.Clusters) != 2 || b.Spec.Replicas != 6 {
+		if len(b.Spec.Clusters) != 2 || b.Spec.Replicas != 3 {
 			t.Errorf("binding spec changed: %d replicas over %v", b.Spec.Replicas, b.Spec.Clusters)
 		}
 	})
