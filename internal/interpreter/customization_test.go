@@ -187,6 +187,19 @@ func TestRuntimeErrorsNameTheCustomization(t *testing.T) {
 			_, _, err := c.Replicas(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"size": int64(1), "cpu": "lots"}}})
 			return err
 		}, "requests[cpu]"},
+		{"revising the name", func() error {
+			bad := widgetIC(t, widgetCustomization)
+			bad.Spec.Customizations.ReplicaRevision.CEL = `{"metadata.name": "other"}`
+			c, _ := Compile(bad)
+			return c.ReviseReplicas(widget(nil), 1)
+		}, "identifies the object"},
+		{"retaining the kind", func() error {
+			bad := widgetIC(t, widgetCustomization)
+			bad.Spec.Customizations.Retention.CEL = `["kind"]`
+			c, _ := Compile(bad)
+			_, err := c.Retained(widget(nil))
+			return err
+		}, "identifies the object"},
 		{"over the cost limit", func() error {
 			_, err := slow.Healthy(&unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"items": items}}})
 			return err

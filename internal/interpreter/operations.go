@@ -2,6 +2,7 @@ package interpreter
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,9 @@ func (c *Customization) ReviseReplicas(obj *unstructured.Unstructured, replicas 
 		return err
 	}
 	for path, v := range out.(map[string]any) {
+		if err := checkPath(path); err != nil {
+			return &Error{Customization: c.Name, Operation: OpReplicaRevision, Err: err}
+		}
 		if err := unstructured.SetNestedField(obj.Object, runtime.DeepCopyJSONValue(v), fieldPath(path)...); err != nil {
 			return &Error{Customization: c.Name, Operation: OpReplicaRevision, Err: fmt.Errorf("setting %s: %w", path, err)}
 		}
@@ -85,8 +89,11 @@ func (c *Customization) Retained(obj *unstructured.Unstructured) ([]string, erro
 	var paths []string
 	for _, p := range out.([]any) {
 		s, ok := p.(string)
-		if !ok || s == "" {
+		if !ok {
 			return nil, &Error{Customization: c.Name, Operation: OpRetention, Err: fmt.Errorf("%v is not a field path", p)}
+		}
+		if err := checkPath(s); err != nil {
+			return nil, &Error{Customization: c.Name, Operation: OpRetention, Err: err}
 		}
 		paths = append(paths, s)
 	}
@@ -165,3 +172,20 @@ func RemoveFields(obj *unstructured.Unstructured, paths []string) {
 
 // fieldPath splits a dotted path ("spec.replicas"; a leading dot is allowed).
 func fieldPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
+
+// checkPath refuses a path that is empty, has an empty segment, or names what identifies the object (its
+// apiVersion, kind, name and namespace): a customization changes an object's content, never which object
+// Flotilla applies.
+func checkPath(p string) error {
+	parts := fieldPath(p)
+	if slices.Contains(parts, "") {
+		return fmt.Errorf("%q is not a field path", p)
+	}
+	switch {
+	case parts[0] == "apiVersion" || parts[0] == "kind",
+		len(parts) == 1 && parts[0] == "metadata",
+		len(parts) >= 2 && parts[0] == "metadata" && (parts[1] == "name" || parts[1] == "namespace" || parts[1] == "generateName"):
+		return fmt.Errorf("%s identifies the object and cannot be revised or retained", p)
+	}
+	return nil
+}

@@ -65,13 +65,15 @@ type CustomizationRules struct {
 	// Inputs: `object`, the manifest for the cluster; `replicas`, the cluster's share (int).
 	// Output: a map from a dotted field path to the value to set there, for example
 	// {"spec.replicas": replicas}.
-	// Without it, a kind with replicaResource gets its share written to spec.replicas.
+	// Without it, a kind with replicaResource gets its share written to spec.replicas. A path naming the
+	// object's apiVersion, kind, name or namespace fails the operation.
 	// +optional
 	ReplicaRevision *Expression `json:"replicaRevision,omitempty"`
 	// Retention lists the fields whose values members own: they are left out of the manifest Flotilla
 	// applies, so whoever sets them in the member (an autoscaler, a member controller) keeps them.
 	// Input: `object`, the manifest for the cluster.
-	// Output: a list of dotted field paths, for example ["spec.replicas"].
+	// Output: a list of dotted field paths, for example ["spec.replicas"]; one naming the object's
+	// apiVersion, kind, name or namespace fails the operation.
 	// +optional
 	Retention *Expression `json:"retention,omitempty"`
 	// StatusReflection says which part of a member object's status is reported to the hub: the binding's
