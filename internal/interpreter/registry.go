@@ -74,7 +74,8 @@ func NewRegistry(reader client.Reader) *Registry { return &Registry{Reader: read
 func (r *Registry) For(ctx context.Context, gvk schema.GroupVersionKind) (*Customization, error) {
 	if r != nil && r.Reader != nil {
 		list := &configv1alpha1.InterpreterCustomizationList{}
-		if err := r.Reader.List(ctx, list); err != nil {
+		// Read-only: the cache's objects are not copied for a lookup every reconcile of every binding makes.
+		if err := r.Reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, fmt.Errorf("reading InterpreterCustomizations: %w", err)
 		}
 		var matching []*configv1alpha1.InterpreterCustomization
