@@ -235,7 +235,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			err = applyStatus(ctx, r.Client, b, renderManager, ownedConditionsStatus{Conditions: c})
 		}
 	}()
-	divided := isDivided(spec)
+	divided := division(spec)
 	// Works are written a few at a time: one binding may place its template on a thousand clusters.
 	var mu sync.Mutex
 	writes, writesCtx := errgroup.WithContext(ctx)
@@ -250,8 +250,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 				return err
 			}
 			manifests := []*unstructured.Unstructured{m}
+			injectPreservedState(manifests[0], spec.FailoverRecords, target.Name)
 			for _, d := range deps {
-				manifests = append(manifests, Render(d, target, false))
+				manifests = append(manifests, Render(d, target, nil))
 			}
 			applied, err := r.override(writesCtx, manifests, target.Name, overrides)
 			if err != nil {

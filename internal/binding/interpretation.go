@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
-	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
@@ -52,9 +51,9 @@ func customizationEvents(c client.Client, namespaced bool) handler.EventHandler 
 
 // render is Render for one cluster with what the kind's customization says: the cluster's share of the
 // replicas written where the customization says, and the fields members own left out.
-func render(ctx context.Context, interp *interpreter.Interpreter, template *unstructured.Unstructured, target workv1alpha1.TargetCluster, divided bool) (*unstructured.Unstructured, error) {
-	m := Render(template, target, divided)
-	if divided {
+func render(ctx context.Context, interp *interpreter.Interpreter, template *unstructured.Unstructured, target workv1alpha1.TargetCluster, division []workv1alpha1.TargetCluster) (*unstructured.Unstructured, error) {
+	m := Render(template, target, division)
+	if division != nil {
 		if err := interp.ReviseReplicas(ctx, m, target.Replicas); err != nil {
 			return nil, err
 		}
@@ -89,9 +88,8 @@ func interpretationErrors(ctx context.Context, interp *interpreter.Interpreter, 
 	if _, err := interp.Dependencies(ctx, template); note(err) != nil {
 		return nil, err
 	}
-	divided := isDivided(spec)
 	for _, target := range spec.Clusters {
-		if _, err := render(ctx, interp, template, target, divided); note(err) != nil {
+		if _, err := render(ctx, interp, template, target, division(spec)); note(err) != nil {
 			return nil, err
 		}
 	}
@@ -140,9 +138,4 @@ func truncate(s string) string {
 		return s
 	}
 	return fmt.Sprintf("%s... (%d more bytes)", s[:limit], len(s)-limit)
-}
-
-func isDivided(spec *workv1alpha1.ResourceBindingSpec) bool {
-	return spec.Placement != nil && spec.Placement.ReplicaScheduling != nil &&
-		spec.Placement.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingDivided
 }

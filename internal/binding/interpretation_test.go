@@ -47,7 +47,12 @@ func TestRenderWithCustomization(t *testing.T) {
 			true, []string{"spec", "replicas"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := render(ctx, interp, parse(t, tc.template), workv1alpha1.TargetCluster{Name: "m1", Replicas: 2}, tc.divided)
+			target := workv1alpha1.TargetCluster{Name: "m1", Replicas: 2}
+			var division []workv1alpha1.TargetCluster
+			if tc.divided {
+				division = []workv1alpha1.TargetCluster{target, {Name: "m2", Replicas: 4}}
+			}
+			m, err := render(ctx, interp, parse(t, tc.template), target, division)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,8 @@
 package binding
 
 import (
+	"maps"
+	"slices"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,8 +15,9 @@ import (
 
 // Render turns a template into the manifest for one cluster: fields the hub's API server set are removed
 // (a member sets its own), Flotilla's claim labels are dropped, the template generation is recorded, and a
-// divided workload gets the cluster's replicas.
-func Render(template *unstructured.Unstructured, target workv1alpha1.TargetCluster, divided bool) *unstructured.Unstructured {
+// divided workload gets the cluster's share: its replicas, and a Job its part of the completions. division is
+// the divided placement the target is part of, nil when the template is not divided.
+func Render(template *unstructured.Unstructured, target workv1alpha1.TargetCluster, division []workv1alpha1.TargetCluster) *unstructured.Unstructured {
 	m := template.DeepCopy()
 	delete(m.Object, "status")
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
@@ -50,11 +53,44 @@ func Render(template *unstructured.Unstructured, target workv1alpha1.TargetClust
 			}
 		}
 	}
-	if divided {
+	if division != nil {
 		interpreter.ReviseReplicas(m, target.Replicas)
+		interpreter.ShareCompletions(m, target.Name, division)
 	}
 	dropNulls(m.Object)
 	return m
+}
+
+// division is the placement a binding divides its replicas over, nil when every cluster runs the whole
+// template.
+func division(spec *workv1alpha1.ResourceBindingSpec) []workv1alpha1.TargetCluster {
+	if spec.Placement == nil || spec.Placement.ReplicaScheduling == nil ||
+		spec.Placement.ReplicaScheduling.ReplicaSchedulingType != policyv1alpha1.ReplicaSchedulingDivided {
+		return nil
+	}
+	if spec.Clusters == nil {
+		return []workv1alpha1.TargetCluster{}
+	}
+	return spec.Clusters
+}
+
+// injectPreservedState labels the manifest for cluster with the state the binding's failovers preserved,
+// when the binding moved to cluster in that failover (the cluster is not among those it ran on before):
+// the replacement resumes from the failed copy's state, and the copies that kept running are left as they
+// are. The labels stay while the failover record lasts; the scheduler drops it when it expires, and the
+// next render removes them.
+func injectPreservedState(m *unstructured.Unstructured, records []workv1alpha1.FailoverRecord, cluster string) {
+	labels := m.GetLabels()
+	for _, r := range records {
+		if len(r.PreservedLabelState) == 0 || r.FromCluster == cluster || slices.Contains(r.ClustersBeforeFailover, cluster) {
+			continue
+		}
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		maps.Copy(labels, r.PreservedLabelState)
+	}
+	m.SetLabels(labels)
 }
 
 // dropNulls removes null fields, as the API server does when it stores a Work: the rendered manifest then

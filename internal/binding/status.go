@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -100,10 +101,12 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if interpreted != nil {
 		sum.interpreted = interpreted
 	}
+	healthSince(sum.items, b.BindingStatus().AggregatedStatus, metav1.Now())
 	if err := r.writeStatus(ctx, b, template, sum); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.aggregateTemplate(ctx, template, sum.members, sum.caughtUp)
+	return ctrl.Result{}, r.aggregateTemplate(ctx, template, interpreter.Fleet{Members: sum.members, Divided: division(b.BindingSpec()) != nil,
+		CaughtUp: sum.caughtUp, Applied: sum.applied, Healthy: sum.healthy, Now: time.Now()})
 }
 
 // interpret applies the customization of the template's kind to the Works' reports, in place (the status
@@ -156,8 +159,8 @@ type aggregation struct {
 	healthy metav1.Condition // Healthy
 	// interpreted is the Interpreted condition; nil when no customization applies.
 	interpreted *metav1.Condition
-	// members are the member objects' full status, for the template's.
-	members []interpreter.ClusterStatus
+	// members are the member objects' full status, one per target cluster, for the template's.
+	members []interpreter.Member
 	// caughtUp is true when every target cluster applied the template's current generation and observed it.
 	caughtUp bool
 }
@@ -170,6 +173,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	var notApplied, notHealthy []string
 	for _, target := range spec.Clusters {
 		item := workv1alpha1.AggregatedStatusItem{ClusterName: target.Name, Health: workv1alpha1.ResourceUnknown}
+		member := interpreter.Member{Cluster: target.Name}
 		if w := workOf(works, target.Name); w != nil && len(w.Status.ManifestStatuses) > 0 {
 			ms := w.Status.ManifestStatuses[0]
 			item.Applied, item.Health, item.Status = ms.Applied, ms.Health, summarize(ms.Status)
@@ -180,7 +184,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 				m := map[string]any{}
 				// utiljson keeps whole numbers int64, as the unstructured helpers expect.
 				if utiljson.Unmarshal(ms.Status.Raw, &m) == nil {
-					sum.members = append(sum.members, interpreter.ClusterStatus{ClusterName: target.Name, Status: m})
+					member.Status = m
 				}
 			}
 			workApplied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
@@ -194,11 +198,12 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 			applied = false
 			notApplied = append(notApplied, target.Name)
 		}
-		if item.Health != workv1alpha1.ResourceHealthy {
+		if item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, workOf(works, target.Name)) {
 			healthy = false
 			notHealthy = append(notHealthy, target.Name)
 		}
 		sum.items = append(sum.items, item)
+		sum.members = append(sum.members, member)
 	}
 	sum.caughtUp = caughtUp
 	sum.applied = condition(workv1alpha1.ConditionFullyApplied, applied, generation,
@@ -206,6 +211,42 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	sum.healthy = condition(workv1alpha1.ConditionHealthy, healthy, generation,
 		"Healthy", "healthy in every target cluster", "NotHealthy", "not healthy yet in "+clusterv1alpha1.ListInMessage(notHealthy))
 	return sum
+}
+
+// reportsCurrent reports whether a cluster's Work status speaks of what the binding now asks of that cluster:
+// the status observed the Work's current generation, and the Work carries the replica count the placement
+// gives the cluster. Until then a Healthy report is about the copy before a move (a cluster taking over a
+// failed cluster's replicas still reports its old count as healthy), and an eviction must not end on it.
+func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.TargetCluster, w *workv1alpha1.Work) bool {
+	if w == nil || len(w.Spec.Workload.Manifests) == 0 {
+		return false
+	}
+	applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
+	if applied == nil || applied.ObservedGeneration != w.Generation {
+		return false
+	}
+	if spec.Replicas == 0 {
+		return true
+	}
+	manifest := map[string]any{}
+	if err := utiljson.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &manifest); err != nil {
+		return false
+	}
+	replicas, _, ok := interpreter.Replicas(&unstructured.Unstructured{Object: manifest})
+	return !ok || replicas == target.Replicas
+}
+
+// healthSince sets each item's health transition time: kept from the previous item of its cluster while the
+// health stays the same, now when it changed (or the cluster is new). The time lives in the binding's status
+// rather than in memory, so how long a cluster has been unhealthy survives a restart of the hub.
+func healthSince(items, previous []workv1alpha1.AggregatedStatusItem, now metav1.Time) {
+	for i := range items {
+		items[i].HealthTransitionTime = &now
+		j := slices.IndexFunc(previous, func(p workv1alpha1.AggregatedStatusItem) bool { return p.ClusterName == items[i].ClusterName })
+		if j >= 0 && previous[j].Health == items[i].Health && previous[j].HealthTransitionTime != nil {
+			items[i].HealthTransitionTime = previous[j].HealthTransitionTime
+		}
+	}
 }
 
 // ownedStatus is the part of a binding's status the status controller applies.
@@ -233,9 +274,10 @@ func (r *StatusController[T]) writeStatus(ctx context.Context, b T, template *un
 	return nil
 }
 
-// aggregateTemplate writes the summed member status into the template's status subresource.
-func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, members []interpreter.ClusterStatus, caughtUp bool) error {
-	want, err := r.Interpreter.AggregateStatus(ctx, template, members, caughtUp)
+// aggregateTemplate writes the fleet's status into the template's status subresource (by merge patch: its
+// conditions list is replaced whole, and only the hub's aggregation writes a template's status).
+func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, fleet interpreter.Fleet) error {
+	want, err := r.Interpreter.AggregateStatus(ctx, template, fleet)
 	if failed := (*interpreter.Error)(nil); errors.As(err, &failed) {
 		return nil // the template keeps its last status; the Interpreted condition says why
 	}

@@ -1,6 +1,7 @@
 package binding
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,19 @@ func TestAggregate(t *testing.T) {
 				{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue}}}}
 		return w
 	}
+	// divided is a binding of a 4-replica Deployment with replicas on cluster b; moved is its Work on b as
+	// rendered with replicas and as its agent reported it (statusOf: the Work generation the report observed).
+	divided := func(replicas int32) *workv1alpha1.ResourceBindingSpec {
+		return &workv1alpha1.ResourceBindingSpec{Replicas: 4, Clusters: []workv1alpha1.TargetCluster{{Name: "b", Replicas: replicas}}}
+	}
+	moved := func(replicas, generation, statusOf int64) workv1alpha1.Work {
+		w := work("b", true, workv1alpha1.ResourceHealthy)
+		w.Generation = generation
+		w.Spec.Workload.Manifests[0].Raw = []byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{%q:"2"}},"spec":{"replicas":%d}}`,
+			workv1alpha1.AnnotationTemplateGeneration, replicas))
+		w.Status.Conditions[0].ObservedGeneration = statusOf
+		return w
+	}
 	tests := []struct {
 		name             string
 		spec             *workv1alpha1.ResourceBindingSpec
@@ -96,6 +110,12 @@ func TestAggregate(t *testing.T) {
 			metav1.ConditionFalse, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceUnknown},
 		{"the Work of a cluster being evicted counts for nothing", spec("a"), []workv1alpha1.Work{work("a", true, workv1alpha1.ResourceHealthy), work("old", false, workv1alpha1.ResourceUnhealthy)},
 			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a Work not yet rendered for the new replicas reports the copy before the move", divided(4), []workv1alpha1.Work{moved(2, 1, 1)},
+			metav1.ConditionTrue, metav1.ConditionFalse, true, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a report of the Work's previous generation is about the copy before the move", divided(4), []workv1alpha1.Work{moved(4, 2, 1)},
+			metav1.ConditionTrue, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a report of the new copy counts", divided(4), []workv1alpha1.Work{moved(4, 2, 2)},
+			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,8 +126,14 @@ func TestAggregate(t *testing.T) {
 			if sum.applied.ObservedGeneration != 7 || sum.healthy.ObservedGeneration != 7 {
 				t.Fatal("the conditions do not carry the binding's generation")
 			}
-			if len(sum.items) != tt.items || len(sum.members) != tt.members {
-				t.Fatalf("%d items and %d member statuses, want %d and %d", len(sum.items), len(sum.members), tt.items, tt.members)
+			reported := 0
+			for _, m := range sum.members {
+				if m.Status != nil {
+					reported++
+				}
+			}
+			if len(sum.items) != tt.items || len(sum.members) != tt.items || reported != tt.members {
+				t.Fatalf("%d items, %d members of which %d reported a status; want %d, %d, %d", len(sum.items), len(sum.members), reported, tt.items, tt.items, tt.members)
 			}
 			if tt.items > 0 && sum.items[0].Health != tt.firstHealth {
 				t.Fatalf("health %s, want %s", sum.items[0].Health, tt.firstHealth)
@@ -143,3 +169,30 @@ func TestOwnedConditions(t *testing.T) {
 		t.Fatalf("a new condition: same %v, %+v (only the owned ones are returned)", same, got)
 	}
 }
+
+// TestHealthSince: a cluster's health transition time stays while its health does, and moves when it
+// changes; application failover measures unhealth from it.
+func TestHealthSince(t *testing.T) {
+	earlier := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	now := metav1.NewTime(earlier.Add(time.Hour))
+	previous := []workv1alpha1.AggregatedStatusItem{
+		{ClusterName: "same", Health: workv1alpha1.ResourceUnhealthy, HealthTransitionTime: &earlier},
+		{ClusterName: "changed", Health: workv1alpha1.ResourceUnknown, HealthTransitionTime: &earlier},
+		{ClusterName: "untimed", Health: workv1alpha1.ResourceUnhealthy},
+	}
+	items := []workv1alpha1.AggregatedStatusItem{
+		{ClusterName: "same", Health: workv1alpha1.ResourceUnhealthy},
+		{ClusterName: "changed", Health: workv1alpha1.ResourceUnhealthy},
+		{ClusterName: "untimed", Health: workv1alpha1.ResourceUnhealthy},
+		{ClusterName: "new", Health: workv1alpha1.ResourceHealthy},
+	}
+	healthSince(items, previous, now)
+	want := map[string]metav1.Time{"same": earlier, "changed": now, "untimed": now, "new": now}
+	for _, item := range items {
+		if item.HealthTransitionTime == nil || !item.HealthTransitionTime.Equal(ptrTime(want[item.ClusterName])) {
+			t.Errorf("%s: since %v, want %v", item.ClusterName, item.HealthTransitionTime, want[item.ClusterName])
+		}
+	}
+}
+
+func ptrTime(t metav1.Time) *metav1.Time { return &t }

@@ -60,9 +60,10 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	s.ProxyClientKeyFile = pki.FrontProxyClientKey()
 
 	s.Authorization.Modes = []string{"Node", "RBAC"}
+	registerPolicyAdmission(s.Admission.GenericAdmission.Plugins)
 	registerCustomizationAdmission(s.Admission.GenericAdmission.Plugins)
-	s.Admission.GenericAdmission.RecommendedPluginOrder = append(s.Admission.GenericAdmission.RecommendedPluginOrder, customizationAdmissionName)
-	s.Admission.GenericAdmission.EnablePlugins = []string{"EventRateLimit", customizationAdmissionName}
+	s.Admission.GenericAdmission.RecommendedPluginOrder = append(s.Admission.GenericAdmission.RecommendedPluginOrder, policyAdmissionName, customizationAdmissionName)
+	s.Admission.GenericAdmission.EnablePlugins = []string{"EventRateLimit", policyAdmissionName, customizationAdmissionName}
 	s.Admission.GenericAdmission.ConfigFile = admissionConfig(c.DataDir)
 
 	// On shutdown, drain ordinary requests and give long-running ones (watches of agents in other processes)

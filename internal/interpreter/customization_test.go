@@ -138,7 +138,7 @@ func TestOperationsOnWidget(t *testing.T) {
 		t.Errorf("ReflectStatus = %v, %v", status, err)
 	}
 
-	sum, err := c.AggregateStatus(widget(nil), []ClusterStatus{{"a", map[string]any{"ready": int64(2)}}, {"b", map[string]any{"ready": int64(3)}}})
+	sum, err := c.AggregateStatus(widget(nil), []Member{{"a", map[string]any{"ready": int64(2)}}, {"b", map[string]any{"ready": int64(3)}}, {"c", nil}})
 	if err != nil || !equality.Semantic.DeepEqual(sum, map[string]any{"ready": int64(5), "clusters": []any{"a", "b"}}) {
 		t.Errorf("AggregateStatus = %v, %v", sum, err)
 	}
@@ -266,10 +266,10 @@ func TestBuiltinCustomizations(t *testing.T) {
 		})
 	}
 
-	sum, err := i.AggregateStatus(ctx, rollout, []ClusterStatus{
+	sum, err := i.AggregateStatus(ctx, rollout, Fleet{Members: []Member{
 		{"a", map[string]any{"replicas": int64(2), "readyReplicas": int64(2), "phase": "Healthy"}},
 		{"b", map[string]any{"replicas": int64(4), "readyReplicas": int64(1), "phase": "Progressing"}},
-	}, true)
+	}, Divided: true, CaughtUp: true})
 	if err != nil || sum["replicas"] != int64(6) || sum["readyReplicas"] != int64(3) || sum["phase"] != "Progressing" {
 		t.Errorf("Rollout aggregated status = %v, %v", sum, err)
 	}

@@ -110,21 +110,17 @@ func (i *Interpreter) Observe(ctx context.Context, obj *unstructured.Unstructure
 	return status, health, true, nil
 }
 
-// AggregateStatus folds member statuses into the template's status; nil when the kind has no aggregation.
-// The built-in sums of native kinds set observedGeneration only when caughtUp.
-func (i *Interpreter) AggregateStatus(ctx context.Context, template *unstructured.Unstructured, statuses []ClusterStatus, caughtUp bool) (map[string]any, error) {
+// AggregateStatus folds the fleet's statuses into the template's status; nil when the kind has no
+// aggregation.
+func (i *Interpreter) AggregateStatus(ctx context.Context, template *unstructured.Unstructured, fleet Fleet) (map[string]any, error) {
 	c, err := i.customization(ctx, template, OpStatusAggregation)
 	if err != nil {
 		return nil, err
 	}
 	if c != nil {
-		return c.AggregateStatus(template, statuses)
+		return c.AggregateStatus(template, fleet.Members)
 	}
-	members := make([]map[string]any, 0, len(statuses))
-	for _, s := range statuses {
-		members = append(members, s.Status)
-	}
-	return AggregateStatus(template, members, caughtUp), nil
+	return AggregateStatus(template, fleet), nil
 }
 
 // Dependencies lists what a template needs in the same clusters.

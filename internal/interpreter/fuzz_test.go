@@ -40,7 +40,7 @@ func FuzzEvaluate(f *testing.F) {
 			OpReplicaRevision:          func() error { return c.ReviseReplicas(obj.DeepCopy(), 2) },
 			OpRetention:                func() error { _, err := c.Retained(obj.DeepCopy()); return err },
 			OpStatusReflection:         func() error { _, err := c.ReflectStatus(obj.DeepCopy()); return err },
-			OpStatusAggregation:        func() error { _, err := c.AggregateStatus(obj.DeepCopy(), []ClusterStatus{{"a", status}}); return err },
+			OpStatusAggregation:        func() error { _, err := c.AggregateStatus(obj.DeepCopy(), []Member{{"a", status}}); return err },
 			OpHealthInterpretation:     func() error { _, err := c.Healthy(obj.DeepCopy()); return err },
 			OpDependencyInterpretation: func() error { _, err := c.Dependencies(obj.DeepCopy()); return err },
 		}

@@ -109,21 +109,14 @@ func (c *Customization) ReflectStatus(obj *unstructured.Unstructured) (map[strin
 	return out.(map[string]any), nil
 }
 
-// ClusterStatus is one member's reported status, an input of statusAggregation.
-type ClusterStatus struct {
-	ClusterName string
-	Status      map[string]any
-}
-
-// AggregateStatus runs statusAggregation: the template's status from its members'.
-func (c *Customization) AggregateStatus(template *unstructured.Unstructured, statuses []ClusterStatus) (map[string]any, error) {
-	list := make([]any, len(statuses))
-	for i, s := range statuses {
-		status := s.Status
-		if status == nil {
-			status = map[string]any{}
+// AggregateStatus runs statusAggregation: the template's status from its members', of those that reported
+// one.
+func (c *Customization) AggregateStatus(template *unstructured.Unstructured, members []Member) (map[string]any, error) {
+	list := make([]any, 0, len(members))
+	for _, m := range members {
+		if m.Status != nil {
+			list = append(list, map[string]any{"clusterName": m.Cluster, "status": m.Status})
 		}
-		list[i] = map[string]any{"clusterName": s.ClusterName, "status": status}
 	}
 	out, err := c.eval(OpStatusAggregation, template.Object, map[string]any{"statuses": list})
 	if err != nil {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -18,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -28,6 +32,9 @@ const (
 	ReasonNoClusterFit = "NoClusterFit"
 	// ReasonEmptyPlacement: the scheduler chose no cluster at all; the current placement stays.
 	ReasonEmptyPlacement = "EmptyPlacement"
+	// ReasonNotDivisible: the placement divides the template over several clusters, which its kind does not
+	// allow (an Indexed Job); the current placement stays.
+	ReasonNotDivisible = "NotDivisible"
 	// ReasonPlacementFallback (events only): placed, but not quite as the policy asked (Result.Note says how).
 	ReasonPlacementFallback = "PlacementFallback"
 )
@@ -42,8 +49,8 @@ type binding interface {
 	workv1alpha1.Object
 }
 
-// fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks, the Scheduled
-// condition and the schedulerObserved fields.
+// fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks,
+// spec.failoverRecords, the Scheduled condition and the schedulerObserved fields.
 var fieldManager = workv1alpha1.ControllerFieldManager("scheduler")
 
 // Controller writes each binding's placement (spec.clusters), its eviction tasks and its Scheduled condition.
@@ -96,20 +103,42 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	// Evictions finish on what the current generation says, before a new placement starts new ones.
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
-	result, err := r.Framework.ScheduleBinding(spec, status, clusters.Items)
+	records, recordWait := liveRecords(spec.FailoverRecords, now)
+	failed, failWait := applicationFailures(spec, status, now)
+	result, failed, blocked, err := r.schedule(spec, status, clusters.Items, records, failed, now)
+	if err == nil {
+		refusal, readErr := r.divisible(ctx, spec, result.Clusters)
+		if readErr != nil {
+			return ctrl.Result{}, readErr
+		}
+		err = refusal
+	}
 	cond, placed := decide(spec.Clusters, result, err)
-	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks}
+	if blocked != "" {
+		cond.Message += "; " + blocked
+	}
+	// Failover is not applied (the detector owns it); addEvictionTasks reads the purge modes from it.
+	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks, FailoverRecords: records, Failover: spec.Failover}
+	var started []workv1alpha1.GracefulEvictionTask
 	if placed && !equality.Semantic.DeepEqual(spec.Clusters, result.Clusters) {
-		addEvictionTasks(&want, result.Clusters, result.Evicted)
+		started = addEvictionTasks(&want, result.Clusters, result.Evicted, failed)
+		if want.FailoverRecords, err = r.recordFailovers(ctx, b, want.FailoverRecords, result, failed, now); err != nil {
+			return ctrl.Result{}, err
+		}
 		want.Clusters = result.Clusters
 	}
-	if !equality.Semantic.DeepEqual(spec.Clusters, want.Clusters) || !equality.Semantic.DeepEqual(spec.GracefulEvictionTasks, want.GracefulEvictionTasks) {
+	if !equality.Semantic.DeepEqual(spec.Clusters, want.Clusters) || !equality.Semantic.DeepEqual(spec.GracefulEvictionTasks, want.GracefulEvictionTasks) ||
+		!equality.Semantic.DeepEqual(spec.FailoverRecords, want.FailoverRecords) {
 		generation, err := r.applyPlacement(ctx, b, want)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		r.recordEvictions(b, spec, status, want, started)
 		b.SetGeneration(generation)
-		spec.Clusters, spec.GracefulEvictionTasks = want.Clusters, want.GracefulEvictionTasks
+		spec.Clusters, spec.GracefulEvictionTasks, spec.FailoverRecords = want.Clusters, want.GracefulEvictionTasks, want.FailoverRecords
+	}
+	if blocked != "" {
+		r.Recorder.Eventf(templateRef(spec), nil, corev1.EventTypeWarning, ReasonApplicationFailoverBlocked, "Evict", "%s", blocked)
 	}
 	cond.ObservedGeneration = b.GetGeneration()
 	if err := r.writeStatus(ctx, b, cond, placed, result); err != nil {
@@ -119,11 +148,16 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
 		wait = next + time.Second
 	}
+	for _, next := range []time.Duration{failWait, recordWait} {
+		if next > 0 && (wait == 0 || next < wait) {
+			wait = next
+		}
+	}
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
-// applyPlacement applies spec.clusters and spec.gracefulEvictionTasks, both whole, and returns the
-// binding's new generation. Both are always sent: a server-side apply that leaves out a field its manager
+// applyPlacement applies spec.clusters, spec.gracefulEvictionTasks and spec.failoverRecords, each whole, and
+// returns the binding's new generation. All are always sent: a server-side apply that leaves out a field its manager
 // owns removes it. (The scheduler used to Update the whole binding, writing the detector's fields back from
 // its cache.)
 func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alpha1.ResourceBindingSpec) (int64, error) {
@@ -131,8 +165,9 @@ func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alph
 	if err != nil {
 		return 0, err
 	}
-	placement := map[string]any{"gracefulEvictionTasks": []any{}} // applied empty, so no earlier writer's tasks linger
-	for _, field := range []string{"clusters", "gracefulEvictionTasks"} {
+	// Applied empty, so no earlier writer's tasks or records linger.
+	placement := map[string]any{"gracefulEvictionTasks": []any{}, "failoverRecords": []any{}}
+	for _, field := range []string{"clusters", "gracefulEvictionTasks", "failoverRecords"} {
 		if v, ok := fields[field]; ok {
 			placement[field] = v
 		}
@@ -200,7 +235,10 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 // scheduler, because the binding controller would delete every member's copy.
 func decide(current []workv1alpha1.TargetCluster, res Result, err error) (cond metav1.Condition, placed bool) {
 	cond = metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse}
+	var notDivisible *notDivisibleError
 	switch {
+	case errors.As(err, &notDivisible):
+		cond.Reason, cond.Message = ReasonNotDivisible, err.Error()
 	case err != nil:
 		cond.Reason, cond.Message = ReasonNoClusterFit, err.Error()
 	case len(res.Clusters) == 0:
@@ -227,4 +265,27 @@ func describe(targets []workv1alpha1.TargetCluster) string {
 		parts[i] = fmt.Sprintf("%s (%d)", t.Name, t.Replicas)
 	}
 	return clusterv1alpha1.ListInMessage(parts)
+}
+
+// notDivisibleError: the template's kind cannot be divided over several clusters.
+type notDivisibleError struct{ error }
+
+// divisible returns a refusal when a Divided placement would share a template over several clusters that its
+// kind cannot be shared over (an Indexed Job runs every index in every cluster); readErr when the template
+// cannot be read, which is retried rather than reported as a refusal.
+func (r *Controller[T]) divisible(ctx context.Context, spec *workv1alpha1.ResourceBindingSpec, targets []workv1alpha1.TargetCluster) (refusal, readErr error) {
+	if len(targets) < 2 || spec.Resource.Kind != "Job" || spec.Placement == nil || spec.Placement.ReplicaScheduling == nil ||
+		spec.Placement.ReplicaScheduling.ReplicaSchedulingType != policyv1alpha1.ReplicaSchedulingDivided {
+		return nil, nil
+	}
+	template := &unstructured.Unstructured{}
+	template.SetAPIVersion(spec.Resource.APIVersion)
+	template.SetKind(spec.Resource.Kind)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: spec.Resource.Namespace, Name: spec.Resource.Name}, template); err != nil {
+		return nil, client.IgnoreNotFound(err) // a binding whose template is gone follows it
+	}
+	if err := interpreter.Divisible(template); err != nil {
+		return &notDivisibleError{err}, nil
+	}
+	return nil, nil
 }

@@ -40,8 +40,8 @@ func TestNoExecuteEviction(t *testing.T) {
 	}
 
 	spec := deployment(2, nil, placed...)
-	addEvictionTasks(spec, res.Clusters, res.Evicted)
-	addEvictionTasks(spec, res.Clusters, res.Evicted)
+	addEvictionTasks(spec, res.Clusters, res.Evicted, nil)
+	addEvictionTasks(spec, res.Clusters, res.Evicted, nil)
 	if len(spec.GracefulEvictionTasks) != 1 || spec.GracefulEvictionTasks[0].FromCluster != "a" || *spec.GracefulEvictionTasks[0].Replicas != 2 {
 		t.Fatalf("eviction tasks %+v", spec.GracefulEvictionTasks)
 	}
@@ -121,7 +121,7 @@ func TestEveryMoveIsGraceful(t *testing.T) {
 		{purge: policyv1alpha1.PurgeNever, wantTasks: 1, afterHealth: 1, wantPurge: policyv1alpha1.PurgeNever},
 	} {
 		spec := withPurge(tt.purge)
-		addEvictionTasks(spec, moved, nil)
+		addEvictionTasks(spec, moved, nil, nil)
 		if len(spec.GracefulEvictionTasks) != tt.wantTasks {
 			t.Fatalf("purge %q: %d tasks, want %d", tt.purge, len(spec.GracefulEvictionTasks), tt.wantTasks)
 		}

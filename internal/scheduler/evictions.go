@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,36 +22,49 @@ const (
 	ReasonPlacementChanged = "PlacementChanged"
 )
 
-// addEvictionTasks records every cluster the binding leaves, whether a NoExecute taint moves it away or the
-// placement no longer selects the cluster (a policy edit, a label change, a spread or a fresh pass), so its
-// copy stays until the new placement is healthy or the grace period passes: a move never leaves fewer
-// copies running than the template asks for. The policy's cluster failover purge mode decides: Directly adds
-// no task (the copy goes at once), Never adds one that only a person ends, Gracefully (the default) one that
-// ends with the replacement's health.
-func addEvictionTasks(spec *workv1alpha1.ResourceBindingSpec, targets []workv1alpha1.TargetCluster, evicted map[string]string) {
-	purge := policyv1alpha1.PurgeGracefully
+// addEvictionTasks records every cluster the binding leaves, whether a NoExecute taint moves it away
+// (evicted), its application failed there (appFailed) or the placement no longer selects the cluster (a
+// policy edit, a label change, a spread or a fresh pass), so its copy stays until the new placement is
+// healthy or the grace period passes: a move never leaves fewer copies running than the template asks for.
+// The policy's purge mode decides (the application failover's for an application failure, the cluster
+// failover's otherwise): Directly adds no task (the copy goes at once), Never adds one that only a person
+// ends, Gracefully (the default) one that ends with the replacement's health. It returns the tasks it added.
+func addEvictionTasks(spec *workv1alpha1.ResourceBindingSpec, targets []workv1alpha1.TargetCluster, evicted, appFailed map[string]string) []workv1alpha1.GracefulEvictionTask {
+	clusterPurge := policyv1alpha1.PurgeGracefully
 	if spec.Failover != nil && spec.Failover.Cluster != nil && spec.Failover.Cluster.PurgeMode != "" {
-		purge = spec.Failover.Cluster.PurgeMode.Canonical()
-	}
-	if purge == policyv1alpha1.PurgeDirectly {
-		return
+		clusterPurge = spec.Failover.Cluster.PurgeMode.Canonical()
 	}
 	now := metav1.Now()
+	var added []workv1alpha1.GracefulEvictionTask
 	for _, old := range spec.Clusters {
 		if slices.ContainsFunc(targets, func(t workv1alpha1.TargetCluster) bool { return t.Name == old.Name }) ||
 			slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return t.FromCluster == old.Name }) {
 			continue
 		}
+		purge, grace := clusterPurge, ptr.To(int32(DefaultEvictionGrace.Seconds()))
 		reason, message := ReasonPlacementChanged, "the placement no longer selects the cluster"
 		if why, ok := evicted[old.Name]; ok {
-			reason, message = ReasonTaintUntolerated, "the cluster "+why
+			// The taint filter's reasons are written for "N clusters have ...".
+			reason, message = ReasonTaintUntolerated, "the cluster has "+strings.TrimPrefix(why, "have ")
+		} else if why, ok := appFailed[old.Name]; ok {
+			reason, message = ReasonApplicationFailure, why
+			var appGrace *int32
+			if purge, appGrace = applicationFailover(spec); appGrace != nil {
+				grace = appGrace
+			}
 		}
-		spec.GracefulEvictionTasks = append(spec.GracefulEvictionTasks, workv1alpha1.GracefulEvictionTask{
+		if purge == policyv1alpha1.PurgeDirectly {
+			continue
+		}
+		task := workv1alpha1.GracefulEvictionTask{
 			FromCluster: old.Name, PurgeMode: purge, Replicas: ptr.To(old.Replicas),
 			Reason: reason, Message: message, Producer: "scheduler",
-			GracePeriodSeconds: ptr.To(int32(DefaultEvictionGrace.Seconds())), CreationTimestamp: &now,
-		})
+			GracePeriodSeconds: grace, CreationTimestamp: &now,
+		}
+		spec.GracefulEvictionTasks = append(spec.GracefulEvictionTasks, task)
+		added = append(added, task)
 	}
+	return added
 }
 
 // finishEvictions drops the eviction tasks that are done: all of them but PurgeNever ones once the binding is Healthy at its
@@ -60,11 +74,7 @@ func addEvictionTasks(spec *workv1alpha1.ResourceBindingSpec, targets []workv1al
 // A Healthy condition of an earlier generation says nothing about the current placement, so it finishes
 // nothing.
 func finishEvictions(tasks []workv1alpha1.GracefulEvictionTask, conditions []metav1.Condition, generation int64, now time.Time) []workv1alpha1.GracefulEvictionTask {
-	healthy := false
-	if c := meta.FindStatusCondition(conditions, workv1alpha1.ConditionHealthy); c != nil &&
-		c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation {
-		healthy = true
-	}
+	healthy := healthyAt(conditions, generation)
 	var remaining []workv1alpha1.GracefulEvictionTask
 	for _, task := range tasks {
 		if task.PurgeMode.Canonical() == policyv1alpha1.PurgeNever {
@@ -76,6 +86,12 @@ func finishEvictions(tasks []workv1alpha1.GracefulEvictionTask, conditions []met
 		}
 	}
 	return remaining
+}
+
+// healthyAt reports whether the binding is Healthy at generation.
+func healthyAt(conditions []metav1.Condition, generation int64) bool {
+	c := meta.FindStatusCondition(conditions, workv1alpha1.ConditionHealthy)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
 }
 
 // nextEvictionDeadline is how long until the first of the tasks runs out of time; 0 when none will.

@@ -45,7 +45,7 @@ const DefaultFailoverToleration = 5 * time.Minute
 func New(failoverAfter time.Duration) *Framework {
 	taints := TaintToleration{FailoverAfter: failoverAfter}
 	return &Framework{
-		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, taints},
+		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, taints, FailoverRecords{}},
 		Scores:  []ScorePlugin{Locality{}},
 		Taints:  taints,
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,7 +21,8 @@ import (
 )
 
 // bindingChanged passes the binding updates the scheduler has to look at: a spec change it did not make
-// itself (the detector's policy-derived fields, a reschedule request), and, while clusters are being left, a
+// itself (the detector's policy-derived fields, a reschedule request), a change of a cluster's health (or
+// since when) when the binding fails over on application failures, and, while clusters are being left, a
 // change of the Healthy condition that may finish their evictions. Its own writes (spec.clusters, eviction
 // tasks, its status) and every other status change (applied, aggregated status) pass by.
 var bindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
@@ -35,6 +37,10 @@ var bindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool 
 	if !equality.Semantic.DeepEqual(notScheduled(o.BindingSpec()), notScheduled(n.BindingSpec())) {
 		return true
 	}
+	if failover := n.BindingSpec().Failover; failover != nil && failover.Application != nil &&
+		!equality.Semantic.DeepEqual(healthOf(o.BindingStatus()), healthOf(n.BindingStatus())) {
+		return true // the application may have failed on a cluster, or recovered
+	}
 	if len(n.BindingSpec().GracefulEvictionTasks) == 0 {
 		return false
 	}
@@ -46,8 +52,22 @@ var bindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool 
 // notScheduled is a binding spec without the fields the scheduler writes.
 func notScheduled(spec *workv1alpha1.ResourceBindingSpec) workv1alpha1.ResourceBindingSpec {
 	s := *spec
-	s.Clusters, s.GracefulEvictionTasks = nil, nil
+	s.Clusters, s.GracefulEvictionTasks, s.FailoverRecords = nil, nil, nil
 	return s
+}
+
+// healthOf is what application failover reads of a binding's aggregated status: each cluster's health and
+// since when.
+func healthOf(status *workv1alpha1.ResourceBindingStatus) map[string]string {
+	out := map[string]string{}
+	for _, item := range status.AggregatedStatus {
+		since := ""
+		if item.HealthTransitionTime != nil {
+			since = item.HealthTransitionTime.UTC().Format(time.RFC3339)
+		}
+		out[item.ClusterName] = string(item.Health) + "@" + since
+	}
+	return out
 }
 
 // clusterChange is what a Cluster update can change of the bindings' placements.

@@ -167,6 +167,13 @@ func TestBindingChanged(t *testing.T) {
 		{"aggregated status", func(b *workv1alpha1.ResourceBinding) {
 			b.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{{ClusterName: "b", Applied: true}}
 		}, false},
+		{"its own failover records", func(b *workv1alpha1.ResourceBinding) {
+			b.Generation++
+			b.Spec.FailoverRecords = []workv1alpha1.FailoverRecord{{FromCluster: "a", Reason: ReasonApplicationFailure}}
+		}, false},
+		{"health without application failover", func(b *workv1alpha1.ResourceBinding) {
+			b.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{health("b", workv1alpha1.ResourceUnhealthy, time.Now())}
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,6 +184,24 @@ func TestBindingChanged(t *testing.T) {
 				t.Fatalf("bindingChanged = %v, want %v", got, tt.want)
 			}
 		})
+	}
+	// With application failover, a cluster's health (or since when) wakes the scheduler; its status numbers
+	// do not.
+	failing := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Generation: 1}, Spec: *appFailover(10, "a", "b")}
+	failing.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{health("b", workv1alpha1.ResourceHealthy, time.Unix(1000, 0))}
+	for name, tt := range map[string]struct {
+		item workv1alpha1.AggregatedStatusItem
+		want bool
+	}{
+		"turned unhealthy":   {health("b", workv1alpha1.ResourceUnhealthy, time.Unix(2000, 0)), true},
+		"same health, later": {health("b", workv1alpha1.ResourceHealthy, time.Unix(3000, 0)), true},
+		"status numbers":     {workv1alpha1.AggregatedStatusItem{ClusterName: "b", Health: workv1alpha1.ResourceHealthy, Applied: true, HealthTransitionTime: failing.Status.AggregatedStatus[0].HealthTransitionTime}, false},
+	} {
+		updated := failing.DeepCopy()
+		updated.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{tt.item}
+		if got := bindingChanged.Update(event.UpdateEvent{ObjectOld: failing, ObjectNew: updated}); got != tt.want {
+			t.Errorf("%s with application failover: bindingChanged = %v, want %v", name, got, tt.want)
+		}
 	}
 	// While a cluster is being left, health that can finish the eviction wakes the scheduler.
 	leaving := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: *deployment(2, nil)}

@@ -83,6 +83,13 @@ func boundGizmo(t *testing.T, namespace, cluster string) (*unstructured.Unstruct
 // reportStatus writes a Work's status as its agent would: the one manifest applied, with health and status.
 func reportStatus(t *testing.T, w *workv1alpha1.Work, health workv1alpha1.ResourceHealth, readyReplicas int) {
 	t.Helper()
+	reportManifestStatus(t, w, health, fmt.Sprintf(`{"readyReplicas":%d}`, readyReplicas))
+}
+
+// reportManifestStatus writes a Work's status as its agent would: its first manifest applied and observed,
+// with health and the member object's status (JSON).
+func reportManifestStatus(t *testing.T, w *workv1alpha1.Work, health workv1alpha1.ResourceHealth, status string) {
+	t.Helper()
 	now := metav1.Now()
 	w.Status = workv1alpha1.WorkStatus{
 		Conditions: []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied",
@@ -90,7 +97,7 @@ func reportStatus(t *testing.T, w *workv1alpha1.Work, health workv1alpha1.Resour
 		ManifestStatuses: []workv1alpha1.ManifestStatus{{
 			Identifier: workv1alpha1.ResourceIdentifier{Version: "v1", Kind: "Gizmo", Name: "g"},
 			Applied:    true, Health: health,
-			Status: &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"readyReplicas":%d}`, readyReplicas)},
+			Status: &runtime.RawExtension{Raw: []byte(status)},
 			Conditions: []metav1.Condition{
 				{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: now},
 				{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue, Reason: "Observed", LastTransitionTime: now},

@@ -102,6 +102,15 @@ type ResourceBindingSpec struct {
 	// +listType=atomic
 	GracefulEvictionTasks []GracefulEvictionTask `json:"gracefulEvictionTasks,omitempty"`
 
+	// FailoverRecords remember the clusters this binding failed over from, until each record expires: a
+	// cluster its application failed on (reason ApplicationFailure) stays out of this binding's placement
+	// while its record lasts, and the state a failover preserved is injected into the copies on the clusters
+	// the binding moved to. Written whole by the scheduler, which drops expired records. A person clears a
+	// record by removing it from the list (for example with a JSON patch); the scheduler never adds it back.
+	// +optional
+	// +listType=atomic
+	FailoverRecords []FailoverRecord `json:"failoverRecords,omitempty"`
+
 	// SchedulerName is the scheduler responsible for this binding.
 	// +optional
 	SchedulerName string `json:"schedulerName,omitempty"`
@@ -222,6 +231,41 @@ type GracefulEvictionTask struct {
 	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
 }
 
+// FailoverRecord is a cluster a binding failed over from, and the state it carried away.
+type FailoverRecord struct {
+	// FromCluster is the cluster the binding left.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	FromCluster string `json:"fromCluster"`
+
+	// Reason is why: ApplicationFailure (the application stayed unhealthy there for the policy's
+	// tolerationSeconds; the cluster stays out of this binding's placement until the record expires) or
+	// TaintUntolerated (a NoExecute taint; the record only carries preserved state).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Reason string `json:"reason"`
+
+	// CreationTimestamp is when the binding failed over.
+	// +optional
+	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
+
+	// ExpirationTimestamp is when the record ends: the cluster may host the binding again and the preserved
+	// labels are no longer injected.
+	// +required
+	ExpirationTimestamp metav1.Time `json:"expirationTimestamp"`
+
+	// PreservedLabelState are the labels the policy's statePreservation rules took from the last status the
+	// failed cluster reported; they are injected into the copies on clusters not in clustersBeforeFailover.
+	// +optional
+	PreservedLabelState map[string]string `json:"preservedLabelState,omitempty"`
+
+	// ClustersBeforeFailover are the clusters the binding ran on when it failed over; their copies get no
+	// preserved labels.
+	// +optional
+	// +listType=atomic
+	ClustersBeforeFailover []string `json:"clustersBeforeFailover,omitempty"`
+}
+
 // ResourceBindingStatus is the scheduling result and the template's state in each cluster.
 type ResourceBindingStatus struct {
 	// SchedulerObservedGeneration is the binding generation the scheduler last placed.
@@ -283,6 +327,12 @@ type AggregatedStatusItem struct {
 	// Health is the object's health in the member.
 	// +optional
 	Health ResourceHealth `json:"health,omitempty"`
+
+	// HealthTransitionTime is when health last changed to its current value, as the hub saw it. Application
+	// failover measures how long the object has been unhealthy from it, so the measure survives a restart
+	// of the hub.
+	// +optional
+	HealthTransitionTime *metav1.Time `json:"healthTransitionTime,omitempty"`
 }
 
 // ResourceBindingList is a list of ResourceBindings.
