@@ -50,14 +50,21 @@ func Compile(ic *configv1alpha1.InterpreterCustomization) (*Customization, field
 	c.Target = gv.WithKind(ic.Spec.Target.Kind)
 	path := field.NewPath("spec", "customizations")
 	for op, e := range expressions(&ic.Spec.Customizations) {
-		p, err := CEL{}.Compile(op, e.CEL)
+		lang, name, source := languageOf(e)
+		p, err := lang.Compile(op, source)
 		if err != nil {
-			errs = append(errs, field.Invalid(path.Child(string(op), "cel"), e.CEL, compactError(err)))
+			errs = append(errs, field.Invalid(path.Child(string(op), name), source, compactError(err)))
 			continue
 		}
 		c.programs[op] = p
 	}
 	return c, errs
+}
+
+// languageOf returns the language an expression is written in, the name of its field and its source. A
+// second language is one more field of Expression and one more case here.
+func languageOf(e *configv1alpha1.Expression) (Language, string, string) {
+	return CEL{}, "cel", e.CEL
 }
 
 // compactError puts a compiler's multi-line message (each error, the source line and a caret) on fewer
