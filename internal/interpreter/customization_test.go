@@ -300,3 +300,25 @@ func TestUserCustomizationOverridesBuiltin(t *testing.T) {
 		t.Errorf("Observe customized = %v, %v; want the built-in rules (the user's customization sets no health)", customized, err)
 	}
 }
+
+// A customization stored before admission checked it (or by a version that accepted more) still runs what
+// compiles; the operation that does not fails with the compiler's message when used.
+func TestRegistryKeepsBrokenOperationsFailing(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := configv1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	ic := widgetIC(t, widgetCustomization)
+	ic.UID = "w"
+	ic.Spec.Customizations.HealthInterpretation.CEL = "object.status.readyReplicas >="
+	i := New(fake.NewClientBuilder().WithScheme(s).WithObjects(ic).Build())
+	ctx := context.Background()
+	if n, _, ok, err := i.Replicas(ctx, widget(nil)); err != nil || !ok || n != 5 {
+		t.Errorf("Replicas = %d, %v, %v; want 5 from the operation that compiles", n, ok, err)
+	}
+	_, _, _, err := i.Observe(ctx, widget(map[string]any{"readyReplicas": int64(5)}))
+	var failed *Error
+	if !errors.As(err, &failed) || failed.Operation != OpHealthInterpretation || !strings.Contains(err.Error(), "Syntax error") {
+		t.Errorf("Observe error %v, want the health operation's compile error", err)
+	}
+}

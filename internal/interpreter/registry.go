@@ -142,9 +142,9 @@ func (r *Registry) compile(ic *configv1alpha1.InterpreterCustomization) *Customi
 	}
 	c, errs := Compile(ic)
 	for _, e := range errs {
-		op := Operation(strings.TrimSuffix(strings.TrimPrefix(e.Field, "spec.customizations."), ".cel"))
-		if _, ok := signatures[op]; ok {
-			c.programs[op] = brokenProgram{e}
+		op, _, _ := strings.Cut(strings.TrimPrefix(e.Field, "spec.customizations."), ".") // <operation>.<language>
+		if _, ok := signatures[Operation(op)]; ok {
+			c.programs[Operation(op)] = brokenProgram{e}
 		}
 	}
 	if r.compiled == nil {
