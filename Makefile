@@ -62,6 +62,7 @@ test-unit:
 	cd api && $(GO) test ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime 5s ./internal/override
 	$(GO) test -run '^$$' -fuzz '^FuzzCluster$$' -fuzztime 5s ./internal/selection
+	$(GO) test -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime 5s ./internal/interpreter
 
 ## test-integration: real control planes in-process and hub processes started by the tests
 test-integration:

@@ -1,6 +1,8 @@
 // Package interpreter knows what Flotilla needs to know about kinds of objects: how many replicas a workload
 // has and what each needs, how to change its replica count for one cluster, whether an object in a member
-// is healthy, and how to fold its status over clusters. Built-in rules cover the native workload kinds; every
+// is healthy, and how to fold its status over clusters. Built-in rules cover the native workload kinds; an
+// InterpreterCustomization (customization.go, registry.go; a few shipped in builtin/) teaches it any other
+// kind in CEL, and Interpreter (dispatch.go) asks a kind's customization before the built-in rules. Every
 // other kind gets the generic rule (no replicas; healthy once it exists).
 //
 // The hub's status of a template is shaped like the template's spec, so that tools which judge one object
