@@ -97,7 +97,11 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	sum := aggregate(b.BindingSpec(), b.GetGeneration(), template.GetGeneration(), works.Items)
+	replicasOf := func(manifest *unstructured.Unstructured) (int32, bool) {
+		n, _, ok, err := r.Interpreter.Replicas(ctx, manifest)
+		return n, ok || err != nil // a customization that fails says nothing is current
+	}
+	sum := aggregate(b.BindingSpec(), b.GetGeneration(), template.GetGeneration(), works.Items, replicasOf)
 	if interpreted != nil {
 		sum.interpreted = interpreted
 	}
@@ -166,8 +170,10 @@ type aggregation struct {
 }
 
 // aggregate sums the Works of a binding, one item per target cluster; Works of clusters the binding no
-// longer targets (kept for a graceful eviction) count for nothing.
-func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGeneration int64, works []workv1alpha1.Work) aggregation {
+// longer targets (kept for a graceful eviction) count for nothing. replicasOf reads a rendered manifest's
+// replica count (ok false: the kind has none).
+func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGeneration int64, works []workv1alpha1.Work,
+	replicasOf func(*unstructured.Unstructured) (int32, bool)) aggregation {
 	sum := aggregation{items: make([]workv1alpha1.AggregatedStatusItem, 0, len(spec.Clusters))}
 	applied, healthy, caughtUp := len(spec.Clusters) > 0, len(spec.Clusters) > 0, len(spec.Clusters) > 0
 	var notApplied, notHealthy []string
@@ -198,7 +204,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 			applied = false
 			notApplied = append(notApplied, target.Name)
 		}
-		if item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, workOf(works, target.Name)) {
+		if item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, workOf(works, target.Name), replicasOf) {
 			healthy = false
 			notHealthy = append(notHealthy, target.Name)
 		}
@@ -217,7 +223,8 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 // the status observed the Work's current generation, and the Work carries the replica count the placement
 // gives the cluster. Until then a Healthy report is about the copy before a move (a cluster taking over a
 // failed cluster's replicas still reports its old count as healthy), and an eviction must not end on it.
-func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.TargetCluster, w *workv1alpha1.Work) bool {
+func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.TargetCluster, w *workv1alpha1.Work,
+	replicasOf func(*unstructured.Unstructured) (int32, bool)) bool {
 	if w == nil || len(w.Spec.Workload.Manifests) == 0 {
 		return false
 	}
@@ -232,7 +239,7 @@ func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.
 	if err := utiljson.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &manifest); err != nil {
 		return false
 	}
-	replicas, _, ok := interpreter.Replicas(&unstructured.Unstructured{Object: manifest})
+	replicas, ok := replicasOf(&unstructured.Unstructured{Object: manifest})
 	return !ok || replicas == target.Replicas
 }
 

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 func TestSummarizeKeepsAShortStatus(t *testing.T) {
@@ -119,7 +121,10 @@ func TestAggregate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sum := aggregate(tt.spec, 7, 2, tt.works)
+			sum := aggregate(tt.spec, 7, 2, tt.works, func(m *unstructured.Unstructured) (int32, bool) {
+				n, _, ok := interpreter.Replicas(m)
+				return n, ok
+			})
 			if sum.applied.Status != tt.applied || sum.healthy.Status != tt.healthy || sum.caughtUp != tt.caughtUp {
 				t.Fatalf("FullyApplied %s, Healthy %s, caught up %v; want %s, %s, %v", sum.applied.Status, sum.healthy.Status, sum.caughtUp, tt.applied, tt.healthy, tt.caughtUp)
 			}
