@@ -50,6 +50,10 @@ func Compile(ic *configv1alpha1.InterpreterCustomization) (*Customization, field
 	c.Target = gv.WithKind(ic.Spec.Target.Kind)
 	path := field.NewPath("spec", "customizations")
 	for op, e := range expressions(&ic.Spec.Customizations) {
+		if (e.CEL == "") == (e.LuaScript == "") {
+			errs = append(errs, field.Invalid(path.Child(string(op)), "", "exactly one of cel and luaScript must be set"))
+			continue
+		}
 		lang, name, source := languageOf(e)
 		p, err := lang.Compile(op, source)
 		if err != nil {
@@ -61,9 +65,11 @@ func Compile(ic *configv1alpha1.InterpreterCustomization) (*Customization, field
 	return c, errs
 }
 
-// languageOf returns the language an expression is written in, the name of its field and its source. A
-// second language is one more field of Expression and one more case here.
+// languageOf returns the language an expression is written in, the name of its field and its source.
 func languageOf(e *configv1alpha1.Expression) (Language, string, string) {
+	if e.LuaScript != "" && e.CEL == "" {
+		return Lua{}, "luaScript", e.LuaScript
+	}
 	return CEL{}, "cel", e.CEL
 }
 

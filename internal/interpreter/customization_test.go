@@ -44,6 +44,61 @@ spec:
       cel: '[{"apiVersion": "v1", "kind": "ConfigMap", "name": object.spec.config}]'
 `
 
+// widgetLuaCustomization is widgetCustomization written in Karmada's Lua format: each operation gives the
+// same result.
+const widgetLuaCustomization = `
+apiVersion: config.flotilla.io/v1alpha1
+kind: InterpreterCustomization
+metadata:
+  name: widgets
+spec:
+  target: {apiVersion: example.io/v1, kind: Widget}
+  customizations:
+    replicaResource:
+      luaScript: |
+        function GetReplicas(obj)
+          return obj.spec.size, {resourceRequest = {cpu = obj.spec.cpu}}
+        end
+    replicaRevision:
+      luaScript: |
+        function ReviseReplica(obj, desiredReplica)
+          obj.spec.size = desiredReplica
+          return obj
+        end
+    retention:
+      luaScript: |
+        function Retain(desiredObj, observedObj)
+          desiredObj.spec.paused = observedObj.spec.paused
+          return desiredObj
+        end
+    statusReflection:
+      luaScript: |
+        function ReflectStatus(observedObj)
+          return {ready = observedObj.status.readyReplicas}
+        end
+    statusAggregation:
+      luaScript: |
+        function AggregateStatus(desiredObj, statusItems)
+          local ready, clusters = 0, {}
+          for i = 1, #statusItems do
+            ready = ready + statusItems[i].status.ready
+            table.insert(clusters, statusItems[i].clusterName)
+          end
+          desiredObj.status = {ready = ready, clusters = clusters}
+          return desiredObj
+        end
+    healthInterpretation:
+      luaScript: |
+        function InterpretHealth(observedObj)
+          return observedObj.status.readyReplicas >= observedObj.spec.size
+        end
+    dependencyInterpretation:
+      luaScript: |
+        function GetDependencies(desiredObj)
+          return {{apiVersion = "v1", kind = "ConfigMap", namespace = desiredObj.metadata.namespace, name = desiredObj.spec.config}}
+        end
+`
+
 func widgetIC(t *testing.T, text string) *configv1alpha1.InterpreterCustomization {
 	t.Helper()
 	ic := &configv1alpha1.InterpreterCustomization{}
@@ -110,8 +165,14 @@ func TestCompileErrorsNameFieldAndPosition(t *testing.T) {
 	}
 }
 
+// The same customization in CEL and in Karmada's Lua format gives the same results.
 func TestOperationsOnWidget(t *testing.T) {
-	c := mustCompile(t, widgetCustomization)
+	for _, tc := range []struct{ language, customization string }{{"cel", widgetCustomization}, {"lua", widgetLuaCustomization}} {
+		t.Run(tc.language, func(t *testing.T) { testOperationsOnWidget(t, mustCompile(t, tc.customization)) })
+	}
+}
+
+func testOperationsOnWidget(t *testing.T, c *Customization) {
 	ready := widget(map[string]any{"readyReplicas": int64(5), "conditions": []any{}})
 
 	replicas, requests, err := c.Replicas(widget(nil))

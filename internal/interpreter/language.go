@@ -47,8 +47,7 @@ var signatures = map[Operation]signature{
 	OpDependencyInterpretation: {result: resultList},
 }
 
-// Language compiles operations written in one expression language. CEL is the one Flotilla speaks; another
-// (Karmada's Lua) fits behind the same two methods.
+// Language compiles operations written in one expression language: CEL, or Lua in Karmada's format.
 type Language interface {
 	// Compile checks source as the expression of op and returns a program, or an error that says where the
 	// source is wrong.

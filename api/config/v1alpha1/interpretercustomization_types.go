@@ -44,7 +44,8 @@ type CustomizationTarget struct {
 	Kind string `json:"kind"`
 }
 
-// CustomizationRules are the operations of a customization. Every expression reads the variable `object`
+// CustomizationRules are the operations of a customization, each in CEL or in Lua (luaScript, Karmada's
+// format). Every CEL expression reads the variable `object`
 // (the object the operation is about, as JSON: object.spec.replicas) and may use the Kubernetes CEL
 // libraries the API server offers (quantities, lists, regular expressions, URLs). Expressions are compiled
 // and type-checked when the customization is written; one that does not compile is refused with the
@@ -107,12 +108,25 @@ type CustomizationRules struct {
 }
 
 // Expression is one operation written in an expression language. Exactly one language is set.
+// +kubebuilder:validation:XValidation:rule="has(self.cel) != has(self.luaScript)",message="exactly one of cel and luaScript must be set"
 type Expression struct {
 	// CEL is the operation as a Common Expression Language expression
 	// (https://github.com/google/cel-spec), compiled when the customization is written.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=10240
-	CEL string `json:"cel"`
+	// +optional
+	CEL string `json:"cel,omitempty"`
+	// LuaScript is the operation as Karmada's ResourceInterpreterCustomization writes it: a Lua 5.1 script
+	// defining the function Karmada calls for the operation, GetReplicas(desiredObj) returning the replica
+	// count and requirements (of which resourceRequest is read), ReviseReplica(obj, desiredReplica),
+	// Retain(desiredObj, observedObj), ReflectStatus(observedObj), AggregateStatus(desiredObj, statusItems),
+	// InterpretHealth(observedObj) or GetDependencies(desiredObj). It runs sandboxed (base, table, string and
+	// math libraries only) and within the same time limit as CEL. The script is loaded when the customization
+	// is written; one that does not parse or lacks the function is refused with the line.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=65536
+	// +optional
+	LuaScript string `json:"luaScript,omitempty"`
 }
 
 // InterpreterCustomizationList is a list of InterpreterCustomizations.

@@ -1,0 +1,147 @@
+package interpreter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
+)
+
+// luaHealth compiles script as the health operation of the widgets customization.
+func luaHealth(t *testing.T, script string) (*Customization, error) {
+	t.Helper()
+	ic := widgetIC(t, widgetCustomization)
+	ic.Spec.Customizations = configv1alpha1.CustomizationRules{HealthInterpretation: &configv1alpha1.Expression{LuaScript: script}}
+	c, errs := Compile(ic)
+	return c, errs.ToAggregate()
+}
+
+// A script cannot reach the host, load code, run forever, recurse without end or allocate without bound:
+// each attempt ends in an error of the customization.
+func TestLuaSandbox(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"os.execute", `os.execute("touch /tmp/flotilla-lua-escaped")`, "non-table object(nil)"},
+		{"io.open", `io.open("/etc/passwd")`, "non-table object(nil)"},
+		{"require", `require("os")`, "attempt to call a non-function object"},
+		{"dofile", `dofile("/etc/passwd")`, "attempt to call a non-function object"},
+		{"loadstring", `loadstring("return 1")()`, "attempt to call a non-function object"},
+		{"debug", `debug.getinfo(1)`, "non-table object(nil)"},
+		{"infinite loop", `while true do end`, "context deadline exceeded"},
+		{"endless recursion", `local function f(n) return 1 + f(n + 1) end f(1)`, "stack overflow"},
+		{"huge string.rep", `local s = string.rep("x", 1e10)`, "would exceed"},
+		{"huge rep as a method", `local s = ("xy"):rep(1e9)`, "would exceed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := luaHealth(t, "function InterpretHealth(observedObj)\n  "+tc.body+"\n  return true\nend\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Healthy(widget(nil))
+			var failed *Error
+			if !errors.As(err, &failed) || failed.Customization != "widgets" || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want an *Error of widgets saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A script is loaded when the customization is compiled (at admission): one that does not parse, lacks the
+// operation's function, or does not finish loading is refused with the field and the line.
+func TestLuaCompileErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, script string
+		want         []string
+	}{
+		{"syntax", "function InterpretHealth(observedObj)\n  return observedObj.status. >= 1\nend\n",
+			[]string{"spec.customizations.healthInterpretation.luaScript", "luaScript line:2"}},
+		{"no function", "function GetReplicas(obj)\n  return 1\nend\n", []string{"does not define function InterpretHealth"}},
+		{"error at top level", "error('broken')\n", []string{"luaScript:1: broken"}},
+		{"endless top level", "while true do end\n", []string{"context deadline exceeded"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := luaHealth(t, tc.script)
+			if err == nil {
+				t.Fatal("compiled")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	ic := widgetIC(t, widgetCustomization)
+	ic.Spec.Customizations.HealthInterpretation.LuaScript = "function InterpretHealth(o) return true end"
+	if _, errs := Compile(ic); len(errs) != 1 || !strings.Contains(errs[0].Error(), "exactly one of cel and luaScript") {
+		t.Errorf("errors %v, want exactly one of cel and luaScript", errs)
+	}
+}
+
+// What a Karmada function returns that Flotilla cannot apply fails the operation with a clear error.
+func TestLuaResultsFlotillaRefuses(t *testing.T) {
+	compile := func(rules configv1alpha1.CustomizationRules) *Customization {
+		ic := widgetIC(t, widgetCustomization)
+		ic.Spec.Customizations = rules
+		c, errs := Compile(ic)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"retaining another field's value", func() error {
+			c := compile(configv1alpha1.CustomizationRules{Retention: &configv1alpha1.Expression{LuaScript: `
+function Retain(desiredObj, observedObj)
+  desiredObj.spec.size = observedObj.spec.replicas
+  return desiredObj
+end`}})
+			_, err := c.Retained(widget(nil))
+			return err
+		}, "copies observedObj.spec.replicas into spec.size"},
+		{"revising the name", func() error {
+			c := compile(configv1alpha1.CustomizationRules{ReplicaRevision: &configv1alpha1.Expression{LuaScript: `
+function ReviseReplica(obj, desiredReplica)
+  obj.metadata.name = "other"
+  return obj
+end`}})
+			return c.ReviseReplicas(widget(nil), 1)
+		}, "identifies the object"},
+		{"revising by removing", func() error {
+			c := compile(configv1alpha1.CustomizationRules{ReplicaRevision: &configv1alpha1.Expression{LuaScript: `
+function ReviseReplica(obj, desiredReplica)
+  obj.spec = nil
+  return obj
+end`}})
+			return c.ReviseReplicas(widget(nil), 1)
+		}, "removed spec"},
+		{"a function for a value", func() error {
+			c := compile(configv1alpha1.CustomizationRules{StatusReflection: &configv1alpha1.Expression{LuaScript: `
+function ReflectStatus(observedObj)
+  return {f = print or tostring}
+end`}})
+			_, err := c.ReflectStatus(widget(nil))
+			return err
+		}, "not a JSON value"},
+		{"runtime error with its line", func() error {
+			c := compile(configv1alpha1.CustomizationRules{HealthInterpretation: &configv1alpha1.Expression{LuaScript: `
+function InterpretHealth(observedObj)
+  return observedObj.status.readyReplicas > 0
+end`}})
+			_, err := c.Healthy(widget(nil))
+			return err
+		}, "luaScript:3:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			var failed *Error
+			if !errors.As(err, &failed) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want an *Error saying %q", err, tc.want)
+			}
+		})
+	}
+}
