@@ -2,8 +2,14 @@ package interpreter
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 )
@@ -143,5 +149,65 @@ end`}})
 				t.Fatalf("error %v, want an *Error saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The documentation's example customization, in CEL and in Lua, gives the same results.
+func TestDocumentedExamplesAgree(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/interpreter.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var examples []*Customization
+	for _, block := range strings.Split(string(doc), "```yaml\n")[1:] {
+		if text, _, _ := strings.Cut(block, "```"); strings.Contains(text, "kind: InterpreterCustomization") {
+			examples = append(examples, mustCompile(t, text))
+		}
+	}
+	if len(examples) != 2 || !examples[0].Sets(OpReplicaResource) || !examples[1].Sets(OpReplicaResource) {
+		t.Fatalf("%d examples in docs/interpreter.md, want the CEL one and the Lua one", len(examples))
+	}
+	template := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(6),
+		"template": map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "a", "resources": map[string]any{"requests": map[string]any{"cpu": "100m"}}},
+			map[string]any{"name": "b", "resources": map[string]any{"requests": map[string]any{"cpu": "200m", "memory": "1Gi"}}},
+			map[string]any{"name": "c"},
+		}}}}}}
+	member := func(status map[string]any) *unstructured.Unstructured {
+		u := template.DeepCopy()
+		if status != nil {
+			u.Object["status"] = status
+		}
+		return u
+	}
+	type results struct {
+		Replicas            int32
+		Requests            corev1.ResourceList
+		Healthy, NotHealthy bool
+		Reflected, NoStatus map[string]any
+		Aggregated          map[string]any
+	}
+	var got []results
+	for _, c := range examples {
+		var r results
+		var errs [6]error
+		r.Replicas, r.Requests, errs[0] = c.Replicas(template)
+		r.Healthy, errs[1] = c.Healthy(member(map[string]any{"readyReplicas": int64(6)}))
+		r.NotHealthy, errs[2] = c.Healthy(member(nil))
+		r.Reflected, errs[3] = c.ReflectStatus(member(map[string]any{"readyReplicas": int64(2), "other": "x"}))
+		r.NoStatus, errs[4] = c.ReflectStatus(member(nil))
+		r.Aggregated, errs[5] = c.AggregateStatus(template, []Member{{"a", map[string]any{"readyReplicas": int64(2)}}, {"b", map[string]any{"readyReplicas": int64(3)}}})
+		if err := errors.Join(errs[:]...); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	want := results{Replicas: 6, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Healthy: true, Reflected: map[string]any{"readyReplicas": int64(2)}, NoStatus: map[string]any{"readyReplicas": int64(0)},
+		Aggregated: map[string]any{"readyReplicas": int64(5), "clusters": int64(2)}}
+	for i, r := range got {
+		if !equality.Semantic.DeepEqual(r, want) {
+			t.Errorf("%s example: %+v, want %+v", []string{"CEL", "Lua"}[i], r, want)
+		}
 	}
 }
