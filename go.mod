@@ -7,6 +7,7 @@ require (
 	github.com/prometheus/common v0.70.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	github.com/yuin/gopher-lua v1.1.2
 	go.etcd.io/etcd/server/v3 v3.7.3
 	gonum.org/v1/plot v0.17.0
 	k8s.io/api v0.37.2
@@ -31,7 +32,6 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/yuin/gopher-lua v1.1.2 // indirect
 	golang.org/x/image v0.30.0 // indirect
 )
 

@@ -181,6 +181,7 @@ func testOperationsOnWidget(t *testing.T, c *Customization) {
 	}
 
 	m := widget(nil)
+	m.Object["metadata"].(map[string]any)["creationTimestamp"] = nil // as typed objects convert
 	if err := c.ReviseReplicas(m, 2); err != nil || m.Object["spec"].(map[string]any)["size"] != int64(2) {
 		t.Errorf("ReviseReplicas: %v, spec %v; want size 2", err, m.Object["spec"])
 	}

@@ -199,6 +199,9 @@ func changedFields(prefix string, before, after map[string]any, out map[string]a
 		path := joinPath(prefix, lua.LString(k))
 		b, a := before[k], after[k]
 		if _, ok := after[k]; !ok {
+			if b == nil {
+				continue // a null field: Lua has no null, a table never holds nil
+			}
 			return fmt.Errorf("ReviseReplica removed %s; it may only set fields", path)
 		}
 		bm, bIsMap := b.(map[string]any)
