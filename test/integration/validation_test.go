@@ -318,3 +318,14 @@ func TestOverridesNextToIdentityAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestLuaCustomizationAccepted: a customization in Karmada's Lua format passes the CRD's one-language rule
+// and admission's loading of each script.
+func TestLuaCustomizationAccepted(t *testing.T) {
+	obj := customization("    replicaResource:\n      luaScript: |\n        function GetReplicas(obj)\n          return obj.spec.replicas, {resourceRequest = {cpu = '1'}}\n        end\n" +
+		"    healthInterpretation: {cel: 'true'}\n" +
+		"    retention:\n      luaScript: |\n        function Retain(desiredObj, observedObj)\n          desiredObj.spec.paused = observedObj.spec.paused\n          return desiredObj\n        end\n")
+	if err := createDryRun(parseObject(t, obj)); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+}
