@@ -269,4 +269,55 @@ func TestInterpreterCustomization(t *testing.T) {
 			t.Errorf("binding spec changed: %d replicas over %v", b.Spec.Replicas, b.Spec.Clusters)
 		}
 	})
+
+	t.Run("operations in Karmada's Lua format drive the binding", func(t *testing.T) {
+		ic := &configv1alpha1.InterpreterCustomization{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "widgets"}, ic); err != nil {
+			t.Fatal(err)
+		}
+		ic.Spec.Customizations.ReplicaResource = &configv1alpha1.Expression{LuaScript: `
+function GetReplicas(desiredObj)
+  return desiredObj.spec.replicas, {resourceRequest = {cpu = "250m"}}
+end`}
+		ic.Spec.Customizations.HealthInterpretation = &configv1alpha1.Expression{LuaScript: `
+function InterpretHealth(observedObj)
+  return (observedObj.status and observedObj.status.readyReplicas or 0) >= 1
+end`}
+		if err := env.Client.Update(ctx, ic); err != nil {
+			t.Fatal(err)
+		}
+		bindingSays(t, "6 replicas of 250m divided 2/4", func(b *workv1alpha1.ResourceBinding) error {
+			got := map[string]int32{}
+			for _, c := range b.Spec.Clusters {
+				got[c.Name] = c.Replicas
+			}
+			if b.Spec.Replicas != 6 || b.Spec.ReplicaRequirements == nil || b.Spec.ReplicaRequirements.ResourceRequest.Cpu().String() != "250m" ||
+				got["interpreter-a"] != 2 || got["interpreter-b"] != 4 {
+				return fmt.Errorf("replicas %d, requirements %+v, clusters %v", b.Spec.Replicas, b.Spec.ReplicaRequirements, got)
+			}
+			return nil
+		})
+		for cluster, share := range map[string]int{"interpreter-a": 2, "interpreter-b": 4} {
+			w := works[cluster]
+			testenv.Eventually(t, hangGuard, cluster+"'s Work carries its share again", func() error {
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+					return err
+				}
+				if !strings.Contains(string(w.Spec.Workload.Manifests[0].Raw), fmt.Sprintf(`"replicas":%d`, share)) {
+					return fmt.Errorf("manifest %s", w.Spec.Workload.Manifests)
+				}
+				return nil
+			})
+			// One ready replica: healthy by the Lua rule (at least one), not by the CEL one it replaced (all).
+			report(cluster, 1)
+		}
+		bindingSays(t, "healthy by the Lua rule and interpreted again", func(b *workv1alpha1.ResourceBinding) error {
+			got := healthOf(b)
+			if got["interpreter-a"] != `Healthy {"readyReplicas":1}` || got["interpreter-b"] != `Healthy {"readyReplicas":1}` ||
+				!meta.IsStatusConditionTrue(b.Status.Conditions, workv1alpha1.ConditionInterpreted) {
+				return fmt.Errorf("aggregated %v, conditions %+v", got, b.Status.Conditions)
+			}
+			return nil
+		})
+	})
 }
