@@ -12,8 +12,9 @@ import (
 
 // Lua runs operations written as Karmada's ResourceInterpreterCustomization writes them: a Lua script that
 // defines one function per operation, with Karmada's names and arguments, so a Karmada customization works
-// after changing only its apiVersion and kind. Each function's result is turned into what the operation
-// returns in Flotilla (see luaFunctions).
+// after changing only its apiVersion and kind (unless it calls Karmada's kube helper library, which is not
+// provided). Each function's result is turned into what the operation returns in Flotilla (see
+// luaFunctions).
 //
 // Scripts run sandboxed: only the base (without dofile, loadfile, load, loadstring, require, module, print,
 // collectgarbage, getfenv and setfenv), table, string and math libraries; no os, io, package, coroutine or
