@@ -45,6 +45,11 @@ func Dependencies(obj *unstructured.Unstructured) []Dependency {
 	if !found {
 		return nil
 	}
+	return podSpecDependencies(raw)
+}
+
+// podSpecDependencies lists what a pod spec refers to, as Dependencies does.
+func podSpecDependencies(raw map[string]any) []Dependency {
 	spec := &corev1.PodSpec{}
 	if runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec) != nil {
 		return nil

@@ -60,6 +60,11 @@ func podRequests(obj *unstructured.Unstructured) corev1.ResourceList {
 	if !found {
 		return nil
 	}
+	return podSpecRequests(raw)
+}
+
+// podSpecRequests sums the container requests of a pod spec.
+func podSpecRequests(raw map[string]any) corev1.ResourceList {
 	spec := &corev1.PodSpec{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
 		return nil

@@ -12,13 +12,13 @@ import (
 
 // Lua runs operations written as Karmada's ResourceInterpreterCustomization writes them: a Lua script that
 // defines one function per operation, with Karmada's names and arguments, so a Karmada customization works
-// after changing only its apiVersion and kind (unless it calls Karmada's kube helper library, which is not
-// provided). Each function's result is turned into what the operation returns in Flotilla (see
-// luaFunctions).
+// after changing only its apiVersion and kind; Karmada's kube helpers (kube.accuratePodRequirements,
+// kube.getPodDependencies) are provided too. Each function's result is turned into what the operation
+// returns in Flotilla (see luaFunctions).
 //
 // Scripts run sandboxed: only the base (without dofile, loadfile, load, loadstring, require, module, print,
-// collectgarbage, getfenv and setfenv), table, string and math libraries; no os, io, package, coroutine or
-// debug. Each call gets a fresh interpreter with a bounded call stack and data stack, string.rep refuses
+// collectgarbage, getfenv and setfenv), table, string, math and kube libraries; no os, io, package, coroutine
+// or debug. Each call gets a fresh interpreter with a bounded call stack and data stack, string.rep refuses
 // results over luaMaxString, and the time limit every evaluation has (evalTimeout) stops the instruction
 // loop: a script cannot run forever nor grow a table or string past what that time allows.
 type Lua struct{}
@@ -120,7 +120,7 @@ func (Lua) Compile(op Operation, source string) (Program, error) {
 	p := luaProgram{proto: proto, fn: fn}
 	ctx, cancel := context.WithTimeout(context.Background(), evalTimeout)
 	defer cancel()
-	L, err := p.load(ctx)
+	L, err := p.load(ctx, &observedPaths{})
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +134,8 @@ type luaProgram struct {
 }
 
 // load returns a sandboxed interpreter that has run the script's top level, with the operation's function
-// defined.
-func (p luaProgram) load(ctx context.Context) (*lua.LState, error) {
+// defined; o is what the evaluation converts.
+func (p luaProgram) load(ctx context.Context, o *observedPaths) (*lua.LState, error) {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: luaCallStack, RegistrySize: luaRegistry,
 		RegistryMaxSize: luaRegistryMax, MinimizeStackMemory: true})
 	for _, lib := range []struct {
@@ -150,6 +150,7 @@ func (p luaProgram) load(ctx context.Context) (*lua.LState, error) {
 		L.SetGlobal(name, lua.LNil)
 	}
 	L.GetGlobal(lua.StringLibName).(*lua.LTable).RawSetString("rep", L.NewFunction(boundedRep))
+	openKube(L, o)
 	L.SetContext(ctx)
 	L.Push(L.NewFunctionFromProto(p.proto))
 	if err := L.PCall(0, 0, nil); err != nil {
@@ -175,12 +176,12 @@ func boundedRep(L *lua.LState) int {
 }
 
 func (p luaProgram) Eval(ctx context.Context, vars map[string]any) (any, error) {
-	L, err := p.load(ctx)
+	kept := &observedPaths{}
+	L, err := p.load(ctx, kept)
 	if err != nil {
 		return nil, err
 	}
 	defer L.Close()
-	kept := &observedPaths{}
 	args := make([]lua.LValue, len(p.fn.args))
 	for i, name := range p.fn.args {
 		if name == observedVar {

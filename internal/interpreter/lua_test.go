@@ -211,3 +211,43 @@ func TestDocumentedExamplesAgree(t *testing.T) {
 		}
 	}
 }
+
+// Karmada's kube helpers answer as Flotilla's built-in rules do for a pod template.
+func TestLuaKubeHelpers(t *testing.T) {
+	ic := widgetIC(t, widgetCustomization)
+	ic.Spec.Customizations = configv1alpha1.CustomizationRules{
+		ReplicaResource: &configv1alpha1.Expression{LuaScript: `
+function GetReplicas(desiredObj)
+  return desiredObj.spec.replicas, kube.accuratePodRequirements(desiredObj.spec.template)
+end`},
+		DependencyInterpretation: &configv1alpha1.Expression{LuaScript: `
+function GetDependencies(desiredObj)
+  return kube.getPodDependencies(desiredObj.spec.template, desiredObj.metadata.namespace)
+end`},
+	}
+	c, errs := Compile(ic)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"namespace": "ns"},
+		"spec": map[string]any{"replicas": int64(3), "template": map[string]any{"spec": map[string]any{
+			"volumes": []any{map[string]any{"name": "v", "configMap": map[string]any{"name": "settings"}}},
+			"containers": []any{
+				map[string]any{"name": "a", "resources": map[string]any{"requests": map[string]any{"cpu": "100m"}}},
+				map[string]any{"name": "b", "envFrom": []any{map[string]any{"secretRef": map[string]any{"name": "token"}}},
+					"resources": map[string]any{"requests": map[string]any{"cpu": "200m", "memory": "1Gi"}}},
+			}}}}}}
+	n, requests, err := c.Replicas(obj)
+	if err != nil || n != 3 || !equality.Semantic.DeepEqual(requests, corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("300m"), corev1.ResourceMemory: resource.MustParse("1Gi")}) {
+		t.Errorf("Replicas = %d, %v, %v; want 3 with 300m cpu and 1Gi", n, requests, err)
+	}
+	deps, err := c.Dependencies(obj)
+	if want := []Dependency{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings"}, {APIVersion: "v1", Kind: "Secret", Name: "token"}}; err != nil || !equality.Semantic.DeepEqual(deps, want) {
+		t.Errorf("Dependencies = %v, %v; want %v", deps, err, want)
+	}
+	obj.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"] = []any{}
+	if deps, err := c.Dependencies(obj); err != nil || len(deps) != 1 {
+		t.Errorf("Dependencies without containers = %v, %v; want the ConfigMap", deps, err)
+	}
+}
