@@ -22,7 +22,7 @@ func TestPolicyEditMovesWorkloadWithoutGap(t *testing.T) {
 	waitPlaced(t, f.ns, "mover", map[*framework.Cluster]int32{f.m1: 2, f.m2: -1})
 
 	changePolicy(t, f.hub, f.ns, "mover", func(p *policyv1alpha1.PropagationPolicy) { p.Spec.Placement = placementOn("m2") })
-	watchAvailability(t, f.ns, "mover", 2, []*framework.Cluster{f.m1, f.m2}, "the workload leaves m1 for m2", func() error {
+	watchAvailability(t, f.ns, "mover", 2, []*framework.Cluster{f.m1, f.m2}, time.Minute, "the workload leaves m1 for m2", func() error {
 		if replicas, _, err := replicasIn(ctx, f.m1, f.ns, "mover"); err != nil || replicas != -1 {
 			return fmt.Errorf("m1 still runs its copy (%v)", err)
 		}
@@ -32,14 +32,14 @@ func TestPolicyEditMovesWorkloadWithoutGap(t *testing.T) {
 }
 
 // watchAvailability samples the Deployment's available replicas in the members every 200 ms until done says
-// the move is over, and fails the test at the first sample where together they are fewer than floor. The
+// the move is over (or fails the test after timeout), and fails the test at the first sample where together they are fewer than floor. The
 // members are read in the order given, the clusters being left first: a copy removed between two reads
 // after its replacement became available is then never counted as missing. Only live members may be
 // sampled; a frozen one would hold each read until it times out.
-func watchAvailability(t *testing.T, namespace, name string, floor int32, members []*framework.Cluster, what string, done func() error) {
+func watchAvailability(t *testing.T, namespace, name string, floor int32, members []*framework.Cluster, timeout time.Duration, what string, done func() error) {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(timeout)
 	for samples := 1; ; samples++ {
 		var total int32
 		var seen []string
@@ -64,7 +64,7 @@ func watchAvailability(t *testing.T, namespace, name string, floor int32, member
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not over after 90 s (%s available): %v", what, strings.Join(seen, " + "), err)
+			t.Fatalf("%s: not over after %s (%s available): %v", what, timeout, strings.Join(seen, " + "), err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
