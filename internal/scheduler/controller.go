@@ -97,7 +97,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
 	result, err := r.Framework.ScheduleBinding(spec, status, clusters.Items)
 	cond, placed := decide(spec.Clusters, result, err)
-	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks}
+	// want carries the policy's failover behaviour only for addEvictionTasks to read the purge mode from;
+	// applyPlacement sends the clusters and eviction tasks alone.
+	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks, Failover: spec.Failover}
 	if placed && !equality.Semantic.DeepEqual(spec.Clusters, result.Clusters) {
 		addEvictionTasks(&want, result.Clusters, result.Evicted)
 		want.Clusters = result.Clusters
