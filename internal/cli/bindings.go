@@ -1,36 +1,106 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
 )
 
-// printBindings prints bindings as a table: where each template runs and how it is doing.
-func printBindings(out io.Writer, bindings []client.Object) error {
+// printBindings prints bindings as a table: where each template runs, how it is doing, and which clusters it
+// is leaving; wide adds what each of those evictions waits for.
+func printBindings(out io.Writer, bindings []binding, wide bool, now time.Time) error {
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tNAME\tRESOURCE\tSCHEDULED\tAPPLIED\tHEALTHY\tCLUSTERS")
-	for _, o := range bindings {
-		b := o.(workv1alpha1.Object)
+	header := "NAMESPACE\tNAME\tRESOURCE\tSCHEDULED\tAPPLIED\tHEALTHY\tCLUSTERS\tEVICTING"
+	if wide {
+		header += "\tWAITING-FOR"
+	}
+	fmt.Fprintln(w, header)
+	for _, b := range bindings {
 		spec, status := b.BindingSpec(), b.BindingStatus()
 		var clusters []string
 		for _, c := range spec.Clusters {
 			clusters = append(clusters, fmt.Sprintf("%s(%d)", c.Name, c.Replicas))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\n", orDash(o.GetNamespace()), o.GetName(), spec.Resource.Kind, spec.Resource.Name,
+		fmt.Fprintf(w, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%s", orDash(b.GetNamespace()), b.GetName(), spec.Resource.Kind, spec.Resource.Name,
 			conditionStatus(status, workv1alpha1.ConditionScheduled), conditionStatus(status, workv1alpha1.ConditionFullyApplied),
-			conditionStatus(status, workv1alpha1.ConditionHealthy), orDash(strings.Join(clusters, ",")))
+			conditionStatus(status, workv1alpha1.ConditionHealthy), orDash(strings.Join(clusters, ",")), evictingColumn(spec.GracefulEvictionTasks, now))
+		if wide {
+			fmt.Fprintf(w, "\t%s", waitingForColumn(b, now))
+		}
+		fmt.Fprintln(w)
 	}
 	return w.Flush()
+}
+
+// bindingQuery is what flotilla get bindings lists, as kubectl get would: the kinds (rb, crb or both), one
+// namespace or every one, a label selector and names.
+type bindingQuery struct {
+	resource  string
+	namespace string // empty: every namespace, and the cluster-scoped bindings
+	selector  labels.Selector
+	names     []string
+}
+
+// listBindings lists the bindings of q, the cluster-scoped ones first. A namespace leaves out the
+// cluster-scoped bindings, which are in none.
+func listBindings(ctx context.Context, c client.Client, q bindingQuery) ([]binding, error) {
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: q.selector}}
+	var all []binding
+	if q.resource != "rb" && q.namespace == "" {
+		crbs := &workv1alpha1.ClusterResourceBindingList{}
+		if err := c.List(ctx, crbs, opts...); err != nil {
+			return nil, err
+		}
+		for i := range crbs.Items {
+			all = append(all, &crbs.Items[i])
+		}
+	}
+	if q.resource != "crb" {
+		rbs := &workv1alpha1.ResourceBindingList{}
+		if err := c.List(ctx, rbs, append(opts, client.InNamespace(q.namespace))...); err != nil {
+			return nil, err
+		}
+		for i := range rbs.Items {
+			all = append(all, &rbs.Items[i])
+		}
+	}
+	if len(q.names) > 0 {
+		all = slices.DeleteFunc(all, func(b binding) bool { return !slices.Contains(q.names, b.GetName()) })
+	}
+	return all, nil
+}
+
+// printBindingObjects prints bindings as yaml or json with their apiVersion and kind, which a typed read
+// leaves empty: as a List, or (one binding asked for by name) as the object.
+func printBindingObjects(out io.Writer, format string, c client.Client, asList bool, bindings ...binding) error {
+	items := make([]any, 0, len(bindings))
+	for _, b := range bindings {
+		gvk, err := apiutil.GVKForObject(b, c.Scheme())
+		if err != nil {
+			return err
+		}
+		b.GetObjectKind().SetGroupVersionKind(gvk)
+		items = append(items, b)
+	}
+	if !asList && len(items) == 1 {
+		return printObject(out, format, items[0])
+	}
+	return printObject(out, format, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 }
 
 func conditionStatus(s *workv1alpha1.ResourceBindingStatus, t string) string {
@@ -42,13 +112,18 @@ func conditionStatus(s *workv1alpha1.ResourceBindingStatus, t string) string {
 
 func newStatusCommand() *cobra.Command {
 	var hub hubFlags
-	var namespace string
+	var namespace, output string
 	cmd := &cobra.Command{
 		Use:     "status KIND/NAME",
-		Short:   "Show where a template runs and its state in each cluster",
+		Short:   "Show where a template runs, its state in each cluster, and the clusters it is leaving",
 		Example: "  flotilla status deployment/web -n shop",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch output {
+			case "", "yaml", "json":
+			default:
+				return fmt.Errorf("--output %q: want yaml or json", output)
+			}
 			target, err := parseKindName(args[0])
 			if err != nil {
 				return err
@@ -61,24 +136,16 @@ func newStatusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			kind, name := target.kind, target.name
-			var b client.Object = &workv1alpha1.ClusterResourceBinding{}
-			key := client.ObjectKey{Name: detector.BindingName(gvk.GroupKind(), name)}
+			var b binding = &workv1alpha1.ClusterResourceBinding{}
+			key := client.ObjectKey{Name: detector.BindingName(gvk.GroupKind(), target.name)}
 			if namespaced {
 				b, key.Namespace = &workv1alpha1.ResourceBinding{}, namespace
 			}
 			if err := c.Get(cmd.Context(), key, b); err != nil {
-				return fmt.Errorf("%s/%s is not placed by any policy: %w", kind, name, err)
+				return fmt.Errorf("%s/%s is not placed by any policy: %w", target.kind, target.name, err)
 			}
-			spec, status := b.(workv1alpha1.Object).BindingSpec(), b.(workv1alpha1.Object).BindingStatus()
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s/%s", spec.Resource.Kind, spec.Resource.Name)
-			if spec.Resource.Namespace != "" {
-				fmt.Fprintf(out, " in %s", spec.Resource.Namespace)
-			}
-			fmt.Fprintf(out, " (binding %s)\n", b.GetName())
-			for _, cond := range status.Conditions {
-				fmt.Fprintf(out, "  %s=%s  %s\n", cond.Type, cond.Status, cond.Message)
+			if output != "" {
+				return printBindingObjects(cmd.OutOrStdout(), output, c, false, b)
 			}
 			works := &workv1alpha1.WorkList{}
 			if err := c.List(cmd.Context(), works, client.MatchingLabels{workv1alpha1.LabelBindingName: b.GetName(),
@@ -91,22 +158,43 @@ func newStatusCommand() *cobra.Command {
 					overrides[cluster] = w.Annotations[workv1alpha1.AnnotationOverrides]
 				}
 			}
-			w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-			fmt.Fprintln(w, "CLUSTER\tREPLICAS\tAPPLIED\tHEALTH\tOVERRIDES\tMESSAGE")
-			for _, item := range status.AggregatedStatus {
-				replicas := int32(0)
-				for _, t := range spec.Clusters {
-					if t.Name == item.ClusterName {
-						replicas = t.Replicas
-					}
-				}
-				fmt.Fprintf(w, "%s\t%d\t%v\t%s\t%s\t%s\n", item.ClusterName, replicas, item.Applied, orDash(string(item.Health)),
-					orDash(overrides[item.ClusterName]), orDash(item.AppliedMessage))
-			}
-			return w.Flush()
+			return printStatus(cmd.OutOrStdout(), b, overrides, time.Now())
 		},
 	}
 	hub.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the template")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "print the binding as yaml or json")
 	return cmd
+}
+
+// printStatus prints a binding for flotilla status: its conditions, its state in each cluster (with the
+// override policies of each cluster's copy), and the clusters it is leaving.
+func printStatus(out io.Writer, b binding, overrides map[string]string, now time.Time) error {
+	spec, status := b.BindingSpec(), b.BindingStatus()
+	fmt.Fprintf(out, "%s/%s", spec.Resource.Kind, spec.Resource.Name)
+	if spec.Resource.Namespace != "" {
+		fmt.Fprintf(out, " in %s", spec.Resource.Namespace)
+	}
+	fmt.Fprintf(out, " (binding %s)\n", b.GetName())
+	for _, cond := range status.Conditions {
+		fmt.Fprintf(out, "  %s=%s  %s\n", cond.Type, cond.Status, cond.Message)
+	}
+	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(w, "CLUSTER\tREPLICAS\tAPPLIED\tHEALTH\tOVERRIDES\tMESSAGE")
+	for _, item := range status.AggregatedStatus {
+		replicas := "0"
+		if i := slices.IndexFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == item.ClusterName }); i >= 0 {
+			replicas = strconv.Itoa(int(spec.Clusters[i].Replicas))
+		} else if i := slices.IndexFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool {
+			return t.FromCluster == item.ClusterName
+		}); i >= 0 && spec.GracefulEvictionTasks[i].Replicas != nil {
+			replicas = strconv.Itoa(int(*spec.GracefulEvictionTasks[i].Replicas)) + " (leaving)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\t%s\n", item.ClusterName, replicas, item.Applied, orDash(string(item.Health)),
+			orDash(overrides[item.ClusterName]), orDash(item.AppliedMessage))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return printEvictions(out, b, now)
 }

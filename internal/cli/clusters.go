@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -17,33 +18,61 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 func newGetCommand() *cobra.Command {
 	var hub hubFlags
-	var output string
+	var output, namespace, selector string
+	var allNamespaces bool
 	cmd := &cobra.Command{
-		Use:   "get clusters|bindings [NAME...]",
-		Short: "List member clusters with their health and capacity, or bindings with their placement",
-		Args:  cobra.MinimumNArgs(1),
+		Use:   "get clusters|bindings|rb|crb [NAME...]",
+		Short: "List member clusters with their health and capacity, or bindings with their placement and evictions",
+		Example: `  flotilla get clusters -o wide
+  flotilla get bindings                  # every namespace, and the cluster-scoped bindings
+  flotilla get rb -n shop -l app=web -o wide`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateOutput(output); err != nil {
 				return err
+			}
+			sel, err := labels.Parse(selector)
+			if err != nil {
+				return fmt.Errorf("--selector %q: %w", selector, err)
+			}
+			if bad := validation.IsDNS1123Label(namespace); namespace != "" && len(bad) > 0 {
+				return fmt.Errorf("--namespace %q: %s", namespace, strings.Join(bad, "; "))
+			}
+			if allNamespaces {
+				namespace = "" // as kubectl: --all-namespaces wins over --namespace
+			}
+			var resource string
+			switch args[0] {
+			case "clusters", "cluster", "fc":
+				resource = "clusters"
+			case "bindings", "binding":
+				resource = "bindings"
+			case "rb", "crb":
+				resource = args[0]
+			default:
+				return fmt.Errorf("unknown resource %q: flotilla get knows clusters, bindings, rb and crb", args[0])
+			}
+			if resource == "crb" && namespace != "" {
+				return fmt.Errorf("--namespace %q: cluster-scoped bindings (crb) are in no namespace", namespace)
 			}
 			_, c, _, err := hub.clients()
 			if err != nil {
 				return err
 			}
-			switch args[0] {
-			case "clusters", "cluster":
-				clusters, err := listClusters(cmd.Context(), c, args[1:])
+			if resource == "clusters" {
+				clusters, err := listClusters(cmd.Context(), c, args[1:], sel)
 				if err != nil {
 					return err
 				}
@@ -51,38 +80,34 @@ func newGetCommand() *cobra.Command {
 					return printObject(cmd.OutOrStdout(), output, clusters)
 				}
 				return printClusters(cmd.Context(), cmd.OutOrStdout(), c, clusters.Items, output == "wide")
-			case "bindings", "binding", "rb", "crb":
-				rbs, crbs := &workv1alpha1.ResourceBindingList{}, &workv1alpha1.ClusterResourceBindingList{}
-				if err := c.List(cmd.Context(), rbs); err != nil {
-					return err
-				}
-				if err := c.List(cmd.Context(), crbs); err != nil {
-					return err
-				}
-				var all []client.Object
-				for i := range crbs.Items {
-					all = append(all, &crbs.Items[i])
-				}
-				for i := range rbs.Items {
-					all = append(all, &rbs.Items[i])
-				}
-				if output == "yaml" || output == "json" {
-					return printObject(cmd.OutOrStdout(), output, all)
-				}
-				return printBindings(cmd.OutOrStdout(), all)
 			}
-			return fmt.Errorf("unknown resource %q: flotilla get knows clusters and bindings", args[0])
+			bindings, err := listBindings(cmd.Context(), c, bindingQuery{resource: resource, namespace: namespace, selector: sel, names: args[1:]})
+			if err != nil {
+				return err
+			}
+			for _, name := range args[1:] {
+				if !slices.ContainsFunc(bindings, func(b binding) bool { return b.GetName() == name }) {
+					return fmt.Errorf("binding %q not found", name)
+				}
+			}
+			if output == "yaml" || output == "json" {
+				return printBindingObjects(cmd.OutOrStdout(), output, c, len(args) != 2, bindings...)
+			}
+			return printBindings(cmd.OutOrStdout(), bindings, output == "wide", time.Now())
 		},
 	}
 	hub.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the bindings of this namespace (default: every namespace)")
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "the bindings of every namespace, and the cluster-scoped ones (the default)")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "label selector, for example app=web,tier!=cache")
 	return cmd
 }
 
-func listClusters(ctx context.Context, c client.Client, names []string) (*clusterv1alpha1.ClusterList, error) {
+func listClusters(ctx context.Context, c client.Client, names []string, sel labels.Selector) (*clusterv1alpha1.ClusterList, error) {
 	list := &clusterv1alpha1.ClusterList{}
 	if len(names) == 0 {
-		if err := c.List(ctx, list); err != nil {
+		if err := c.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 			return nil, err
 		}
 	}
@@ -91,7 +116,9 @@ func listClusters(ctx context.Context, c client.Client, names []string) (*cluste
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
 			return nil, err
 		}
-		list.Items = append(list.Items, *cluster)
+		if sel.Matches(labels.Set(cluster.Labels)) {
+			list.Items = append(list.Items, *cluster)
+		}
 	}
 	list.APIVersion, list.Kind = clusterv1alpha1.GroupVersion.String(), "ClusterList"
 	for i := range list.Items {

@@ -5,25 +5,32 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 func newDescribeCommand() *cobra.Command {
 	var hub hubFlags
+	var failoverAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "describe cluster NAME",
-		Short: "Show a cluster's conditions, taints, capacity, APIs and recent events",
+		Short: "Show a cluster's conditions, taints, failover, workloads waiting to move, capacity, APIs and recent events",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "cluster" && args[0] != "clusters" {
 				return fmt.Errorf("unknown resource %q: flotilla describe knows cluster", args[0])
+			}
+			if failoverAfter < 0 {
+				return fmt.Errorf("--default-failover-toleration %s: must not be negative", failoverAfter)
 			}
 			_, c, kube, err := hub.clients()
 			if err != nil {
@@ -49,14 +56,17 @@ func newDescribeCommand() *cobra.Command {
 			if h := cl.Status.Health; h != nil {
 				fmt.Fprintf(w, "Health:\tlivez=%s readyz=%s\n", h.Livez, h.Readyz)
 			}
-			fmt.Fprintln(w, "Taints:")
-			for _, t := range cl.Spec.Taints {
-				fmt.Fprintf(w, "  %s\n", taintString(t))
-			}
+			now := time.Now()
+			printTaints(w, cl.Spec.Taints, now)
 			fmt.Fprintln(w, "Conditions:\n  TYPE\tSTATUS\tREASON\tSINCE\tMESSAGE")
 			for _, cond := range cl.Status.Conditions {
 				fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, age(cond.LastTransitionTime.Time), cond.Message)
 			}
+			bindings, err := listBindings(ctx, c, bindingQuery{selector: labels.Everything()})
+			if err != nil {
+				return err
+			}
+			printFailover(w, cl, bindings, failoverAfter, now)
 			if n := cl.Status.NodeSummary; n != nil {
 				fmt.Fprintf(w, "Nodes:\t%d ready of %d\n", n.ReadyNum, n.TotalNum)
 			}
@@ -85,6 +95,8 @@ func newDescribeCommand() *cobra.Command {
 		},
 	}
 	hub.addFlags(cmd.Flags())
+	cmd.Flags().DurationVar(&failoverAfter, "default-failover-toleration", scheduler.DefaultFailoverToleration,
+		"the hub's --default-failover-toleration, to say when workloads without their own toleration of a health taint move")
 	return cmd
 }
 

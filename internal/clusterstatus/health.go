@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -36,23 +37,34 @@ const (
 // HealthMonitor sets each Cluster's Ready condition and health taints from its Lease and its readyz result:
 // no change of the Lease seen for GracePeriod → Ready=Unknown and cluster.flotilla.io/unreachable:NoSchedule;
 // readyz failing → Ready=False and cluster.flotilla.io/not-ready:NoSchedule; otherwise Ready=True and
-// neither taint.
+// neither taint. For failover, an unhealthy cluster also gets the same key with effect NoExecute, unless the
+// mass-failure guard, the hub's own start or the rate limit holds it back (the Failover condition says which).
 type HealthMonitor struct {
 	Client      client.Client
 	Recorder    events.EventRecorder
 	GracePeriod time.Duration
+	Failover    FailoverOptions
 	now         func() time.Time
 	heartbeats  heartbeats
+	limiter     *rate.Limiter
+	// started is when this monitor first reconciled: when its hub started leading.
+	started   time.Time
+	startOnce sync.Once
 }
 
 // SetupHealthMonitor registers the monitor with the manager.
-func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration) error {
-	m := &HealthMonitor{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-cluster-health"), GracePeriod: grace, now: time.Now,
-		heartbeats: heartbeats{seen: map[string]heartbeat{}}}
+func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration, failover FailoverOptions) error {
+	m := NewHealthMonitor(mgr.GetClient(), mgr.GetEventRecorder("flotilla-cluster-health"), grace, failover, time.Now)
 	return ctrl.NewControllerManagedBy(mgr).Named("cluster-health").
 		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(healthInputsChanged)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster)).
 		Complete(m)
+}
+
+// NewHealthMonitor returns a monitor that reads the time from now.
+func NewHealthMonitor(c client.Client, recorder events.EventRecorder, grace time.Duration, failover FailoverOptions, now func() time.Time) *HealthMonitor {
+	return &HealthMonitor{Client: c, Recorder: recorder, GracePeriod: grace, Failover: failover, now: now,
+		heartbeats: heartbeats{seen: map[string]heartbeat{}}, limiter: rate.NewLimiter(rate.Limit(failover.PerMinute/60), 1)}
 }
 
 // leaseToCluster maps a cluster's Lease (named after it, in its namespace) to the Cluster.
@@ -65,6 +77,7 @@ func leaseToCluster(_ context.Context, o client.Object) []reconcile.Request {
 
 // Reconcile evaluates one cluster.
 func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	m.startOnce.Do(func() { m.started = m.now() })
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := m.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -81,37 +94,85 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err == nil {
 		version = lease.ResourceVersion
 	}
-	hb := m.heartbeats.observe(cluster.Name, version, m.now())
+	now := m.now()
+	hb := m.heartbeats.observe(cluster.Name, version, now)
 	var renewed *time.Time
-	if err == nil && lease.Spec.RenewTime != nil {
-		if !hb.changed && meta.IsStatusConditionPresentAndEqual(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady, metav1.ConditionUnknown) {
-			// This monitor has not seen the Lease change since it started, and the cluster was already judged
-			// unreachable: a Lease that merely exists is no heartbeat. The next renewal wakes us.
-			return ctrl.Result{}, nil
+	var ready metav1.Condition
+	var taint string
+	if previous := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady); err == nil && lease.Spec.RenewTime != nil &&
+		!hb.changed && previous != nil && previous.Status == metav1.ConditionUnknown {
+		// This monitor has not seen the Lease change since it started, and the cluster was already judged
+		// unreachable: a Lease that merely exists is no heartbeat. The verdict stays until the next renewal.
+		ready, taint = *previous, clusterv1alpha1.TaintClusterUnreachable
+		m.heartbeats.lose(cluster.Name)
+	} else {
+		if err == nil && lease.Spec.RenewTime != nil {
+			renewed = &hb.observed
 		}
-		renewed = &hb.observed
+		ready, taint = Evaluate(cluster, renewed, now, m.GracePeriod)
 	}
-	ready, taint := Evaluate(cluster, renewed, m.now(), m.GracePeriod)
 
-	if err := m.setHealthTaint(ctx, cluster, taint); err != nil {
+	want, due := noExecuteFor(taint, renewed, now, m.GracePeriod)
+	failover := decideFailover(want, m.healthNoExecute(cluster), m.fleet(now), m.Failover, m.take)
+	if failover.condition != nil && failover.condition.Reason == ReasonMassFailureGuard {
+		ctrl.LoggerFrom(ctx).Info("not failing over an unreachable cluster", "cluster", cluster.Name, "why", failover.condition.Message)
+	}
+	if err := m.setHealthTaints(ctx, cluster, taint, failover.taint); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := m.setReady(ctx, cluster, ready); err != nil {
+	if err := m.setConditions(ctx, cluster, ready, failover.condition); err != nil {
 		return ctrl.Result{}, err
 	}
-	// Look again when the Lease would expire, so a silent cluster turns Unknown on time.
+	// Look again when the Lease would expire, so a silent cluster turns Unknown on time; when its NoExecute
+	// taint is due; and now and then while it is unhealthy, for the guard.
+	var retry time.Duration
+	for _, d := range []time.Duration{due, failover.retry} {
+		if d > 0 && (retry == 0 || d < retry) {
+			retry = d
+		}
+	}
 	if renewed != nil && ready.Status != metav1.ConditionUnknown {
-		return ctrl.Result{RequeueAfter: renewed.Add(m.GracePeriod).Sub(m.now()) + time.Second}, nil
+		if d := renewed.Add(m.GracePeriod).Sub(now) + time.Second; retry == 0 || d < retry {
+			retry = d
+		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
-// setHealthTaint gives the cluster exactly the health taint it must carry (none when taint is empty). The
-// taint list is one field that people (`flotilla taint`) write too: the patch carries the resourceVersion it
-// was computed from, so a taint added meanwhile is never lost: the patch fails, and the next reconcile
-// starts from the new list.
-func (m *HealthMonitor) setHealthTaint(ctx context.Context, cluster *clusterv1alpha1.Cluster, taint string) error {
-	taints := withHealthTaint(cluster.Spec.Taints, taint, m.now())
+// fleet says how many clusters are unreachable, from the heartbeats the monitor saw, and how long the hub
+// is still starting.
+func (m *HealthMonitor) fleet(now time.Time) fleetView {
+	unreachable, total := m.heartbeats.unreachable(now, m.GracePeriod)
+	return fleetView{unreachable: unreachable, total: total, startingFor: max(0, m.started.Add(m.GracePeriod).Sub(now))}
+}
+
+// take asks the rate limiter for one NoExecute taint now.
+func (m *HealthMonitor) take() (bool, time.Duration) {
+	now := m.now()
+	r := m.limiter.ReserveN(now, 1)
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
+		return false, wait
+	}
+	return true, 0
+}
+
+// healthNoExecute returns the key of the NoExecute health taint the cluster carries, or "".
+func (m *HealthMonitor) healthNoExecute(cluster *clusterv1alpha1.Cluster) string {
+	for _, t := range cluster.Spec.Taints {
+		if isHealthTaint(t) && t.Effect == corev1.TaintEffectNoExecute {
+			return t.Key
+		}
+	}
+	return ""
+}
+
+// setHealthTaints gives the cluster exactly the health taints it must carry: noSchedule and noExecute name
+// the key of each effect (empty for none). The taint list is one field that people (`flotilla taint`) write
+// too: the patch carries the resourceVersion it was computed from, so a taint added meanwhile is never lost:
+// the patch fails, and the next reconcile starts from the new list.
+func (m *HealthMonitor) setHealthTaints(ctx context.Context, cluster *clusterv1alpha1.Cluster, noSchedule, noExecute string) error {
+	taints := withHealthTaints(cluster.Spec.Taints, noSchedule, noExecute, m.now())
 	if slices.EqualFunc(taints, cluster.Spec.Taints, sameTaint) {
 		return nil
 	}
@@ -120,27 +181,36 @@ func (m *HealthMonitor) setHealthTaint(ctx context.Context, cluster *clusterv1al
 	return m.Client.Patch(ctx, cluster, patch, client.FieldOwner(HealthFieldManager))
 }
 
-// setReady applies the Ready condition, the one status field the monitor owns, when it changed, and records
-// an event when its status did.
-func (m *HealthMonitor) setReady(ctx context.Context, cluster *clusterv1alpha1.Cluster, ready metav1.Condition) error {
-	previous := metav1.ConditionStatus("")
-	if c := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady); c != nil {
-		previous = c.Status
+// setConditions applies the Ready condition and the Failover condition (nil: none), the status fields the
+// monitor owns, when they changed, and records an event when the status or reason of either did.
+func (m *HealthMonitor) setConditions(ctx context.Context, cluster *clusterv1alpha1.Cluster, ready metav1.Condition, failover *metav1.Condition) error {
+	wanted := []metav1.Condition{ready}
+	if failover != nil {
+		wanted = append(wanted, *failover)
 	}
-	ready.ObservedGeneration = cluster.Generation
-	conditions, changed := withCondition(cluster.Status.Conditions, ready)
+	var conditions []metav1.Condition
+	changed := failover == nil && meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionFailover) != nil
+	for _, c := range wanted {
+		c.ObservedGeneration = cluster.Generation
+		set, ch := withCondition(cluster.Status.Conditions, c)
+		conditions, changed = append(conditions, set...), changed || ch
+	}
 	if !changed {
 		return nil
 	}
 	if err := applyStatus(ctx, m.Client, cluster.Name, HealthFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
 		return err
 	}
-	if previous != ready.Status {
+	for _, c := range wanted {
+		previous := meta.FindStatusCondition(cluster.Status.Conditions, c.Type)
+		if previous != nil && previous.Status == c.Status && previous.Reason == c.Reason {
+			continue
+		}
 		eventType := corev1.EventTypeNormal
-		if ready.Status != metav1.ConditionTrue {
+		if c.Status != metav1.ConditionTrue || c.Type == clusterv1alpha1.ClusterConditionFailover {
 			eventType = corev1.EventTypeWarning
 		}
-		m.Recorder.Eventf(cluster, nil, eventType, ready.Reason, "HealthChanged", "Ready=%s: %s", ready.Status, ready.Message)
+		m.Recorder.Eventf(cluster, nil, eventType, c.Reason, "HealthChanged", "%s=%s: %s", c.Type, c.Status, c.Message)
 	}
 	return nil
 }
@@ -169,6 +239,8 @@ type heartbeat struct {
 	observed time.Time
 	// changed says the hub has seen the Lease change since it started watching.
 	changed bool
+	// lost says the cluster was judged unreachable before the hub started and has not renewed since.
+	lost bool
 }
 
 // observe records the Lease version of a cluster seen at now and returns what the hub knows of its heartbeat.
@@ -184,6 +256,28 @@ func (h *heartbeats) observe(cluster, version string, now time.Time) heartbeat {
 	}
 	h.seen[cluster] = hb
 	return hb
+}
+
+// lose records that a cluster's Lease, unchanged since the hub started, is no heartbeat.
+func (h *heartbeats) lose(cluster string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hb, ok := h.seen[cluster]; ok && !hb.changed {
+		hb.lost = true
+		h.seen[cluster] = hb
+	}
+}
+
+// unreachable counts the clusters without a heartbeat for the grace period at now, of all it knows.
+func (h *heartbeats) unreachable(now time.Time, grace time.Duration) (n, total int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, hb := range h.seen {
+		if hb.version == "" || hb.lost || now.Sub(hb.observed) > grace {
+			n++
+		}
+	}
+	return n, len(h.seen)
 }
 
 func (h *heartbeats) forget(cluster string) {
@@ -217,23 +311,30 @@ func Evaluate(cluster *clusterv1alpha1.Cluster, renewed *time.Time, now time.Tim
 	return c, ""
 }
 
-// withHealthTaint returns taints with exactly the wanted NoSchedule health taint (or none) of the hub's two,
-// keeping every other taint (a user's NoExecute taint on the same key included) and the time an existing
-// health taint was added.
-func withHealthTaint(taints []corev1.Taint, want string, now time.Time) []corev1.Taint {
-	out := make([]corev1.Taint, 0, len(taints)+1)
+// withHealthTaints returns taints with exactly the wanted health taints of the hub's two keys: noSchedule
+// and noExecute name the key for each effect (empty for none). Every other taint stays, and so does the time
+// an existing health taint was added.
+func withHealthTaints(taints []corev1.Taint, noSchedule, noExecute string, now time.Time) []corev1.Taint {
+	want := map[corev1.TaintEffect]string{corev1.TaintEffectNoSchedule: noSchedule, corev1.TaintEffectNoExecute: noExecute}
+	out := make([]corev1.Taint, 0, len(taints)+2)
 	for _, t := range taints {
-		isHealth := (t.Key == clusterv1alpha1.TaintClusterNotReady || t.Key == clusterv1alpha1.TaintClusterUnreachable) &&
-			t.Effect == corev1.TaintEffectNoSchedule
-		if !isHealth || t.Key == want {
+		if !isHealthTaint(t) || want[t.Effect] == t.Key {
 			out = append(out, t)
 		}
 	}
-	isWanted := func(t corev1.Taint) bool { return t.Key == want && t.Effect == corev1.TaintEffectNoSchedule }
-	if want != "" && !slices.ContainsFunc(out, isWanted) {
-		out = append(out, corev1.Taint{Key: want, Effect: corev1.TaintEffectNoSchedule, TimeAdded: &metav1.Time{Time: now}})
+	for _, effect := range []corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectNoExecute} {
+		key := want[effect]
+		if key != "" && !slices.ContainsFunc(out, func(t corev1.Taint) bool { return t.Key == key && t.Effect == effect }) {
+			out = append(out, corev1.Taint{Key: key, Effect: effect, TimeAdded: &metav1.Time{Time: now}})
+		}
 	}
 	return out
+}
+
+// isHealthTaint reports whether t is one of the hub's health taints, of either effect it sets.
+func isHealthTaint(t corev1.Taint) bool {
+	return (t.Key == clusterv1alpha1.TaintClusterNotReady || t.Key == clusterv1alpha1.TaintClusterUnreachable) &&
+		(t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute)
 }
 
 func sameTaint(a, b corev1.Taint) bool {

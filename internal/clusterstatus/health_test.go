@@ -45,11 +45,12 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
-func TestWithHealthTaint(t *testing.T) {
+func TestWithHealthTaints(t *testing.T) {
 	now := time.Now()
 	user := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
-	userNoExecute := corev1.Taint{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: corev1.TaintEffectNoExecute}
+	userNoExecute := corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}
 	unreachable := corev1.Taint{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: corev1.TaintEffectNoSchedule}
+	unreachableNoExecute := corev1.Taint{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: corev1.TaintEffectNoExecute}
 	notReady := corev1.Taint{Key: clusterv1alpha1.TaintClusterNotReady, Effect: corev1.TaintEffectNoSchedule}
 	keys := func(ts []corev1.Taint) []string {
 		var out []string
@@ -58,23 +59,32 @@ func TestWithHealthTaint(t *testing.T) {
 		}
 		return out
 	}
+	const u, nr = clusterv1alpha1.TaintClusterUnreachable, clusterv1alpha1.TaintClusterNotReady
 	tests := []struct {
-		name string
-		in   []corev1.Taint
-		want string
-		out  []string
+		name                  string
+		in                    []corev1.Taint
+		noSchedule, noExecute string
+		out                   []string
 	}{
-		{"adds", []corev1.Taint{user}, clusterv1alpha1.TaintClusterUnreachable, []string{"dedicated:NoSchedule", unreachable.Key + ":NoSchedule"}},
-		{"swaps", []corev1.Taint{unreachable, user}, clusterv1alpha1.TaintClusterNotReady, []string{"dedicated:NoSchedule", notReady.Key + ":NoSchedule"}},
-		{"removes, keeping a user's NoExecute", []corev1.Taint{userNoExecute, notReady, user}, "", []string{unreachable.Key + ":NoExecute", "dedicated:NoSchedule"}},
-		{"keeps an existing one as is", []corev1.Taint{unreachable}, clusterv1alpha1.TaintClusterUnreachable, []string{unreachable.Key + ":NoSchedule"}},
+		{"adds", []corev1.Taint{user}, u, "", []string{"dedicated:NoSchedule", u + ":NoSchedule"}},
+		{"adds both", []corev1.Taint{user}, u, u, []string{"dedicated:NoSchedule", u + ":NoSchedule", u + ":NoExecute"}},
+		{"adds NoExecute to NoSchedule", []corev1.Taint{unreachable}, u, u, []string{u + ":NoSchedule", u + ":NoExecute"}},
+		{"swaps both", []corev1.Taint{unreachable, user, unreachableNoExecute}, nr, nr, []string{"dedicated:NoSchedule", nr + ":NoSchedule", nr + ":NoExecute"}},
+		{"held back: NoSchedule only", []corev1.Taint{unreachable, unreachableNoExecute}, u, "", []string{u + ":NoSchedule"}},
+		{"removes, keeping the user's", []corev1.Taint{userNoExecute, notReady, user, unreachableNoExecute}, "", "", []string{"maintenance:NoExecute", "dedicated:NoSchedule"}},
+		{"keeps existing ones as they are", []corev1.Taint{unreachable, unreachableNoExecute}, u, u, []string{u + ":NoSchedule", u + ":NoExecute"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := keys(withHealthTaint(tt.in, tt.want, now)); !slices.Equal(got, tt.out) {
+			if got := keys(withHealthTaints(tt.in, tt.noSchedule, tt.noExecute, now)); !slices.Equal(got, tt.out) {
 				t.Fatalf("got %v, want %v", got, tt.out)
 			}
 		})
+	}
+	old := metav1.NewTime(now.Add(-time.Hour))
+	kept := withHealthTaints([]corev1.Taint{{Key: u, Effect: corev1.TaintEffectNoExecute, TimeAdded: &old}}, u, u, now)
+	if !kept[0].TimeAdded.Equal(&old) {
+		t.Fatalf("an existing NoExecute taint must keep the time it was added (tolerations count from it): %v", kept[0].TimeAdded)
 	}
 }
 

@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 // Options configure `flotilla hub`.
@@ -41,6 +44,11 @@ type Options struct {
 	RequireApproval bool
 	// ClusterGracePeriod is how long a cluster may go without a heartbeat before it is Unknown.
 	ClusterGracePeriod time.Duration
+	// DefaultFailoverToleration is how long bindings tolerate a cluster's health NoExecute taints unless
+	// their policy tolerates them itself.
+	DefaultFailoverToleration time.Duration
+	// Failover says when an unhealthy cluster is tainted NoExecute.
+	Failover clusterstatus.FailoverOptions
 	// MaxAgentCertTTL is the longest lifetime of an agent certificate: longer requests are denied, and the
 	// embedded signer issues nothing longer.
 	MaxAgentCertTTL time.Duration
@@ -51,12 +59,17 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		BindAddress:        "0.0.0.0",
-		SecurePort:         6443,
-		EtcdPrefix:         "/registry",
-		Controllers:        []string{"*"},
-		ClusterGracePeriod: 40 * time.Second,
-		MaxAgentCertTTL:    30 * 24 * time.Hour,
+		BindAddress:               "0.0.0.0",
+		SecurePort:                6443,
+		EtcdPrefix:                "/registry",
+		Controllers:               []string{"*"},
+		ClusterGracePeriod:        40 * time.Second,
+		DefaultFailoverToleration: scheduler.DefaultFailoverToleration,
+		Failover: clusterstatus.FailoverOptions{
+			UnhealthyThreshold: clusterstatus.DefaultUnhealthyThreshold,
+			PerMinute:          clusterstatus.DefaultFailoverRate,
+		},
+		MaxAgentCertTTL: 30 * 24 * time.Hour,
 	}
 }
 
@@ -77,6 +90,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.RequireApproval, "require-approval", o.RequireApproval, "pull joins wait for flotilla accept NAME instead of being approved automatically")
 	fs.DurationVar(&o.MaxAgentCertTTL, "max-agent-cert-ttl", o.MaxAgentCertTTL, "longest lifetime of an agent's hub certificate: the hub denies requests for longer ones")
 	fs.DurationVar(&o.ClusterGracePeriod, "cluster-grace-period", o.ClusterGracePeriod, "how long a cluster may go without a heartbeat before it is Ready=Unknown and tainted unreachable")
+	fs.DurationVar(&o.DefaultFailoverToleration, "default-failover-toleration", o.DefaultFailoverToleration, "how long workloads stay on an unreachable or not-ready cluster before they fail over, unless their policy tolerates the cluster.flotilla.io/unreachable or not-ready NoExecute taint itself")
+	fs.Float64Var(&o.Failover.UnhealthyThreshold, "unhealthy-fleet-threshold", o.Failover.UnhealthyThreshold, "share of clusters (0-1) that may be unreachable at once: above it the hub assumes it is the one cut off and fails nothing over")
+	fs.Float64Var(&o.Failover.PerMinute, "failover-rate", o.Failover.PerMinute, "clusters per minute that may be tainted NoExecute for failing health")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 
@@ -117,6 +133,15 @@ func (o *Options) Validate() error {
 		if _, err := os.Stat(o.Kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
 		}
+	}
+	if o.DefaultFailoverToleration < 0 {
+		errs = append(errs, fmt.Errorf("--default-failover-toleration %s: must not be negative", o.DefaultFailoverToleration))
+	}
+	if !(o.Failover.UnhealthyThreshold > 0 && o.Failover.UnhealthyThreshold <= 1) {
+		errs = append(errs, fmt.Errorf("--unhealthy-fleet-threshold %g: must be a share above 0 and at most 1", o.Failover.UnhealthyThreshold))
+	}
+	if !(o.Failover.PerMinute > 0) || math.IsInf(o.Failover.PerMinute, 0) {
+		errs = append(errs, fmt.Errorf("--failover-rate %g: must be a number of clusters per minute above 0", o.Failover.PerMinute))
 	}
 	if o.ClusterGracePeriod < 20*time.Second {
 		errs = append(errs, fmt.Errorf("--cluster-grace-period %s: must be at least 20s (two heartbeats)", o.ClusterGracePeriod))

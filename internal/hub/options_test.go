@@ -1,10 +1,12 @@
 package hub
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
@@ -49,6 +51,14 @@ func TestOptionsValidate(t *testing.T) {
 			o.EtcdServers, o.EtcdTLS = []string{"https://e:2379"}, controlplane.EtcdTLS{CertFile: pem, KeyFile: "/does/not/exist"}
 		}, "--etcd-keyfile: open /does/not/exist"},
 		{"kubeconfig with etcd TLS", func(o *Options) { o.Kubeconfig, o.DataDir, o.EtcdTLS = kubeconfig, "", etcdTLS }, "cannot be used with --kubeconfig"},
+		{"negative failover toleration", func(o *Options) { o.DefaultFailoverToleration = -time.Second }, "--default-failover-toleration -1s: must not be negative"},
+		{"failover at once", func(o *Options) { o.DefaultFailoverToleration = 0 }, ""},
+		{"threshold zero", func(o *Options) { o.Failover.UnhealthyThreshold = 0 }, "--unhealthy-fleet-threshold 0: must be a share above 0 and at most 1"},
+		{"threshold as a percentage", func(o *Options) { o.Failover.UnhealthyThreshold = 55 }, "--unhealthy-fleet-threshold 55"},
+		{"threshold not a number", func(o *Options) { o.Failover.UnhealthyThreshold = math.NaN() }, "--unhealthy-fleet-threshold NaN"},
+		{"threshold all", func(o *Options) { o.Failover.UnhealthyThreshold = 1 }, ""},
+		{"failover rate zero", func(o *Options) { o.Failover.PerMinute = 0 }, "--failover-rate 0: must be a number of clusters per minute above 0"},
+		{"failover rate infinite", func(o *Options) { o.Failover.PerMinute = math.Inf(1) }, "--failover-rate +Inf"},
 		{"unknown controller", func(o *Options) { o.Controllers = []string{"nope"} }, `unknown controller "nope"`},
 		{"kubeconfig with data dir", func(o *Options) { o.Kubeconfig = kubeconfig; o.DataDir = "/tmp/x" }, "cannot be used with --kubeconfig"},
 		{"kubeconfig with etcd", func(o *Options) {

@@ -44,13 +44,13 @@ var Controllers = Registry{
 		return registration.SetupApprover(mgr, s.RequireApproval, s.MaxAgentCertTTL)
 	}},
 	{Name: "cluster-health", Setup: func(mgr ctrl.Manager, s Settings) error {
-		return clusterstatus.SetupHealthMonitor(mgr, s.ClusterGracePeriod)
+		return clusterstatus.SetupHealthMonitor(mgr, s.ClusterGracePeriod, s.Failover)
 	}},
 	{Name: "push-status", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupPushReporter(mgr, "hub:"+s.Identity, s.Version)
 	}},
 	{Name: "detector", Setup: func(mgr ctrl.Manager, _ Settings) error { return detector.Setup(mgr) }},
-	{Name: "scheduler", Setup: func(mgr ctrl.Manager, _ Settings) error { return scheduler.Setup(mgr) }},
+	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error { return scheduler.Setup(mgr, s.DefaultFailoverToleration) }},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.Setup(mgr) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupStatus(mgr) }},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupPush(mgr) }},

@@ -56,9 +56,10 @@ type Controller[T binding] struct {
 
 // Setup registers the scheduler for both binding kinds. A binding is placed again when its policy-derived
 // spec changes, when it becomes healthy while clusters are being left, and when a cluster changes in a way
-// that can move it (clusterEvents); never because of its own writes or a cluster's heartbeat.
-func Setup(mgr ctrl.Manager) error {
-	f, recorder := Default(), mgr.GetEventRecorder("flotilla-scheduler")
+// that can move it (clusterEvents); never because of its own writes or a cluster's heartbeat. Bindings fail
+// over from an unhealthy cluster after failoverAfter unless their policy says otherwise.
+func Setup(mgr ctrl.Manager, failoverAfter time.Duration) error {
+	f, recorder := New(failoverAfter), mgr.GetEventRecorder("flotilla-scheduler")
 	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
 		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }},
 		func() client.ObjectList { return &workv1alpha1.ResourceBindingList{} }); err != nil {
@@ -97,8 +98,8 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
 	result, err := r.Framework.ScheduleBinding(spec, status, clusters.Items)
 	cond, placed := decide(spec.Clusters, result, err)
-	// want carries the policy's failover behaviour only for addEvictionTasks to read the purge mode from;
-	// applyPlacement sends the clusters and eviction tasks alone.
+	// want carries the policy's failover, whose purge mode addEvictionTasks reads (without it every task was
+	// Gracefully: Never and Directly were ignored); applyPlacement sends only clusters and tasks.
 	want := workv1alpha1.ResourceBindingSpec{Clusters: spec.Clusters, GracefulEvictionTasks: tasks, Failover: spec.Failover}
 	if placed && !equality.Semantic.DeepEqual(spec.Clusters, result.Clusters) {
 		addEvictionTasks(&want, result.Clusters, result.Evicted)
@@ -117,7 +118,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	wait := nextEvictionDeadline(spec.GracefulEvictionTasks, now)
-	if next, ok := NextNoExecuteExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
+	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
 		wait = next + time.Second
 	}
 	return ctrl.Result{RequeueAfter: wait}, nil

@@ -31,7 +31,7 @@ func TestNoExecuteEviction(t *testing.T) {
 	if err != nil || result(res.Clusters) != "a=2,b=2" || len(res.Evicted) != 0 {
 		t.Fatalf("tolerated for 60s, 30s in: got %s evicted %v (%v)", result(res.Clusters), res.Evicted, err)
 	}
-	if next, ok := NextNoExecuteExpiry(deployment(2, tolerating(60), placed...), clusters, time.Now()); !ok || next > 31*time.Second || next < 29*time.Second {
+	if next, ok := Default().Taints.NextExpiry(deployment(2, tolerating(60), placed...), clusters, time.Now()); !ok || next > 31*time.Second || next < 29*time.Second {
 		t.Fatalf("next expiry %s %v, want about 30s", next, ok)
 	}
 	res, _ = Default().Schedule(deployment(2, tolerating(10), placed...), clusters, "")
@@ -135,5 +135,46 @@ func TestEveryMoveIsGraceful(t *testing.T) {
 		if left := finishEvictions(spec.GracefulEvictionTasks, healthy, 1, time.Now()); len(left) != tt.afterHealth {
 			t.Errorf("purge %q: %d tasks left once healthy, want %d", tt.purge, len(left), tt.afterHealth)
 		}
+	}
+}
+
+// TestDefaultFailoverToleration: every binding tolerates the hub's health NoExecute taints for the hub's
+// default time, unless its policy tolerates the taint itself, and then the policy's toleration decides.
+func TestDefaultFailoverToleration(t *testing.T) {
+	added := metav1.NewTime(time.Now().Add(-30 * time.Second))
+	unreachable := corev1.Taint{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &added}
+	clusters := []clusterv1alpha1.Cluster{cluster("a", "eu", unreachable), cluster("b", "eu")}
+	placed := []workv1alpha1.TargetCluster{{Name: "a", Replicas: 2}}
+	with := func(tolerations ...corev1.Toleration) *policyv1alpha1.Placement {
+		return &policyv1alpha1.Placement{ClusterTolerations: tolerations}
+	}
+	forever := corev1.Toleration{Key: clusterv1alpha1.TaintClusterUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	for _, tt := range []struct {
+		name          string
+		failoverAfter time.Duration
+		placement     *policyv1alpha1.Placement
+		want          string
+	}{
+		{"default passed", 10 * time.Second, nil, "b=2"},
+		{"default not passed", time.Minute, nil, "a=2,b=2"},
+		{"default zero", 0, nil, "b=2"},
+		{"another key's toleration keeps the default", 10 * time.Second, with(corev1.Toleration{Key: "maintenance", Operator: corev1.TolerationOpExists}), "b=2"},
+		{"own toleration without seconds: never", 0, with(forever), "a=2,b=2"},
+		{"own toleration of every taint: never", 0, with(corev1.Toleration{Operator: corev1.TolerationOpExists}), "a=2,b=2"},
+		{"own toleration with seconds beats a shorter default", 10 * time.Second, with(corev1.Toleration{Key: clusterv1alpha1.TaintClusterUnreachable,
+			Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To(int64(60))}), "a=2,b=2"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := New(tt.failoverAfter).Schedule(deployment(2, tt.placement, placed...), clusters, "")
+			if err != nil || result(res.Clusters) != tt.want {
+				t.Fatalf("got %s (%v), want %s", result(res.Clusters), err, tt.want)
+			}
+		})
+	}
+	if next, ok := New(time.Minute).Taints.NextExpiry(deployment(2, nil, placed...), clusters, time.Now()); !ok || next > 31*time.Second || next < 29*time.Second {
+		t.Fatalf("next expiry under the default %s %v, want about 30s", next, ok)
+	}
+	if _, ok := New(time.Minute).Taints.NextExpiry(deployment(2, with(forever), placed...), clusters, time.Now()); ok {
+		t.Fatal("a toleration without seconds never expires")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -30,15 +31,28 @@ type ScorePlugin interface {
 type Framework struct {
 	Filters []FilterPlugin
 	Scores  []ScorePlugin
+	// Taints is the taint filter, which also says which clusters a binding is evicted from and when a
+	// toleration runs out.
+	Taints TaintToleration
 }
 
-// Default is the framework with every built-in plugin.
-func Default() *Framework {
+// DefaultFailoverToleration is how long a binding tolerates a cluster's health NoExecute taints unless its
+// policy says otherwise: the 300 s Kubernetes gives pods on a node that stopped reporting.
+const DefaultFailoverToleration = 5 * time.Minute
+
+// New is the framework with every built-in plugin; bindings fail over from an unhealthy cluster after
+// failoverAfter unless their policy tolerates its health taints itself.
+func New(failoverAfter time.Duration) *Framework {
+	taints := TaintToleration{FailoverAfter: failoverAfter}
 	return &Framework{
-		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, TaintToleration{}},
+		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, taints},
 		Scores:  []ScorePlugin{Locality{}},
+		Taints:  taints,
 	}
 }
+
+// Default is New with the default failover toleration.
+func Default() *Framework { return New(DefaultFailoverToleration) }
 
 // NoFitError says why no cluster can host a binding, cluster by cluster.
 type NoFitError struct {
@@ -104,7 +118,7 @@ func Fresh(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resource
 func (f *Framework) schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, observedAffinity string, fresh bool) (Result, error) {
 	if b.Placement == nil || len(b.Placement.ClusterAffinities) == 0 {
 		targets, note, err := f.scheduleOne(b, clusters, fresh)
-		return Result{Clusters: targets, Evicted: evicted(b, clusters), Note: note}, err
+		return Result{Clusters: targets, Evicted: f.evicted(b, clusters), Note: note}, err
 	}
 	terms := b.Placement.ClusterAffinities
 	start := max(0, slices.IndexFunc(terms, func(t policyv1alpha1.ClusterAffinityTerm) bool { return t.AffinityName == observedAffinity }))
@@ -116,7 +130,7 @@ func (f *Framework) schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clu
 		spec.Placement = &placement
 		targets, note, err := f.scheduleOne(&spec, clusters, fresh)
 		if err == nil {
-			return Result{Clusters: targets, AffinityName: term.AffinityName, Evicted: evicted(b, clusters), Note: note}, nil
+			return Result{Clusters: targets, AffinityName: term.AffinityName, Evicted: f.evicted(b, clusters), Note: note}, nil
 		}
 		reasons = append(reasons, fmt.Sprintf("group %s: %v", term.AffinityName, err))
 	}
@@ -124,11 +138,11 @@ func (f *Framework) schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clu
 }
 
 // evicted lists the clusters the binding runs on that TaintToleration now refuses.
-func evicted(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) map[string]string {
+func (f *Framework) evicted(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster) map[string]string {
 	out := map[string]string{}
 	for i := range clusters {
 		if placedOn(b, clusters[i].Name) {
-			if reason := (TaintToleration{}).Filter(b, &clusters[i]); reason != "" {
+			if reason := f.Taints.Filter(b, &clusters[i]); reason != "" {
 				out[clusters[i].Name] = reason
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -62,15 +63,18 @@ func (ClusterAffinity) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1a
 // turns unreachable or not ready (the hub taints it NoSchedule) never loses its workloads because of it. An
 // untolerated NoExecute taint, or one tolerated for tolerationSeconds that have passed, also moves the
 // binding away from a cluster it runs on; the old copy is removed only once the replacement is healthy.
-type TaintToleration struct{}
+//
+// Every binding tolerates the hub's two health taints with effect NoExecute for FailoverAfter, as every pod
+// tolerates a node's for 300 s, unless its policy tolerates that taint itself: then the policy's toleration
+// decides (without tolerationSeconds, the binding never fails over).
+type TaintToleration struct {
+	FailoverAfter time.Duration
+}
 
 func (TaintToleration) Name() string { return "TaintToleration" }
 
-func (TaintToleration) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {
-	var tolerations []corev1.Toleration
-	if b.Placement != nil {
-		tolerations = b.Placement.ClusterTolerations
-	}
+func (p TaintToleration) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {
+	tolerations := p.tolerations(b)
 	placed := placedOn(b, c.Name)
 	for _, t := range c.Spec.Taints {
 		if t.Effect == corev1.TaintEffectPreferNoSchedule || (placed && t.Effect == corev1.TaintEffectNoSchedule) {
@@ -87,18 +91,34 @@ func (TaintToleration) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1a
 	return ""
 }
 
+// tolerations are the binding's cluster tolerations, with the default failover toleration for each health
+// taint the policy does not tolerate itself.
+func (p TaintToleration) tolerations(b *workv1alpha1.ResourceBindingSpec) []corev1.Toleration {
+	var own []corev1.Toleration
+	if b.Placement != nil {
+		own = b.Placement.ClusterTolerations
+	}
+	out := slices.Clone(own)
+	for _, key := range []string{clusterv1alpha1.TaintClusterUnreachable, clusterv1alpha1.TaintClusterNotReady} {
+		health := corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute}
+		if !slices.ContainsFunc(own, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &health, false) }) {
+			out = append(out, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute,
+				TolerationSeconds: ptr.To(int64(p.FailoverAfter.Seconds()))})
+		}
+	}
+	return out
+}
+
 // noExecuteExpired reports whether a NoExecute toleration with tolerationSeconds has run out.
 func noExecuteExpired(tol corev1.Toleration, t corev1.Taint, now time.Time) bool {
 	return tol.TolerationSeconds != nil && t.TimeAdded != nil &&
 		!now.Before(t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds)*time.Second))
 }
 
-// NextNoExecuteExpiry returns how long until a tolerated NoExecute taint on a cluster the binding runs on
-// runs out, so the scheduler can look again then.
-func NextNoExecuteExpiry(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, now time.Time) (time.Duration, bool) {
-	if b.Placement == nil {
-		return 0, false
-	}
+// NextExpiry returns how long until a tolerated NoExecute taint on a cluster the binding runs on runs out,
+// so the scheduler can look again then.
+func (p TaintToleration) NextExpiry(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, now time.Time) (time.Duration, bool) {
+	tolerations := p.tolerations(b)
 	var next time.Duration
 	found := false
 	for _, c := range clusters {
@@ -109,13 +129,13 @@ func NextNoExecuteExpiry(b *workv1alpha1.ResourceBindingSpec, clusters []cluster
 			if t.Effect != corev1.TaintEffectNoExecute || t.TimeAdded == nil {
 				continue
 			}
-			for _, tol := range b.Placement.ClusterTolerations {
-				if tol.TolerationSeconds != nil && tol.ToleratesTaint(klog.Background(), &t, false) {
-					d := t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds) * time.Second).Sub(now)
-					if d > 0 && (!found || d < next) {
-						next, found = d, true
-					}
-				}
+			i := slices.IndexFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &t, false) })
+			if i < 0 || tolerations[i].TolerationSeconds == nil {
+				continue
+			}
+			d := t.TimeAdded.Add(time.Duration(*tolerations[i].TolerationSeconds) * time.Second).Sub(now)
+			if d > 0 && (!found || d < next) {
+				next, found = d, true
 			}
 		}
 	}

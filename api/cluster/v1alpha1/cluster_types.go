@@ -16,7 +16,9 @@ const (
 	Pull ClusterSyncMode = "Pull"
 )
 
-// Well-known taints the hub puts on unhealthy clusters.
+// Well-known taints the hub puts on unhealthy clusters, each with effect NoSchedule (new placements stay
+// away) and, for failover, NoExecute (bindings move away once their toleration runs out). The hub owns both
+// keys: it adds and removes taints with them as the cluster's health changes.
 const (
 	// TaintClusterNotReady is set while the member's readyz fails.
 	TaintClusterNotReady = "cluster.flotilla.io/not-ready"
@@ -26,6 +28,11 @@ const (
 
 // ClusterConditionReady is the condition type that says whether the member can take workloads.
 const ClusterConditionReady = "Ready"
+
+// ClusterConditionFailover is the condition type that says, for an unhealthy cluster, whether the hub
+// tainted it NoExecute so that workloads fail over (True, reason Tainted) or holds the taint back and why
+// (False: MassFailureGuard, HubStarting, RateLimited). A healthy cluster has none.
+const ClusterConditionFailover = "Failover"
 
 // ClusterConditionAPIsComplete is the condition type that says whether status.apiEnablements lists every
 // API the member serves. The reporter sets it False when discovery failed for some or all groups; absent
