@@ -18,6 +18,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
@@ -212,12 +213,12 @@ func TestMassFailureGuard(t *testing.T) {
 			if err != nil || ready == metav1.ConditionTrue || !contains(taints, clusterv1alpha1.TaintClusterUnreachable+":NoSchedule") {
 				return fmt.Errorf("%s: Ready=%s taints=%v %v", m.Name, ready, taints, err)
 			}
-			if c := failoverCondition(ctx, f.hub, m.Name); c != nil && c.Status == metav1.ConditionFalse && c.Reason == massFailureGuard {
+			if c := failoverCondition(ctx, f.hub, m.Name); c != nil && c.Status == metav1.ConditionFalse && c.Reason == clusterstatus.ReasonMassFailureGuard {
 				guarded = true
 			}
 		}
 		if !guarded {
-			return fmt.Errorf("no Cluster's Failover condition says %s", massFailureGuard)
+			return fmt.Errorf("no Cluster's Failover condition says %s", clusterstatus.ReasonMassFailureGuard)
 		}
 		return nil
 	})
@@ -237,14 +238,11 @@ func TestMassFailureGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
-		return e.InvolvedObject.Kind == "Cluster" && e.Reason == massFailureGuard
+		return e.InvolvedObject.Kind == "Cluster" && e.Reason == clusterstatus.ReasonMassFailureGuard
 	}) {
-		t.Fatalf("no event on a Cluster says %s", massFailureGuard)
+		t.Fatalf("no event on a Cluster says %s", clusterstatus.ReasonMassFailureGuard)
 	}
 }
-
-// massFailureGuard is the reason of the Failover condition, and of the event, while the guard holds back.
-const massFailureGuard = "MassFailureGuard"
 
 // failoverCondition is the cluster's Failover condition, which says what the health monitor did about
 // failover and why; nil when absent or unreadable.
@@ -253,5 +251,5 @@ func failoverCondition(ctx context.Context, hub *framework.Cluster, name string)
 	if err := hub.Client.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
 		return nil
 	}
-	return meta.FindStatusCondition(c.Status.Conditions, "Failover")
+	return meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionFailover)
 }
