@@ -224,8 +224,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			err = applyStatus(ctx, r.Client, b, renderManager, ownedConditionsStatus{Conditions: c})
 		}
 	}()
-	divided := spec.Placement != nil && spec.Placement.ReplicaScheduling != nil &&
-		spec.Placement.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingDivided
+	divided := dividesReplicas(spec)
 	// Works are written a few at a time: one binding may place its template on a thousand clusters.
 	var mu sync.Mutex
 	writes, writesCtx := errgroup.WithContext(ctx)

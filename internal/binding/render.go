@@ -75,3 +75,10 @@ func dropNulls(m map[string]any) {
 		}
 	}
 }
+
+// dividesReplicas reports whether a binding divides its replicas over its clusters rather than running all
+// of them in each.
+func dividesReplicas(spec *workv1alpha1.ResourceBindingSpec) bool {
+	return spec.Placement != nil && spec.Placement.ReplicaScheduling != nil &&
+		spec.Placement.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingDivided
+}

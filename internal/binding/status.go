@@ -116,11 +116,15 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	sum := aggregation{items: make([]workv1alpha1.AggregatedStatusItem, 0, len(spec.Clusters))}
 	applied, healthy, caughtUp := len(spec.Clusters) > 0, len(spec.Clusters) > 0, len(spec.Clusters) > 0
 	var notApplied, notHealthy []string
+	divided := dividesReplicas(spec)
 	for _, target := range spec.Clusters {
 		item := workv1alpha1.AggregatedStatusItem{ClusterName: target.Name, Health: workv1alpha1.ResourceUnknown}
 		if w := workOf(works, target.Name); w != nil && len(w.Status.ManifestStatuses) > 0 {
 			ms := w.Status.ManifestStatuses[0]
 			item.Applied, item.Health, item.Status = ms.Applied, ms.Health, summarize(ms.Status)
+			if item.Health == workv1alpha1.ResourceHealthy && stale(w, target, divided) {
+				item.Health = workv1alpha1.ResourceUnknown
+			}
 			if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Status != metav1.ConditionTrue {
 				item.AppliedMessage = c.Message
 			}
@@ -154,6 +158,28 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	sum.healthy = condition(workv1alpha1.ConditionHealthy, healthy, generation,
 		"Healthy", "healthy in every target cluster", "NotHealthy", "not healthy yet in "+clusterv1alpha1.ListInMessage(notHealthy))
 	return sum
+}
+
+// stale reports whether a Work's status speaks of an earlier placement than target's: its agent has not
+// reported on the Work's latest spec yet, or the Work of a divided binding still carries another share of
+// the replicas, the render controller not having caught up with the scheduler. Without this, a cluster that
+// already ran the workload read as healthy the moment the scheduler gave it more replicas, and the binding
+// turned Healthy at the new generation at once: the copies kept for a graceful eviction were removed while
+// the replacement replicas had not even started.
+func stale(w *workv1alpha1.Work, target workv1alpha1.TargetCluster, divided bool) bool {
+	if c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.ObservedGeneration != 0 &&
+		c.ObservedGeneration < w.Generation {
+		return true
+	}
+	if !divided || len(w.Spec.Workload.Manifests) == 0 {
+		return false
+	}
+	m := &unstructured.Unstructured{}
+	if err := m.UnmarshalJSON(w.Spec.Workload.Manifests[0].Raw); err != nil {
+		return false
+	}
+	replicas, _, ok := interpreter.Replicas(m)
+	return ok && replicas != target.Replicas
 }
 
 // ownedStatus is the part of a binding's status the status controller applies.

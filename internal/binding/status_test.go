@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
@@ -77,6 +78,19 @@ func TestAggregate(t *testing.T) {
 				{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue}}}}
 		return w
 	}
+	// divided places 4 replicas on a, divided; share is a's Work of a Deployment with replicas.
+	divided := spec("a")
+	divided.Clusters[0].Replicas = 4
+	divided.Placement = &policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
+		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided}}
+	share := func(replicas string) workv1alpha1.Work {
+		w := work("a", true, workv1alpha1.ResourceHealthy)
+		w.Spec.Workload.Manifests[0].Raw = []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{"` +
+			workv1alpha1.AnnotationTemplateGeneration + `":"2"}},"spec":{"replicas":` + replicas + `}}`)
+		return w
+	}
+	changed := work("a", true, workv1alpha1.ResourceHealthy)
+	changed.Generation = 2
 	tests := []struct {
 		name             string
 		spec             *workv1alpha1.ResourceBindingSpec
@@ -95,6 +109,12 @@ func TestAggregate(t *testing.T) {
 		{"one cluster failed to apply", spec("a"), []workv1alpha1.Work{work("a", false, workv1alpha1.ResourceUnknown)},
 			metav1.ConditionFalse, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceUnknown},
 		{"the Work of a cluster being evicted counts for nothing", spec("a"), []workv1alpha1.Work{work("a", true, workv1alpha1.ResourceHealthy), work("old", false, workv1alpha1.ResourceUnhealthy)},
+			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a Work changed since its agent reported is not healthy yet", spec("a"), []workv1alpha1.Work{changed},
+			metav1.ConditionTrue, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceUnknown},
+		{"a divided Work that still carries the old share is not healthy yet", divided, []workv1alpha1.Work{share("2")},
+			metav1.ConditionTrue, metav1.ConditionFalse, true, 1, 1, workv1alpha1.ResourceUnknown},
+		{"a divided Work that carries the cluster's share is healthy", divided, []workv1alpha1.Work{share("4")},
 			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
 	}
 	for _, tt := range tests {
