@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -62,6 +63,9 @@ func failOver(t *testing.T, f *fleet, failing, surviving *framework.Cluster) {
 	d := deployment(f.ns, name, replicas)
 	// 64Gi of a member's 768Gi (3 nodes of 256Gi): room for 12 replicas in each member, so they divide 2:2.
 	d.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Gi")}
+	// The replacement replicas are Available 3 s after they are ready: the eviction task lasts that long at
+	// least, and the samples see it.
+	d.Spec.MinReadySeconds = 3
 	f.createDeployment(t, d)
 	t.Cleanup(func() { // the room the test took is given back to the tests after it
 		if err := f.hub.Kube.AppsV1().Deployments(f.ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
@@ -76,6 +80,7 @@ func failOver(t *testing.T, f *fleet, failing, surviving *framework.Cluster) {
 	}
 	f.createPolicy(t, name, deploymentSelector(name), placement)
 	placed := waitBindingPlaced(t, f, name+"-deployment", failing.Name, surviving.Name)
+	waitPlaced(t, f.ns, name, map[*framework.Cluster]int32{failing: placed[failing.Name], surviving: placed[surviving.Name]})
 	share := placed[surviving.Name]
 
 	failing.Freeze()
@@ -97,11 +102,17 @@ func failOver(t *testing.T, f *fleet, failing, surviving *framework.Cluster) {
 		if task != nil && task.Reason == scheduler.ReasonTaintUntolerated {
 			evicting = true
 		}
-		if !evicting || task != nil {
-			return fmt.Errorf("eviction of %s: seen %v, now %+v", failing.Name, evicting, task)
+		left := !slices.ContainsFunc(rb.Spec.Clusters, func(c workv1alpha1.TargetCluster) bool { return c.Name == failing.Name })
+		if !left || task != nil {
+			return fmt.Errorf("eviction of %s: placed on %+v, task %+v", failing.Name, rb.Spec.Clusters, task)
 		}
+		// The task is done: the replacement must be available by now (read after the binding, so that it
+		// cannot have become available only since).
 		if _, d, err := replicasIn(ctx, surviving, f.ns, name); err != nil || d == nil || d.Status.AvailableReplicas != replicas {
-			return fmt.Errorf("%s does not run all %d replicas yet (%v)", surviving.Name, replicas, err)
+			t.Fatalf("the eviction of %s ended before %s ran all %d replicas: %v", failing.Name, surviving.Name, replicas, availability(d, err))
+		}
+		if !evicting {
+			t.Fatalf("no sample saw an eviction task for %s while it was frozen", failing.Name)
 		}
 		return nil
 	})
@@ -146,6 +157,18 @@ func waitBindingPlaced(t *testing.T, f *fleet, bindingName string, clusters ...s
 	return placed
 }
 
+// availability says how many replicas of a member's Deployment are available, for a failure message.
+func availability(d *appsv1.Deployment, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case d == nil:
+		return "no Deployment"
+	}
+	return fmt.Sprintf("%d of %d available", d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1))
+}
+
+// evictionTask is the binding's eviction task for a cluster, nil when it has none.
 func evictionTask(rb *workv1alpha1.ResourceBinding, cluster string) *workv1alpha1.GracefulEvictionTask {
 	i := slices.IndexFunc(rb.Spec.GracefulEvictionTasks, func(task workv1alpha1.GracefulEvictionTask) bool { return task.FromCluster == cluster })
 	if i < 0 {
