@@ -126,6 +126,18 @@ func failOver(t *testing.T, f *fleet, failing, surviving *framework.Cluster) {
 		return nil
 	})
 	waitHealthy(t, f.hub, failing.Name)
+	// A fresh pass only places on a cluster whose served APIs and room the hub knows again.
+	testenv.Eventually(t, time.Minute, failing.Name+" reports its APIs and room again", func() error {
+		c := &clusterv1alpha1.Cluster{}
+		if err := f.hub.Client.Get(ctx, client.ObjectKey{Name: failing.Name}, c); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionAPIsComplete) || c.Status.ResourceSummary == nil ||
+			c.Status.ResourceSummary.Allocatable.Memory().IsZero() {
+			return fmt.Errorf("conditions %+v", c.Status.Conditions)
+		}
+		return nil
+	})
 
 	// A placement by capacity stays where it is; a rebalance places it afresh, on both members again.
 	f.hub.Flotilla("rebalance", "deployment/"+name, "-n", f.ns)
@@ -149,7 +161,10 @@ func waitBindingPlaced(t *testing.T, f *fleet, bindingName string, clusters ...s
 		}
 		for _, c := range clusters {
 			if placed[c] == 0 {
-				return fmt.Errorf("placed on %+v", rb.Spec.Clusters)
+				// What a failed rebalance needs to be understood: when it was asked for, when the binding was
+				// last placed, and what the scheduler said.
+				return fmt.Errorf("placed on %+v; reschedule triggered at %v, last scheduled at %v; %+v", rb.Spec.Clusters,
+					rb.Spec.RescheduleTriggeredAt, rb.Status.LastScheduledTime, meta.FindStatusCondition(rb.Status.Conditions, workv1alpha1.ConditionScheduled))
 			}
 		}
 		return nil
