@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -79,13 +80,19 @@ func TestImageUpdateRollsOnMembers(t *testing.T) {
 // setImage changes the image of a Deployment template on the hub.
 func setImage(t *testing.T, hub *framework.Cluster, namespace, name, image string) {
 	t.Helper()
+	changeDeployment(t, hub, namespace, name, func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = image })
+}
+
+// changeDeployment changes a Deployment template on the hub.
+func changeDeployment(t *testing.T, hub *framework.Cluster, namespace, name string, change func(*appsv1.Deployment)) {
+	t.Helper()
 	ctx := context.Background()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the status aggregator writes the template too
 		d, err := hub.Kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		d.Spec.Template.Spec.Containers[0].Image = image
+		change(d)
 		_, err = hub.Kube.AppsV1().Deployments(namespace).Update(ctx, d, metav1.UpdateOptions{})
 		return err
 	})

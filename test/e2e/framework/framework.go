@@ -46,6 +46,8 @@ type Cluster struct {
 	logFile string
 	ready   string
 	proc    *testenv.Process
+	// agent is the pull agent JoinPull started for this member, which runs beside it; nil otherwise.
+	agent *testenv.Process
 	// shared is the fleet that owns the process; nil when the test t owns it.
 	shared *Shared
 }
@@ -137,17 +139,27 @@ func (c *Cluster) KillAndRestart() {
 	c.start()
 }
 
-// Freeze stops the process (SIGSTOP) without ending it, as a hung machine would; Resume continues it.
+// Freeze stops the process (SIGSTOP) without ending it, as a hung machine would, and with it the pull agent
+// that runs beside a member joined by JoinPull: the agent lives on the member's machine, and one left running
+// would still renew the cluster's Lease. Resume continues both.
 func (c *Cluster) Freeze() {
-	if err := c.proc.Signal(syscall.SIGSTOP); err != nil {
-		c.t.Fatal(err)
-	}
+	c.signal(syscall.SIGSTOP)
 }
 
-// Resume continues a frozen process.
+// Resume continues a frozen process and its agent; resuming one that is not frozen does nothing.
 func (c *Cluster) Resume() {
-	if err := c.proc.Signal(syscall.SIGCONT); err != nil {
-		c.t.Fatal(err)
+	c.signal(syscall.SIGCONT)
+}
+
+func (c *Cluster) signal(sig syscall.Signal) {
+	c.t.Helper()
+	for _, p := range []*testenv.Process{c.proc, c.agent} {
+		if p == nil || (p == c.agent && p.Exited()) { // an agent a test ended is no longer the member's
+			continue
+		}
+		if err := p.Signal(sig); err != nil {
+			c.t.Fatal(err)
+		}
 	}
 }
 
@@ -164,7 +176,8 @@ func (c *Cluster) Flotilla(args ...string) string {
 
 // JoinPull joins member to hub as a Pull cluster with a fresh single-use token bound to its name, the way
 // the token command prints it. The labels and location in extraArgs go to the token, which allows exactly
-// them; the token reaches the agent in a file. It returns the running agent once it joined.
+// them; the token reaches the agent in a file. It returns the running agent once it joined; the member's
+// Freeze and Resume stop and continue the agent with it.
 func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.Process {
 	t.Helper()
 	create := []string{"token", "create", "--cluster-name", member.Name, "--single-use"}
@@ -205,6 +218,7 @@ func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.
 	}
 	join = append(join, "--agent-data-dir", filepath.Join(dir, "agent-"+member.Name))
 	agent := hub.shared.spawn(t, "agent-"+member.Name, append(join, rest...)...)
+	member.agent = agent
 	testenv.Eventually(t, readyTimeout, member.Name+" joins", func() error {
 		if agent.Exited() {
 			t.Fatalf("join of %s ended:\n%s", member.Name, agent.Output())
