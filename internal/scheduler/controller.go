@@ -101,6 +101,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	now := time.Now()
 	spec, status := b.BindingSpec(), b.BindingStatus()
+	fresh := Fresh(spec, status) // read before this pass writes anything
 	// Evictions finish on what the current generation says, before a new placement starts new ones.
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
 	records, recordWait := liveRecords(spec.FailoverRecords, now)
@@ -141,7 +142,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.Recorder.Eventf(templateRef(spec), nil, corev1.EventTypeWarning, ReasonApplicationFailoverBlocked, "Evict", "%s", blocked)
 	}
 	cond.ObservedGeneration = b.GetGeneration()
-	if err := r.writeStatus(ctx, b, cond, placed, result); err != nil {
+	if err := r.writeStatus(ctx, b, cond, placed, placed && fresh, result); err != nil {
 		return ctrl.Result{}, err
 	}
 	wait := nextEvictionDeadline(spec.GracefulEvictionTasks, now)
@@ -186,7 +187,7 @@ func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alph
 // writeStatus applies the Scheduled condition and the schedulerObserved fields when they change, and
 // records an event when the binding cannot be placed as asked. When the binding is not placed, the observed
 // generation, affinity group and time of the last placement stay as they were.
-func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condition, placed bool, result Result) error {
+func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condition, placed, answered bool, result Result) error {
 	status := b.BindingStatus()
 	conditions := slices.Clone(status.Conditions)
 	changed := meta.SetStatusCondition(&conditions, cond)
@@ -194,7 +195,13 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 		SchedulerObservedGeneration:   status.SchedulerObservedGeneration,
 		SchedulerObservedAffinityName: status.SchedulerObservedAffinityName,
 		LastScheduledTime:             status.LastScheduledTime,
+		RescheduleTriggerObserved:     status.RescheduleTriggerObserved,
 		Conditions:                    []metav1.Condition{*meta.FindStatusCondition(conditions, cond.Type)},
+	}
+	// A fresh pass that placed the binding answered its trigger, even when the placement stayed the same.
+	if trigger := b.BindingSpec().RescheduleTriggeredAt; answered && !trigger.Equal(observed.RescheduleTriggerObserved) {
+		observed.RescheduleTriggerObserved = trigger
+		changed = true
 	}
 	if placed && (observed.SchedulerObservedGeneration != b.GetGeneration() || observed.SchedulerObservedAffinityName != result.AffinityName) {
 		observed.SchedulerObservedGeneration, observed.SchedulerObservedAffinityName = b.GetGeneration(), result.AffinityName

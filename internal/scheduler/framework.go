@@ -108,11 +108,19 @@ func (f *Framework) ScheduleBinding(spec *workv1alpha1.ResourceBindingSpec, stat
 }
 
 // Fresh reports whether a binding asks for a fresh scheduling pass: spec.rescheduleTriggeredAt (set by a
-// Rebalancer) is newer than the last time the scheduler placed the binding. Once the scheduler has placed it
-// after the trigger, the binding is sticky again.
+// Rebalancer) is not the trigger the scheduler last answered (status.rescheduleTriggerObserved). Once the
+// scheduler has placed it for the trigger, the binding is sticky again. A binding placed before that field
+// existed counts a trigger from the second of its last placement or later as unanswered: times are kept to
+// the second.
 func Fresh(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus) bool {
 	trigger := spec.RescheduleTriggeredAt
-	return trigger != nil && (status.LastScheduledTime == nil || trigger.After(status.LastScheduledTime.Time))
+	switch {
+	case trigger == nil:
+		return false
+	case status.RescheduleTriggerObserved != nil:
+		return !trigger.Equal(status.RescheduleTriggerObserved)
+	}
+	return status.LastScheduledTime == nil || !trigger.Before(status.LastScheduledTime)
 }
 
 func (f *Framework) schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, observedAffinity string, fresh bool) (Result, error) {

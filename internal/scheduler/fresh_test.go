@@ -17,21 +17,26 @@ import (
 func TestFresh(t *testing.T) {
 	at := func(s int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, s, 0, time.UTC)} }
 	tests := []struct {
-		name            string
-		trigger, placed *metav1.Time
-		want            bool
+		name                      string
+		trigger, placed, answered *metav1.Time
+		want                      bool
 	}{
-		{"no trigger", nil, at(10), false},
-		{"no trigger, never placed", nil, nil, false},
-		{"trigger, never placed", at(10), nil, true},
-		{"trigger after the last placement", at(11), at(10), true},
-		{"trigger before the last placement: already done", at(9), at(10), false},
-		{"trigger in the same second as the last placement", at(10), at(10), false},
+		{"no trigger", nil, at(10), nil, false},
+		{"no trigger, never placed", nil, nil, nil, false},
+		{"trigger, never placed", at(10), nil, nil, true},
+		{"trigger after the last placement", at(11), at(10), nil, true},
+		{"trigger before the last placement: already done", at(9), at(10), nil, false},
+		// Placed in the same second: maybe just before the trigger (a cluster came back as the Rebalancer
+		// was created), so the trigger may be unanswered.
+		{"trigger in the same second as the last placement", at(10), at(10), nil, true},
+		{"trigger answered", at(10), at(10), at(10), false},
+		{"trigger answered, placed since", at(10), at(30), at(10), false},
+		{"a new trigger after an answered one", at(20), at(10), at(10), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := &workv1alpha1.ResourceBindingSpec{RescheduleTriggeredAt: tt.trigger}
-			status := &workv1alpha1.ResourceBindingStatus{LastScheduledTime: tt.placed}
+			status := &workv1alpha1.ResourceBindingStatus{LastScheduledTime: tt.placed, RescheduleTriggerObserved: tt.answered}
 			if got := Fresh(spec, status); got != tt.want {
 				t.Fatalf("Fresh = %v, want %v", got, tt.want)
 			}

@@ -26,13 +26,11 @@ import (
 )
 
 // TestFailoverOfAPullMember: a frozen pull member (member and agent) is tainted unreachable:NoExecute, its
-// replicas come up on the other member without a gap, and its copy is removed once it returns.
+// replicas come up on the other member without a gap, its copy is removed once it returns, and `flotilla
+// rebalance` puts replicas back on it.
 func TestFailoverOfAPullMember(t *testing.T) {
 	f := useFleet(t)
-	// The rebalance back is checked with the push member: after a pull member's return, the fresh pass
-	// placed all replicas on m2 again in 2 of 3 runs (the binding says "placed on m2 (4)" at the trigger's
-	// second), which is not understood yet.
-	failOver(t, f, f.m1, f.m2, false)
+	failOver(t, f, f.m1, f.m2, true)
 }
 
 // TestFailoverOfAPushMember: the same for the push member m3, which has no agent: the hub itself loses it;

@@ -280,6 +280,12 @@ type ResourceBindingStatus struct {
 	// +optional
 	LastScheduledTime *metav1.Time `json:"lastScheduledTime,omitempty"`
 
+	// RescheduleTriggerObserved is the spec.rescheduleTriggeredAt the scheduler last answered with a fresh
+	// scheduling pass. Times are kept to the second, so comparing the trigger with lastScheduledTime cannot
+	// tell a placement made just before a trigger from one made for it.
+	// +optional
+	RescheduleTriggerObserved *metav1.Time `json:"rescheduleTriggerObserved,omitempty"`
+
 	// Conditions: Scheduled, FullyApplied, Healthy, Interpreted.
 	// +optional
 	// +listType=map

@@ -495,6 +495,10 @@ func (in *ResourceBindingStatus) DeepCopyInto(out *ResourceBindingStatus) {
 		in, out := &in.LastScheduledTime, &out.LastScheduledTime
 		*out = (*in).DeepCopy()
 	}
+	if in.RescheduleTriggerObserved != nil {
+		in, out := &in.RescheduleTriggerObserved, &out.RescheduleTriggerObserved
+		*out = (*in).DeepCopy()
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]metav1.Condition, len(*in))
