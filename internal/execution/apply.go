@@ -132,6 +132,16 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 			Reason: "Shared", Message: "managed by Work " + existing.GetAnnotations()[workv1alpha1.AnnotationWork]})
 		return ms, existing.GetGeneration()
 	}
+	// Fields the member keeps are left out, so that server-side apply leaves them to their owner there.
+	retained, err := m.retained(ctx, obj)
+	if err != nil {
+		return fail(ReasonApplyFailed, err)
+	}
+	if how != absent {
+		if err := handOver(ctx, ri, existing, leaveOut(obj, existing, retained)); err != nil {
+			return fail(ReasonApplyFailed, err)
+		}
+	}
 	// Once adopted, always adopted: the mark is applied again each time, or server-side apply would drop it.
 	mark(obj, w, how == adopted || (how == owned && existing.GetAnnotations()[workv1alpha1.AnnotationAdopted] == "true"))
 	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: workv1alpha1.FieldManager, Force: true})
