@@ -132,12 +132,13 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 			Reason: "Shared", Message: "managed by Work " + existing.GetAnnotations()[workv1alpha1.AnnotationWork]})
 		return ms, existing.GetGeneration()
 	}
-	// Fields the member keeps are left out, so that server-side apply leaves them to their owner there.
-	retained, err := m.retained(ctx, obj)
-	if err != nil {
-		return fail(ReasonApplyFailed, err)
-	}
+	// Fields the member keeps are left out, so that server-side apply leaves them to their owner there. A new
+	// object starts from the template's values.
 	if how != absent {
+		retained, err := m.retained(ctx, obj)
+		if err != nil {
+			return fail(ReasonApplyFailed, err)
+		}
 		if err := handOver(ctx, ri, existing, leaveOut(obj, existing, retained)); err != nil {
 			return fail(ReasonApplyFailed, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,7 +16,8 @@ import (
 )
 
 // autoscalerSyncWait bounds how long the first apply of a scalable object waits for the member's
-// HorizontalPodAutoscalers to be listed.
+// HorizontalPodAutoscalers to be listed. Later applies do not wait: until the list succeeds (the informer
+// keeps trying), they fail at once, rather than hold a worker each.
 const autoscalerSyncWait = 10 * time.Second
 
 // autoscalers follows a member's HorizontalPodAutoscalers (autoscaling/v2) in an informer, started when
@@ -23,6 +25,7 @@ const autoscalerSyncWait = 10 * time.Second
 // per apply would cost the member more than the apply.
 type autoscalers struct {
 	once   sync.Once
+	waited atomic.Bool
 	synced cache.InformerSynced
 	lister autoscalingv2listers.HorizontalPodAutoscalerLister
 }
@@ -40,6 +43,9 @@ func (m *Member) autoscaled(ctx context.Context, obj *unstructured.Unstructured)
 	if !a.synced() {
 		wait, cancel := context.WithTimeout(ctx, autoscalerSyncWait)
 		defer cancel()
+		if a.waited.Swap(true) {
+			cancel()
+		}
 		if !cache.WaitForCacheSync(wait.Done(), a.synced) {
 			return false, fmt.Errorf("cannot tell whether a HorizontalPodAutoscaler scales %s %s: the member's HorizontalPodAutoscalers (autoscaling/v2) could not be listed",
 				obj.GetKind(), obj.GetName())

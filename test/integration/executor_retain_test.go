@@ -3,13 +3,18 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -171,4 +176,39 @@ func TestExecutorLeavesAutoscaledReplicasToTheMember(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestExecutorWaitsWhenItCannotTellAnAutoscaler: when the member's HorizontalPodAutoscalers cannot be
+// listed, the executor does not apply a Deployment's replicas over the member's (an autoscaler may own
+// them): the manifest is ApplyFailed and says why, the member keeps its count, and the Work's other objects
+// are applied.
+func TestExecutorWaitsWhenItCannotTellAnAutoscaler(t *testing.T) {
+	ns := "exec-hpa-forbidden"
+	d := retainDeployment(ns, "web", 2, nil)
+	w := createWork(t, "exec-works", "hpa-forbidden", nil, "", d)
+	applyWork(t, newExecutor(t, env.Client, nil), w)
+	scaleInMember(t, d, 4)
+
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(r *http.Request) (*http.Response, error) {
+			if strings.Contains(r.URL.Path, "/horizontalpodautoscalers") {
+				body := `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"forbidden"}`
+				return &http.Response{StatusCode: http.StatusForbidden, Header: http.Header{"Content-Type": {"application/json"}},
+					Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+			}
+			return rt.RoundTrip(r)
+		})
+	})
+	w = setWorkload(t, w, retainDeployment(ns, "web", 3, nil), annotatedConfigMap(ns, "config", nil))
+	w, _ = reconcile(t, newExecutor(t, env.Client, cfg), w)
+	if got := memberReplicas(t, d); got != 4 {
+		t.Fatalf("the member has %d replicas, want its own 4", got)
+	}
+	if c := manifestCondition(w, "web"); c == nil || c.Reason != execution.ReasonApplyFailed || !strings.Contains(c.Message, "HorizontalPodAutoscaler") {
+		t.Fatalf("manifest condition %+v, want ApplyFailed naming the autoscalers", c)
+	}
+	if c := manifestCondition(w, "config"); c == nil || !meta.IsStatusConditionTrue([]metav1.Condition{*c}, workv1alpha1.WorkConditionApplied) {
+		t.Fatalf("the ConfigMap's condition %+v, want applied", c)
+	}
 }
