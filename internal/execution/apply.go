@@ -166,7 +166,8 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 	return ms, out.GetGeneration()
 }
 
-// mark labels obj as Flotilla's and names its Work, and records an adoption.
+// mark labels obj as Flotilla's and names its Work, records an adoption, and drops the hub's list of
+// retained fields.
 func mark(obj *unstructured.Unstructured, w *workv1alpha1.Work, adopt bool) {
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -179,6 +180,7 @@ func mark(obj *unstructured.Unstructured, w *workv1alpha1.Work, adopt bool) {
 		annotations = map[string]string{}
 	}
 	annotations[workv1alpha1.AnnotationWork] = workRef(w)
+	delete(annotations, workv1alpha1.AnnotationRetainedFields) // for the executor (retain.go), not the member
 	if adopt {
 		annotations[workv1alpha1.AnnotationAdopted] = "true"
 	}

@@ -31,9 +31,25 @@ var replicasPath = fieldPath{"spec", "replicas"}
 const RetainedFieldManager = workv1alpha1.FieldManager + "-retained"
 
 // retainRules list the fields of a manifest the member keeps. Each rule reads only the manifest; the one
-// that needs the member (an autoscaler targets the object) is Member.autoscaled. A declarative retention
-// rule of the resource interpreter is meant to be one more entry here.
-var retainRules = []func(obj *unstructured.Unstructured) []fieldPath{retainLabelled}
+// that needs the member (an autoscaler targets the object) is Member.autoscaled.
+var retainRules = []func(obj *unstructured.Unstructured) []fieldPath{retainLabelled, retainAnnotated}
+
+// retainAnnotated keeps the fields the kind's InterpreterCustomization retains, which the hub listed in the
+// manifest's annotation (binding render).
+func retainAnnotated(obj *unstructured.Unstructured) []fieldPath {
+	list := obj.GetAnnotations()[workv1alpha1.AnnotationRetainedFields]
+	if list == "" {
+		return nil
+	}
+	var out []fieldPath
+	for _, p := range strings.Split(list, ",") {
+		path := fieldPath(strings.Split(strings.TrimPrefix(strings.TrimSpace(p), "."), "."))
+		if !slices.Contains(path, "") {
+			out = append(out, path)
+		}
+	}
+	return out
+}
 
 // retainLabelled keeps spec.replicas in the member for a template labelled to retain it, with Flotilla's
 // label or Karmada's.

@@ -108,3 +108,25 @@ func TestOwnedOnlyByFlotilla(t *testing.T) {
 		})
 	}
 }
+
+// TestRetainAnnotated: the fields a customization retains, listed by the hub in the manifest's annotation,
+// are kept in the member; empty segments are ignored.
+func TestRetainAnnotated(t *testing.T) {
+	cases := []struct {
+		list string
+		want []fieldPath
+	}{
+		{list: ""},
+		{list: "spec.replicas", want: []fieldPath{replicasPath}},
+		{list: "spec.replicas, .spec.paused", want: []fieldPath{replicasPath, {"spec", "paused"}}},
+		{list: "spec..x,", want: nil},
+	}
+	for _, c := range cases {
+		d := deployment(nil, int64(2))
+		d.SetAnnotations(map[string]string{workv1alpha1.AnnotationRetainedFields: c.list})
+		got := retainAnnotated(d)
+		if !slices.EqualFunc(got, c.want, func(a, b fieldPath) bool { return slices.Equal(a, b) }) {
+			t.Errorf("%q: retained %v, want %v", c.list, got, c.want)
+		}
+	}
+}

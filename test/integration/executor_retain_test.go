@@ -77,24 +77,35 @@ func applyWork(t *testing.T, e *execution.Executor, w *workv1alpha1.Work) {
 }
 
 // TestExecutorLeavesRetainedReplicasToTheMember: a Deployment labelled to retain replicas (with Flotilla's
-// label or Karmada's) is created with the template's count, and afterwards its member count stays: when
-// the template's count changes and nobody else owns the field yet (server-side apply would otherwise
-// remove it and the Deployment fall back to 1 replica), and when a member-side manager scaled it.
+// label or Karmada's), or whose manifest lists spec.replicas among the fields its kind's customization
+// retains, is created with the template's count, and afterwards its member count stays: when the
+// template's count changes and nobody else owns the field yet (server-side apply would otherwise remove it
+// and the Deployment fall back to 1 replica), and when a member-side manager scaled it.
 func TestExecutorLeavesRetainedReplicasToTheMember(t *testing.T) {
-	for _, label := range []string{workv1alpha1.LabelRetainReplicas, workv1alpha1.LabelKarmadaRetainReplicas} {
-		t.Run(label, func(t *testing.T) {
+	for _, c := range []struct {
+		name                string
+		labels, annotations map[string]string
+	}{
+		{name: "flotilla", labels: map[string]string{workv1alpha1.LabelRetainReplicas: "true"}},
+		{name: "karmada", labels: map[string]string{workv1alpha1.LabelKarmadaRetainReplicas: "true"}},
+		{name: "customization", annotations: map[string]string{workv1alpha1.AnnotationRetainedFields: "spec.paused,spec.replicas"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			ns := "exec-retain"
-			name := map[string]string{workv1alpha1.LabelRetainReplicas: "flotilla", workv1alpha1.LabelKarmadaRetainReplicas: "karmada"}[label]
-			retain := map[string]string{label: "true"}
+			retained := func(replicas int32) *appsv1.Deployment {
+				d := retainDeployment(ns, c.name, replicas, c.labels)
+				d.Annotations = c.annotations
+				return d
+			}
 			e := newExecutor(t, env.Client, nil)
-			d := retainDeployment(ns, name, 2, retain)
-			w := createWork(t, "exec-works", "retain-"+name, nil, "", d)
+			d := retained(2)
+			w := createWork(t, "exec-works", "retain-"+c.name, nil, "", d)
 			applyWork(t, e, w)
 			if got := memberReplicas(t, d); got != 2 {
 				t.Fatalf("created with %d replicas, want the template's 2", got)
 			}
 
-			w = setWorkload(t, w, retainDeployment(ns, name, 5, retain))
+			w = setWorkload(t, w, retained(5))
 			applyWork(t, e, w)
 			if got := memberReplicas(t, d); got != 2 {
 				t.Fatalf("after the template went to 5 replicas the member has %d, want its own 2", got)
@@ -102,17 +113,22 @@ func TestExecutorLeavesRetainedReplicasToTheMember(t *testing.T) {
 
 			scaleInMember(t, d, 7)
 			applyWork(t, e, w)
-			w = setWorkload(t, w, retainDeployment(ns, name, 6, retain))
+			w = setWorkload(t, w, retained(6))
 			applyWork(t, e, w)
 			if got := memberReplicas(t, d); got != 7 {
 				t.Fatalf("after a member-side scale to 7 the member has %d", got)
 			}
+			member := &appsv1.Deployment{}
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), member); err != nil ||
+				member.Annotations[workv1alpha1.AnnotationRetainedFields] != "" {
+				t.Fatalf("the member object carries the hub's list of retained fields: %v %v", err, member.Annotations)
+			}
 
-			// Without the label, the template's count is applied again.
-			w = setWorkload(t, w, retainDeployment(ns, name, 3, nil))
+			// Without the label or annotation, the template's count is applied again.
+			w = setWorkload(t, w, retainDeployment(ns, c.name, 3, nil))
 			applyWork(t, e, w)
 			if got := memberReplicas(t, d); got != 3 {
-				t.Fatalf("without the retain label the member has %d replicas, want the template's 3", got)
+				t.Fatalf("without retention the member has %d replicas, want the template's 3", got)
 			}
 		})
 	}

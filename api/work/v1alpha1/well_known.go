@@ -47,6 +47,12 @@ const (
 	LabelRetainReplicas        = "work.flotilla.io/retain-replicas"
 	LabelKarmadaRetainReplicas = "resourcetemplate.karmada.io/retain-replicas"
 
+	// AnnotationRetainedFields on a rendered manifest lists, comma-separated, the dotted paths of the fields
+	// its kind's InterpreterCustomization says members own (its retention). The executor leaves them out
+	// where the member object has them, like spec.replicas under LabelRetainReplicas, and does not apply the
+	// annotation itself.
+	AnnotationRetainedFields = "work.flotilla.io/retained-fields"
+
 	// ConditionOverridden on a binding is False when an override policy cannot apply to it; the Works keep
 	// their last good manifests.
 	ConditionOverridden = "Overridden"
