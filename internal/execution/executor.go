@@ -6,7 +6,8 @@
 // the hub's API server set; binding.Render) and its managed-by label and work, template-generation and
 // adopted annotations, and puts them back when they change there. Fields the member keeps are left out of
 // the manifest (retain.go): spec.replicas of a template labelled to retain it and of an object a
-// HorizontalPodAutoscaler in the member scales, once the object exists; a field only Flotilla owned is first
+// HorizontalPodAutoscaler in the member scales, and the fields an InterpreterCustomization retains, once the
+// object exists; a field only Flotilla owned is first
 // handed to the field manager "flotilla-retained", since server-side apply removes a field its only owner
 // stops sending. Everything else on the object belongs to whoever set it. CRDs go first, then namespaces, then the rest; a
 // namespace is created only where something namespaced goes (again, if it was deleted in the member). An
