@@ -50,7 +50,10 @@ func customizationEvents(c client.Client, namespaced bool) handler.EventHandler 
 }
 
 // render is Render for one cluster with what the kind's customization says: the cluster's share of the
-// replicas written where the customization says, and the fields members own left out.
+// replicas written where the customization says, and the fields members own listed in the manifest's
+// retained-fields annotation. They are not removed here: the executor leaves them out only where the
+// member object has them, and first hands over a field only Flotilla owned, which server-side apply would
+// otherwise delete.
 func render(ctx context.Context, interp *interpreter.Interpreter, template *unstructured.Unstructured, target workv1alpha1.TargetCluster, division []workv1alpha1.TargetCluster) (*unstructured.Unstructured, error) {
 	m := Render(template, target, division)
 	if division != nil {
@@ -58,8 +61,14 @@ func render(ctx context.Context, interp *interpreter.Interpreter, template *unst
 			return nil, err
 		}
 	}
-	if err := interp.Retain(ctx, m); err != nil {
+	retained, err := interp.RetainedFields(ctx, m)
+	if err != nil {
 		return nil, err
+	}
+	if len(retained) > 0 {
+		annotations := m.GetAnnotations()
+		annotations[workv1alpha1.AnnotationRetainedFields] = strings.Join(retained, ",")
+		m.SetAnnotations(annotations)
 	}
 	return m, nil
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // TestRenderWithCustomization: a divided kind the built-in rules do not know gets each cluster's share where
-// its customization says, and the fields it retains are left out of the manifest.
+// its customization says, and the fields it retains are listed for the executor, their values kept as the
+// starting values of a new member object.
 func TestRenderWithCustomization(t *testing.T) {
 	s := runtime.NewScheme()
 	if err := configv1alpha1.AddToScheme(s); err != nil {
@@ -38,13 +39,14 @@ func TestRenderWithCustomization(t *testing.T) {
 		divided  bool
 		path     []string
 		want     int64
+		retained string
 	}{
 		{"customized revision", `{"apiVersion":"example.io/v1","kind":"Gizmo","metadata":{"name":"g"},"spec":{"workers":{"count":6},"autoscaled":true}}`,
-			true, []string{"spec", "workers", "count"}, 2},
+			true, []string{"spec", "workers", "count"}, 2, "spec.autoscaled,spec.absent.field"},
 		{"not divided", `{"apiVersion":"example.io/v1","kind":"Gizmo","metadata":{"name":"g"},"spec":{"workers":{"count":6},"autoscaled":true}}`,
-			false, []string{"spec", "workers", "count"}, 6},
+			false, []string{"spec", "workers", "count"}, 6, "spec.autoscaled,spec.absent.field"},
 		{"shipped CloneSet", `{"apiVersion":"apps.kruise.io/v1alpha1","kind":"CloneSet","metadata":{"name":"c"},"spec":{"replicas":6}}`,
-			true, []string{"spec", "replicas"}, 2},
+			true, []string{"spec", "replicas"}, 2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			target := workv1alpha1.TargetCluster{Name: "m1", Replicas: 2}
@@ -59,8 +61,11 @@ func TestRenderWithCustomization(t *testing.T) {
 			if got, _, _ := unstructured.NestedInt64(m.Object, tc.path...); got != tc.want {
 				t.Errorf("%v = %d, want %d", tc.path, got, tc.want)
 			}
-			if _, found, _ := unstructured.NestedFieldNoCopy(m.Object, "spec", "autoscaled"); found {
-				t.Error("spec.autoscaled, which the customization retains, is in the manifest")
+			if got := m.GetAnnotations()[workv1alpha1.AnnotationRetainedFields]; got != tc.retained {
+				t.Errorf("retained-fields annotation %q, want %q", got, tc.retained)
+			}
+			if _, found, _ := unstructured.NestedFieldNoCopy(m.Object, "spec", "autoscaled"); tc.retained != "" && !found {
+				t.Error("spec.autoscaled, which the customization retains, is not in the manifest as the starting value")
 			}
 		})
 	}

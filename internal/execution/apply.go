@@ -132,6 +132,17 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 			Reason: "Shared", Message: "managed by Work " + existing.GetAnnotations()[workv1alpha1.AnnotationWork]})
 		return ms, existing.GetGeneration()
 	}
+	// Fields the member keeps are left out, so that server-side apply leaves them to their owner there. A new
+	// object starts from the template's values.
+	if how != absent {
+		retained, err := m.retained(ctx, obj)
+		if err != nil {
+			return fail(ReasonApplyFailed, err)
+		}
+		if err := handOver(ctx, ri, existing, leaveOut(obj, existing, retained)); err != nil {
+			return fail(ReasonApplyFailed, err)
+		}
+	}
 	// Once adopted, always adopted: the mark is applied again each time, or server-side apply would drop it.
 	mark(obj, w, how == adopted || (how == owned && existing.GetAnnotations()[workv1alpha1.AnnotationAdopted] == "true"))
 	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: workv1alpha1.FieldManager, Force: true})
@@ -155,7 +166,8 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 	return ms, out.GetGeneration()
 }
 
-// mark labels obj as Flotilla's and names its Work, and records an adoption.
+// mark labels obj as Flotilla's and names its Work, records an adoption, and drops the hub's list of
+// retained fields.
 func mark(obj *unstructured.Unstructured, w *workv1alpha1.Work, adopt bool) {
 	labels := obj.GetLabels()
 	if labels == nil {
@@ -168,6 +180,7 @@ func mark(obj *unstructured.Unstructured, w *workv1alpha1.Work, adopt bool) {
 		annotations = map[string]string{}
 	}
 	annotations[workv1alpha1.AnnotationWork] = workRef(w)
+	delete(annotations, workv1alpha1.AnnotationRetainedFields) // for the executor (retain.go), not the member
 	if adopt {
 		annotations[workv1alpha1.AnnotationAdopted] = "true"
 	}

@@ -1,13 +1,20 @@
 // Package execution applies Works to member clusters and reflects what happened. The pull agent and the hub's
 // push executor both use it; only who holds the member client differs.
 //
-// Objects are applied with server-side apply under the field manager "flotilla", so fields that member-side
-// controllers own (an HPA's replicas, say) stay theirs. CRDs go first, then namespaces, then the rest; a
-// namespace is created only where something namespaced goes (again, if it was deleted in the member). An
-// object Flotilla did not create is left alone unless the Work says conflictResolution: Overwrite, and is
-// then recorded as adopted (apply.go). Objects are deleted only when their Work drops them or is deleted —
-// never because a member is unreachable or leaves the hub — and not even then when Flotilla adopted them or
-// they are Namespaces, CRDs or PVCs, unless the template opts in (delete.go).
+// Objects are applied with server-side apply, forced, under the field manager "flotilla": Flotilla owns on a
+// member object exactly the fields of the manifest it applies (the rendered template, without the fields the
+// hub's API server set; binding.Render) and its managed-by label and work, template-generation and adopted
+// annotations, and puts them back when they change there. Fields the member keeps are left out of the
+// manifest (retain.go): spec.replicas of a template labelled to retain it and of an object a
+// HorizontalPodAutoscaler in the member scales, and the fields an InterpreterCustomization retains, once the
+// object exists; a field only Flotilla owned is first handed to the field manager "flotilla-retained", since
+// server-side apply removes a field its only owner stops sending. Everything else on the object belongs to
+// whoever set it. CRDs go first, then namespaces, then the rest; a namespace is created only where something
+// namespaced goes (again, if it was deleted in the member). An object Flotilla did not create is left alone
+// unless the Work says conflictResolution: Overwrite, and is then recorded as adopted (apply.go). Objects are
+// deleted only when their Work drops them or is deleted — never because a member is unreachable or leaves the
+// hub — and not even then when Flotilla adopted them or they are Namespaces, CRDs or PVCs, unless the
+// template opts in (delete.go).
 package execution
 
 import (

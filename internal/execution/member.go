@@ -32,8 +32,14 @@ type Member struct {
 	namespaces map[string]bool
 	// applied follows the applied objects once WatchApplied was called (watch.go); nil until then.
 	applied *appliedObjects
-	// watches reaches the member without the request timeout of cfg, which would cut every watch.
-	watches dynamic.Interface
+	// watches and watchKube reach the member without the request timeout of cfg, which would cut every watch.
+	watches   dynamic.Interface
+	watchKube kubernetes.Interface
+	// autoscalers follows the member's HorizontalPodAutoscalers once an object with replicas is applied.
+	autoscalers autoscalers
+	// stop ends the member's informers.
+	stop     chan struct{}
+	stopOnce sync.Once
 }
 
 // WatchApplied makes the member follow the objects Flotilla applies in it and call notify with an object's
@@ -43,11 +49,12 @@ func (m *Member) WatchApplied(notify func(work types.NamespacedName)) {
 	m.applied = newAppliedObjects(m.watches, notify)
 }
 
-// Stop stops following the applied objects.
+// Stop stops following the applied objects and the member's autoscalers.
 func (m *Member) Stop() {
 	if m.applied != nil {
 		m.applied.close()
 	}
+	m.stopOnce.Do(func() { close(m.stop) })
 }
 
 // follow starts following the kind of an applied object, when the object carries a status to reflect.
@@ -98,8 +105,12 @@ func NewMember(cfg *rest.Config) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
+	watchKube, err := kubernetes.NewForConfig(watchConfig)
+	if err != nil {
+		return nil, err
+	}
 	return &Member{
-		dynamic: dyn, kube: kube, namespaces: map[string]bool{}, watches: watches,
+		dynamic: dyn, kube: kube, namespaces: map[string]bool{}, watches: watches, watchKube: watchKube, stop: make(chan struct{}),
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery())),
 	}, nil
 }

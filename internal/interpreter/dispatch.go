@@ -66,18 +66,15 @@ func (i *Interpreter) ReviseReplicas(ctx context.Context, obj *unstructured.Unst
 	return nil
 }
 
-// Retain removes from a cluster's manifest the fields its kind's customization says members own.
-func (i *Interpreter) Retain(ctx context.Context, obj *unstructured.Unstructured) error {
+// RetainedFields returns the dotted paths of the fields of a cluster's manifest that its kind's
+// customization says members own. The manifest keeps them, as the starting values of a new member object;
+// the executor leaves them out where the member object has them.
+func (i *Interpreter) RetainedFields(ctx context.Context, obj *unstructured.Unstructured) ([]string, error) {
 	c, err := i.customization(ctx, obj, OpRetention)
 	if err != nil || c == nil {
-		return err
+		return nil, err
 	}
-	paths, err := c.Retained(obj)
-	if err != nil {
-		return err
-	}
-	RemoveFields(obj, paths)
-	return nil
+	return c.Retained(obj)
 }
 
 // Observe judges a member object (its manifest with the status its member reported): the status to report

@@ -39,6 +39,20 @@ const (
 	// not deleted.
 	AnnotationRelease = "work.flotilla.io/release"
 
+	// LabelRetainReplicas on a template, carried into its manifests, set to "true" leaves spec.replicas to
+	// the members: Flotilla applies the template's replicas when it creates the object in a member and
+	// never again, so a member-side autoscaler or person owns the count. LabelKarmadaRetainReplicas, Karmada's
+	// label for the same, is honoured too. An object a HorizontalPodAutoscaler in the member scales is
+	// treated so without any label.
+	LabelRetainReplicas        = "work.flotilla.io/retain-replicas"
+	LabelKarmadaRetainReplicas = "resourcetemplate.karmada.io/retain-replicas"
+
+	// AnnotationRetainedFields on a rendered manifest lists, comma-separated, the dotted paths of the fields
+	// its kind's InterpreterCustomization says members own (its retention). The executor leaves them out
+	// where the member object has them, like spec.replicas under LabelRetainReplicas, and does not apply the
+	// annotation itself.
+	AnnotationRetainedFields = "work.flotilla.io/retained-fields"
+
 	// ConditionOverridden on a binding is False when an override policy cannot apply to it; the Works keep
 	// their last good manifests.
 	ConditionOverridden = "Overridden"
