@@ -100,7 +100,8 @@ type PropagationSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	DependentOverrides []string `json:"dependentOverrides,omitempty"`
 
-	// SchedulerName is the scheduler that places the templates. Default "default-scheduler".
+	// SchedulerName is the scheduler that places the templates. Default "default-scheduler", Flotilla's own;
+	// the bindings of a policy naming another scheduler are left to it (Flotilla does not place them).
 	// +optional
 	// +kubebuilder:default="default-scheduler"
 	SchedulerName string `json:"schedulerName,omitempty"`
