@@ -136,18 +136,20 @@ func templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unst
 // binding controller both filter template events with it. (The status the binding status controller
 // aggregates into the template would otherwise bring the binding back after every write.)
 func ContentChanged(old, updated *unstructured.Unstructured) bool {
-	content := func(u *unstructured.Unstructured) map[string]any {
-		c := maps.Clone(u.Object)
-		delete(c, "status")
-		if m, ok := c["metadata"].(map[string]any); ok {
-			m = maps.Clone(m)
-			delete(m, "resourceVersion")
-			delete(m, "managedFields")
-			c["metadata"] = m
-		}
-		return c
-	}
 	return !equality.Semantic.DeepEqual(content(old), content(updated))
+}
+
+// content is a shallow copy of a template without its status and the bookkeeping every write changes.
+func content(u *unstructured.Unstructured) map[string]any {
+	c := maps.Clone(u.Object)
+	delete(c, "status")
+	if m, ok := c["metadata"].(map[string]any); ok {
+		m = maps.Clone(m)
+		delete(m, "resourceVersion")
+		delete(m, "managedFields")
+		c["metadata"] = m
+	}
+	return c
 }
 
 // policiesChanged makes sure every selected kind is watched and hands every template of those kinds to the

@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/retry"
@@ -54,4 +56,56 @@ func TestOtherSchedulersBindingsLeftAlone(t *testing.T) {
 
 	updatePolicy(t, policy, func(s *policyv1alpha1.PropagationSpec) { s.SchedulerName = policyv1alpha1.DefaultSchedulerName })
 	waitPlaced(t, "other-scheduler", "web", "other-scheduler")
+}
+
+// TestLazyPolicyChangeWaitsForTheTemplate: with activationPreference Lazy, a change of the policy reaches a
+// template's binding only when the template next changes; a policy without it changes its template's binding
+// at once (the witness shows the detector went through the policy change).
+func TestLazyPolicyChangeWaitsForTheTemplate(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "lazy")
+	web, witness := configMap("lazy", "web", nil), configMap("lazy", "witness", nil)
+	create(t, web)
+	create(t, witness)
+	lazy := namespacedPolicy("lazy", "lazy", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Name: "web"})
+	lazy.Spec.ActivationPreference = policyv1alpha1.LazyActivation
+	eager := namespacedPolicy("lazy", "eager", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Name: "witness"})
+	create(t, lazy)
+	create(t, eager)
+	placedOn := func(name string, clusters ...string) func() error {
+		return func() error {
+			b, err := binding(ctx, configMapKind, "lazy", name)
+			if err != nil {
+				return err
+			}
+			if got := b.Spec.Placement.ClusterAffinity.ClusterNames; !slices.Equal(got, clusters) {
+				return fmt.Errorf("%s's binding has clusterNames %v, want %v", name, got, clusters)
+			}
+			return nil
+		}
+	}
+	testenv.Eventually(t, hangGuard, "web's binding", placedOn("web", "nowhere"))
+	testenv.Eventually(t, hangGuard, "the witness's binding", placedOn("witness", "nowhere"))
+
+	elsewhere := func(s *policyv1alpha1.PropagationSpec) {
+		s.Placement.ClusterAffinity = &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"elsewhere"}}
+	}
+	updatePolicy(t, lazy, elsewhere)
+	updatePolicy(t, eager, elsewhere)
+	testenv.Eventually(t, hangGuard, "the witness follows its policy", placedOn("witness", "elsewhere"))
+	time.Sleep(time.Second) // the negative assertion: web's reconcile of the same pass keeps its binding
+	if err := placedOn("web", "nowhere")(); err != nil {
+		t.Fatalf("a Lazy policy's change reached a template that did not change: %v", err)
+	}
+
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(web), web); err != nil {
+			return err
+		}
+		web.Data = map[string]string{"v": "2"}
+		return env.Client.Update(ctx, web)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, hangGuard, "web's change brings the policy's", placedOn("web", "elsewhere"))
 }

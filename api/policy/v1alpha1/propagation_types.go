@@ -117,8 +117,10 @@ type PropagationSpec struct {
 	// +kubebuilder:default=Abort
 	ConflictResolution ConflictResolution `json:"conflictResolution,omitempty"`
 
-	// ActivationPreference Lazy makes policy changes reach a template only when the template next changes.
-	// Omitted: changes apply at once.
+	// ActivationPreference Lazy makes policy changes reach a template only when the template next changes
+	// (its binding keeps what the policy said when the template last changed). Omitted: changes apply at
+	// once. Either way a template the policy stops selecting is released at once, and the switch to Lazy
+	// itself reaches the templates at once.
 	// +optional
 	ActivationPreference ActivationPreference `json:"activationPreference,omitempty"`
 
