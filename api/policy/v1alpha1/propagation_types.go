@@ -95,9 +95,11 @@ type PropagationSpec struct {
 	Preemption PreemptionPolicy `json:"preemption,omitempty"`
 
 	// DependentOverrides lists OverridePolicies (in the same namespace) that must exist before the templates
-	// are placed, so no cluster ever sees a template without its overrides.
+	// are placed. Flotilla does not implement the wait, so a non-empty list is refused at admission rather
+	// than accepted and ignored; the field stays so Karmada policies without it parse unchanged.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="dependentOverrides is not supported: Flotilla does not wait for override policies; remove the field and create the override policies before the propagation policy"
 	DependentOverrides []string `json:"dependentOverrides,omitempty"`
 
 	// SchedulerName is the scheduler that places the templates. Default "default-scheduler", Flotilla's own;
@@ -133,8 +135,10 @@ type PropagationSpec struct {
 	// +optional
 	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
 
-	// SchedulePriority orders the templates in the scheduling queue.
+	// SchedulePriority orders the templates in the scheduling queue. Flotilla's scheduler has no priority
+	// queue, so the field is refused at admission rather than accepted and ignored.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="false",message="schedulePriority is not supported: Flotilla schedules bindings in arrival order; remove the field"
 	SchedulePriority *SchedulePriority `json:"schedulePriority,omitempty"`
 }
 
