@@ -20,8 +20,10 @@ type PropagationPolicy struct {
 }
 
 // ClusterPropagationPolicy is a PropagationPolicy for cluster-scoped templates and for namespaced templates of
-// every namespace. Of the policies selecting a template the highest priority wins, then the most precise
-// selector; only then does a PropagationPolicy in the template's namespace win over a ClusterPropagationPolicy.
+// every namespace. As in Karmada, a PropagationPolicy in the template's namespace that selects a template wins
+// over every ClusterPropagationPolicy whatever their priorities, and a ClusterPropagationPolicy never preempts
+// a PropagationPolicy; among ClusterPropagationPolicies the highest priority wins, then the most precise
+// selector, then the name.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=cpp,categories=flotilla
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
@@ -81,15 +83,15 @@ type PropagationSpec struct {
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
 
-	// Priority decides between policies that select the same template: higher wins. Ties go to the more
-	// precise selector (name, then labelSelector, then kind only), then to the policy name in alphabetical
-	// order. Default 0.
+	// Priority decides between policies of the same kind that select the same template: higher wins (a
+	// PropagationPolicy wins over any ClusterPropagationPolicy first). Ties go to the more precise selector
+	// (name, then labelSelector, then kind only), then to the policy name in alphabetical order. Default 0.
 	// +optional
 	// +kubebuilder:default=0
 	Priority *int32 `json:"priority,omitempty"`
 
-	// Preemption says whether this policy takes templates already claimed by a lower-priority policy.
-	// Default Never.
+	// Preemption says whether this policy takes templates already claimed by a lower-priority policy of
+	// the same kind, or (a PropagationPolicy) by any ClusterPropagationPolicy. Default Never.
 	// +optional
 	// +kubebuilder:default=Never
 	Preemption PreemptionPolicy `json:"preemption,omitempty"`
