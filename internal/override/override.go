@@ -1,6 +1,6 @@
 // Package override changes a rendered manifest for one cluster according to the OverridePolicies and
 // ClusterOverridePolicies that select it. As in Karmada, ClusterOverridePolicies apply first, then
-// OverridePolicies; within each kind from the least to the most precise selector (none, kind, labels, name),
+// OverridePolicies; within each kind from the least to the most precise selector (kind or none, labels, name),
 // then in name order, so the most precise policy has the last word; within a rule the overriders apply in a fixed order: image, command, args, labels,
 // annotations, field, plaintext. Either every change applies or none does: an error leaves the manifest as it
 // was and says which policy and overrider failed.
@@ -47,19 +47,18 @@ func Sort(policies []Policy) {
 	})
 }
 
-// rank says whether a policy selects the template the manifest was rendered from and how precisely: 0 for
-// omitted selectors (everything the policy can see), then a selector by kind, labels, name. An
-// OverridePolicy sees only its own namespace.
-func (p Policy) rank(m *unstructured.Unstructured) (int, bool) {
+// precision reports how precisely a policy selects the template the manifest was rendered from
+// (selection.NoMatch when it does not). Omitted selectors select everything the policy can see and rank as
+// a selector by kind alone, as Karmada's "match all" does. An OverridePolicy sees only its own namespace.
+func (p Policy) precision(m *unstructured.Unstructured) selection.Precision {
 	if p.Namespace != "" && p.Namespace != m.GetNamespace() {
-		return 0, false
+		return selection.NoMatch
 	}
 	if len(p.Spec.ResourceSelectors) == 0 {
-		return 0, true
+		return selection.MatchKind
 	}
 	cp := detector.Policy{Namespace: p.Namespace, Name: p.Name, Spec: &policyv1alpha1.PropagationSpec{ResourceSelectors: p.Spec.ResourceSelectors}}
-	n := cp.Precision(m)
-	return int(n), n != selection.NoMatch
+	return cp.Precision(m)
 }
 
 // Apply changes manifest for cluster with every rule of policies (sorted with Sort) that selects it and
@@ -69,12 +68,12 @@ func (p Policy) rank(m *unstructured.Unstructured) (int, bool) {
 // manifest is unchanged.
 func Apply(manifest *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster, policies []Policy) ([]string, error) {
 	type match struct {
-		p    Policy
-		rank int
+		p         Policy
+		precision selection.Precision
 	}
 	var matches []match
 	for _, p := range policies {
-		if n, ok := p.rank(manifest); ok {
+		if n := p.precision(manifest); n != selection.NoMatch {
 			matches = append(matches, match{p, n})
 		}
 	}
@@ -86,7 +85,7 @@ func Apply(manifest *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster
 			}
 			return 1
 		}
-		return cmp.Compare(a.rank, b.rank)
+		return cmp.Compare(a.precision, b.precision)
 	})
 	work := manifest.DeepCopy()
 	var applied []string

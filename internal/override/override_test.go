@@ -221,7 +221,7 @@ func TestApplyOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "ClusterOverridePolicy/z-cluster-by-kind,ClusterOverridePolicy/a-cluster-by-name," +
-		"OverridePolicy/shop/d-everything,OverridePolicy/shop/c-by-kind,OverridePolicy/shop/b-by-labels,OverridePolicy/shop/a-by-name"
+		"OverridePolicy/shop/c-by-kind,OverridePolicy/shop/d-everything,OverridePolicy/shop/b-by-labels,OverridePolicy/shop/a-by-name"
 	if got := strings.Join(applied, ","); got != want {
 		t.Fatalf("applied in the order\n%s\nwant\n%s", got, want)
 	}
