@@ -60,6 +60,8 @@ type Detector struct {
 	ctrl   controller.TypedController[Key]
 	// examine hands template keys from the policy reconciler to the template reconciler's queue.
 	examine chan event.TypedGenericEvent[Key]
+	// statusEvents hands policies whose status may have changed to the policy status controller.
+	statusEvents chan event.GenericEvent
 
 	mu sync.Mutex
 	// watched maps each watched group and kind to the version it is watched under.
@@ -72,7 +74,8 @@ type Detector struct {
 // the others, and only the template reconciler writes bindings.
 func Setup(mgr ctrl.Manager) error {
 	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(),
-		examine: make(chan event.TypedGenericEvent[Key], 1024), watched: map[schema.GroupKind]string{}}
+		examine: make(chan event.TypedGenericEvent[Key], 1024), statusEvents: make(chan event.GenericEvent, 1024),
+		watched: map[schema.GroupKind]string{}}
 	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d, MaxConcurrentReconciles: templateWorkers})
 	if err != nil {
 		return err
@@ -86,12 +89,16 @@ func Setup(mgr ctrl.Manager) error {
 	if err := c.Watch(source.TypedChannel(d.examine, enqueue)); err != nil {
 		return err
 	}
+	if err := d.setupStatus(mgr); err != nil {
+		return err
+	}
 	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "policies"}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("detector-policies").
-		Watches(&policyv1alpha1.PropagationPolicy{}, toAll).
-		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, toAll).
+		// Only spec changes (and creation, deletion): the status this detector writes changes nothing here.
+		Watches(&policyv1alpha1.PropagationPolicy{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A policy may select a kind before its CRD exists; the CRD's arrival is when it takes effect.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll, builder.WithPredicates(crdEstablished)).
 		Complete(reconcile.Func(d.policiesChanged))
@@ -111,8 +118,9 @@ var crdEstablished = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// templateEvents maps every event of a template to its key.
-func templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, Key] {
+// templateEvents maps every event of a template to its key. A deleted template's claim also wakes its
+// policy's status (the template reconciler no longer sees the claim).
+func (d *Detector) templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, Key] {
 	add := func(o *unstructured.Unstructured, q workqueue.TypedRateLimitingInterface[Key]) {
 		q.Add(Key{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
@@ -125,8 +133,9 @@ func templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unst
 				add(e.ObjectNew, q)
 			}
 		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			add(e.Object, q)
+			d.notifyStatus(ctx, claimOf(e.Object))
 		},
 	}
 }
@@ -204,6 +213,9 @@ func (d *Detector) policiesChanged(ctx context.Context, _ reconcile.Request) (re
 			}
 		}
 	}
+	for i := range policies {
+		d.notifyStatus(ctx, &policies[i])
+	}
 	return result, errors.Join(errs...)
 }
 
@@ -227,7 +239,7 @@ func (d *Detector) watch(gk schema.GroupKind) (bool, error) {
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	if err := d.ctrl.Watch(source.TypedKind(d.cache, obj, templateEvents(mapping.GroupVersionKind))); err != nil {
+	if err := d.ctrl.Watch(source.TypedKind(d.cache, obj, d.templateEvents(mapping.GroupVersionKind))); err != nil {
 		return false, fmt.Errorf("watching %s: %w", mapping.GroupVersionKind, err)
 	}
 	d.watched[gk] = mapping.GroupVersionKind.Version

@@ -31,9 +31,14 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	policy := Choose(t, policies, claimOf(t))
+	before := claimOf(t)
+	policy := Choose(t, policies, before)
 	if policy == nil {
-		return reconcile.Result{}, d.release(ctx, t)
+		if err := d.release(ctx, t); err != nil {
+			return reconcile.Result{}, err
+		}
+		d.notifyStatus(ctx, before)
+		return reconcile.Result{}, nil
 	}
 	// The binding first: the claim's label change brings the template back, and by then the cache most
 	// likely holds the binding, so that pass writes nothing.
@@ -41,7 +46,15 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if err != nil || result.RequeueAfter > 0 {
 		return result, err
 	}
-	return reconcile.Result{}, d.claim(ctx, t, policy)
+	if err := d.claim(ctx, t, policy); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !samePolicy(before, policy) {
+		// Both policies' statuses count the claim.
+		d.notifyStatus(ctx, before)
+		d.notifyStatus(ctx, policy)
+	}
+	return reconcile.Result{}, nil
 }
 
 // claimOf reads the policy that claimed a template from its labels.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -108,4 +110,47 @@ func TestLazyPolicyChangeWaitsForTheTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, hangGuard, "web's change brings the policy's", placedOn("web", "elsewhere"))
+}
+
+// TestPolicyStatusCountsClaims: a policy's status counts the templates it claims and names the first ones,
+// follows deletions, and its Honoured condition says when a selector cannot be honoured.
+func TestPolicyStatusCountsClaims(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "policy-status")
+	for _, name := range []string{"c", "a", "b"} {
+		create(t, configMap("policy-status", name, nil))
+	}
+	pp := namespacedPolicy("policy-status", "all", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap"})
+	create(t, pp)
+	claims := func(n int32, names ...string) func() error {
+		return func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pp), pp); err != nil {
+				return err
+			}
+			s := pp.Status
+			if s.ClaimedTemplates != n || !slices.Equal(s.Templates, names) || !meta.IsStatusConditionTrue(s.Conditions, policyv1alpha1.ConditionHonoured) {
+				return fmt.Errorf("status %+v", s)
+			}
+			return nil
+		}
+	}
+	testenv.Eventually(t, hangGuard, "three claims", claims(3, "ConfigMap policy-status/a", "ConfigMap policy-status/b", "ConfigMap policy-status/c"))
+	if err := env.Client.Delete(ctx, configMap("policy-status", "b", nil)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, hangGuard, "two claims", claims(2, "ConfigMap policy-status/a", "ConfigMap policy-status/c"))
+
+	unserved := clusterPolicy("policy-status-unserved", policyv1alpha1.ResourceSelector{APIVersion: "gadgets.example.com/v1", Kind: "Gadget"})
+	create(t, unserved)
+	testenv.Eventually(t, hangGuard, "Honoured=False on a kind the hub does not serve", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(unserved), unserved); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(unserved.Status.Conditions, policyv1alpha1.ConditionHonoured)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "KindNotServed" ||
+			!strings.Contains(c.Message, "resourceSelectors[0]: the hub does not serve gadgets.example.com/v1 Gadget") {
+			return fmt.Errorf("conditions %+v", unserved.Status.Conditions)
+		}
+		return nil
+	})
 }

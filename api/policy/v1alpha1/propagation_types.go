@@ -10,13 +10,19 @@ import (
 // +kubebuilder:resource:scope=Namespaced,shortName=pp,categories=flotilla
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Conflict-Resolution",type=string,JSONPath=`.spec.conflictResolution`,priority=1
+// +kubebuilder:printcolumn:name="Claimed",type=integer,JSONPath=`.status.claimedTemplates`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:subresource:status
 type PropagationPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec says which templates go where.
 	Spec PropagationSpec `json:"spec"`
+
+	// Status says which templates the policy claims and whether it can be honoured; the detector writes it.
+	// +optional
+	Status PropagationPolicyStatus `json:"status,omitempty"`
 }
 
 // ClusterPropagationPolicy is a PropagationPolicy for cluster-scoped templates and for namespaced templates of
@@ -28,13 +34,19 @@ type PropagationPolicy struct {
 // +kubebuilder:resource:scope=Cluster,shortName=cpp,categories=flotilla
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Conflict-Resolution",type=string,JSONPath=`.spec.conflictResolution`,priority=1
+// +kubebuilder:printcolumn:name="Claimed",type=integer,JSONPath=`.status.claimedTemplates`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:subresource:status
 type ClusterPropagationPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec says which templates go where.
 	Spec PropagationSpec `json:"spec"`
+
+	// Status says which templates the policy claims and whether it can be honoured; the detector writes it.
+	// +optional
+	Status PropagationPolicyStatus `json:"status,omitempty"`
 }
 
 // PreemptionPolicy says whether a policy may take templates already claimed by a lower-priority policy.
@@ -309,6 +321,36 @@ type StatePreservationRule struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	JSONPath string `json:"jsonPath"`
+}
+
+// ConditionHonoured on a propagation policy is False when something in it cannot be honoured, for example a
+// resource selector of a kind the hub does not serve; the message says which.
+const ConditionHonoured = "Honoured"
+
+// MaxListedTemplates is how many claimed templates a policy's status names.
+const MaxListedTemplates = 10
+
+// PropagationPolicyStatus is what the detector reports about a propagation policy.
+type PropagationPolicyStatus struct {
+	// ObservedGeneration is the policy generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ClaimedTemplates is how many templates the policy claims.
+	// +optional
+	ClaimedTemplates int32 `json:"claimedTemplates,omitempty"`
+
+	// Templates names the first claimed templates (at most 10, in order of kind, namespace and name) as
+	// Kind.group namespace/name, or Kind.group name for cluster-scoped ones.
+	// +optional
+	// +listType=atomic
+	Templates []string `json:"templates,omitempty"`
+
+	// Conditions: Honoured.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PropagationPolicyList is a list of PropagationPolicies.
