@@ -99,9 +99,18 @@ func Setup(mgr ctrl.Manager) error {
 		// Only spec changes (and creation, deletion): the status this detector writes changes nothing here.
 		Watches(&policyv1alpha1.PropagationPolicy{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Templates whose policy names dependentOverrides wait for those override policies to exist.
+		Watches(&policyv1alpha1.OverridePolicy{}, toAll, builder.WithPredicates(createdOrDeleted)).
+		Watches(&policyv1alpha1.ClusterOverridePolicy{}, toAll, builder.WithPredicates(createdOrDeleted)).
 		// A policy may select a kind before its CRD exists; the CRD's arrival is when it takes effect.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll, builder.WithPredicates(crdEstablished)).
 		Complete(reconcile.Func(d.policiesChanged))
+}
+
+// createdOrDeleted passes an object's creation and deletion only.
+var createdOrDeleted = predicate.Funcs{
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // crdEstablished passes the events of a CRD that can make a kind servable: its creation, and an update that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +35,8 @@ const (
 	ReasonHonoured        = "Honoured"
 	ReasonKindNotServed   = "KindNotServed"
 	ReasonNeverPropagated = "NeverPropagated"
+	// ReasonDependentOverridesMissing: an override policy named in dependentOverrides does not exist.
+	ReasonDependentOverridesMissing = "DependentOverridesMissing"
 )
 
 // setupStatus registers the controller that writes each propagation policy's status. It is woken through a
@@ -95,7 +98,10 @@ func (d *Detector) policyStatus(ctx context.Context, req reconcile.Request) (rec
 	}
 	want := policyv1alpha1.PropagationPolicyStatus{ObservedGeneration: obj.GetGeneration(), ClaimedTemplates: int32(len(claimed)),
 		Templates: claimed[:min(len(claimed), policyv1alpha1.MaxListedTemplates)], Conditions: slices.Clone(status.Conditions)}
-	cond := d.honoured(spec)
+	cond, err := d.honoured(ctx, Policy{Namespace: req.Namespace, Name: req.Name, Spec: spec})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	cond.ObservedGeneration = obj.GetGeneration()
 	meta.SetStatusCondition(&want.Conditions, cond)
 	if equality.Semantic.DeepEqual(*status, want) {
@@ -144,8 +150,22 @@ func (d *Detector) claimedTemplates(ctx context.Context, p Policy) ([]string, er
 }
 
 // honoured is the Honoured condition of a policy: False, naming the selector, when one selects Flotilla's own
-// kinds (never propagated) or a kind the hub does not serve (its templates wait until it does).
-func (d *Detector) honoured(spec *policyv1alpha1.PropagationSpec) metav1.Condition {
+// kinds (never propagated) or a kind the hub does not serve (its templates wait until it does), and naming
+// them when dependent override policies are missing (its templates wait until they exist).
+func (d *Detector) honoured(ctx context.Context, p Policy) (metav1.Condition, error) {
+	missing, err := d.missingOverrides(ctx, p)
+	if err != nil {
+		return metav1.Condition{}, err
+	}
+	if len(missing) > 0 {
+		return metav1.Condition{Type: policyv1alpha1.ConditionHonoured, Status: metav1.ConditionFalse, Reason: ReasonDependentOverridesMissing,
+			Message: fmt.Sprintf("dependentOverrides: %s not found; the templates wait until they exist", strings.Join(missing, ", "))}, nil
+	}
+	return d.selectorsHonoured(p.Spec), nil
+}
+
+// selectorsHonoured is the Honoured condition as the resource selectors decide it.
+func (d *Detector) selectorsHonoured(spec *policyv1alpha1.PropagationSpec) metav1.Condition {
 	for i, s := range spec.ResourceSelectors {
 		gv, err := schema.ParseGroupVersion(s.APIVersion)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -150,6 +151,50 @@ func TestPolicyStatusCountsClaims(t *testing.T) {
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "KindNotServed" ||
 			!strings.Contains(c.Message, "resourceSelectors[0]: the hub does not serve gadgets.example.com/v1 Gadget") {
 			return fmt.Errorf("conditions %+v", unserved.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+// TestDependentOverridesHoldTheTemplate: a template whose policy names an override policy that does not exist
+// gets no binding, and the policy's Honoured condition names the missing one; once it exists the template is
+// claimed.
+func TestDependentOverridesHoldTheTemplate(t *testing.T) {
+	ctx := context.Background()
+	createNamespace(t, "dependent")
+	create(t, configMap("dependent", "web", nil))
+	pp := namespacedPolicy("dependent", "web", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Name: "web"})
+	pp.Spec.DependentOverrides = []string{"web-eu"}
+	create(t, pp)
+	testenv.Eventually(t, hangGuard, "Honoured=False names the missing override policy", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pp), pp); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(pp.Status.Conditions, policyv1alpha1.ConditionHonoured)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "DependentOverridesMissing" ||
+			!strings.Contains(c.Message, "OverridePolicy dependent/web-eu not found") {
+			return fmt.Errorf("conditions %+v", pp.Status.Conditions)
+		}
+		return nil
+	})
+	time.Sleep(time.Second) // the negative assertion: the template's own reconcile, long done, bound nothing
+	if _, err := binding(ctx, configMapKind, "dependent", "web"); !apierrors.IsNotFound(err) {
+		t.Fatalf("the template was bound before its dependent override policy existed: %v", err)
+	}
+
+	create(t, &policyv1alpha1.OverridePolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "dependent", Name: "web-eu"},
+		Spec: policyv1alpha1.OverrideSpec{OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: policyv1alpha1.Overriders{
+			LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"region": "eu"}}}}}}}})
+	testenv.Eventually(t, hangGuard, "web's binding once web-eu exists", func() error {
+		_, err := binding(ctx, configMapKind, "dependent", "web")
+		return err
+	})
+	testenv.Eventually(t, hangGuard, "Honoured=True", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pp), pp); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(pp.Status.Conditions, policyv1alpha1.ConditionHonoured) || pp.Status.ClaimedTemplates != 1 {
+			return fmt.Errorf("status %+v", pp.Status)
 		}
 		return nil
 	})

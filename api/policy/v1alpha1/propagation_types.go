@@ -108,12 +108,13 @@ type PropagationSpec struct {
 	// +kubebuilder:default=Never
 	Preemption PreemptionPolicy `json:"preemption,omitempty"`
 
-	// DependentOverrides lists OverridePolicies (in the same namespace) that must exist before the templates
-	// are placed. Flotilla does not implement the wait, so a non-empty list is refused at admission rather
-	// than accepted and ignored; the field stays so Karmada policies without it parse unchanged.
+	// DependentOverrides names override policies that must exist before the templates are claimed, so no
+	// cluster ever sees a template without its overrides: OverridePolicies of its namespace for a
+	// PropagationPolicy, ClusterOverridePolicies for a ClusterPropagationPolicy. While one is missing the
+	// templates wait (a template already placed keeps its binding as it is) and the policy's Honoured
+	// condition names the missing ones.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:XValidation:rule="size(self) == 0",message="dependentOverrides is not supported: Flotilla does not wait for override policies; remove the field and create the override policies before the propagation policy"
 	DependentOverrides []string `json:"dependentOverrides,omitempty"`
 
 	// SchedulerName is the scheduler that places the templates. Default "default-scheduler", Flotilla's own;
