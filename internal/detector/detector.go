@@ -127,19 +127,25 @@ var crdEstablished = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// templateEvents maps every event of a template to its key. A deleted template's claim also wakes its
-// policy's status (the template reconciler no longer sees the claim).
+// templateEvents maps every event of a template to its key. An event that adds, moves or removes a claim also
+// wakes the status of the policies concerned: the cache holds the change by the time its event comes, so the
+// status counts it (woken by the claim's write instead, it often counted from a cache still without it).
 func (d *Detector) templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, Key] {
 	add := func(o *unstructured.Unstructured, q workqueue.TypedRateLimitingInterface[Key]) {
 		q.Add(Key{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
 	return handler.TypedFuncs[*unstructured.Unstructured, Key]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			add(e.Object, q)
+			d.notifyStatus(ctx, claimOf(e.Object))
 		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			if ContentChanged(e.ObjectOld, e.ObjectNew) {
 				add(e.ObjectNew, q)
+			}
+			if before, after := claimOf(e.ObjectOld), claimOf(e.ObjectNew); !samePolicy(before, after) {
+				d.notifyStatus(ctx, before)
+				d.notifyStatus(ctx, after)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {

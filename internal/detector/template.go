@@ -31,14 +31,9 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	before := claimOf(t)
-	policy := Choose(t, policies, before)
+	policy := Choose(t, policies, claimOf(t))
 	if policy == nil {
-		if err := d.release(ctx, t); err != nil {
-			return reconcile.Result{}, err
-		}
-		d.notifyStatus(ctx, before)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, d.release(ctx, t)
 	}
 	// dependentOverrides: the template waits, binding and claim as they are, until every named override
 	// policy exists (their creation starts a policy pass that brings it back); the policy's status says so.
@@ -51,15 +46,7 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if err != nil || result.RequeueAfter > 0 {
 		return result, err
 	}
-	if err := d.claim(ctx, t, policy); err != nil {
-		return reconcile.Result{}, err
-	}
-	if !samePolicy(before, policy) {
-		// Both policies' statuses count the claim.
-		d.notifyStatus(ctx, before)
-		d.notifyStatus(ctx, policy)
-	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, d.claim(ctx, t, policy)
 }
 
 // claimOf reads the policy that claimed a template from its labels.
