@@ -62,6 +62,7 @@ test-unit:
 	cd api && $(GO) test ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime 5s ./internal/override
 	$(GO) test -run '^$$' -fuzz '^FuzzCluster$$' -fuzztime 5s ./internal/selection
+	$(GO) test -run '^$$' -fuzz '^FuzzEvaluate$$' -fuzztime 5s ./internal/interpreter
 
 ## test-integration: real control planes in-process and hub processes started by the tests
 test-integration:
@@ -78,7 +79,8 @@ bench-smoke: build
 	$(BIN)/flotilla bench propagation --members 2 --objects 20 --out $(BENCH_OUT)/propagation.json
 	$(BIN)/flotilla bench scale --clusters 2 --objects 2 --settle 10s --out $(BENCH_OUT)/scale.json
 	$(BIN)/flotilla bench register --clusters 2
-	$(BIN)/flotilla bench plot --out-dir $(BENCH_OUT) $(BENCH_OUT)/propagation.json $(BENCH_OUT)/scale.json
+	$(BIN)/flotilla bench failover --members 2 --objects 2 --cluster-grace-period 20s --toleration 5s --timeout 3m --out $(BENCH_OUT)/failover.json
+	$(BIN)/flotilla bench plot --out-dir $(BENCH_OUT) $(BENCH_OUT)/propagation.json $(BENCH_OUT)/scale.json $(BENCH_OUT)/failover.json
 
 # Every process a test starts must end with it. (The brackets keep the pattern from matching this shell.)
 LEFTOVERS := $(BIN)/flotill[a] |/(integration|existingcluster|e2e)\.tes[t]

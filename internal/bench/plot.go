@@ -16,20 +16,22 @@ import (
 )
 
 // Plot reads results written by the benchmarks' --out and draws PNG charts into dir: for each propagation
-// run, the latency percentiles of every stage of its create wave; across propagation runs, member changes
-// per second against member count; across scale runs, the hub's memory against cluster count. It returns
-// the files written.
+// run, the latency percentiles of every stage of its create wave; for each failover run, those of every
+// failover stage; across propagation runs, member changes per second against member count; across scale
+// runs, the hub's memory against cluster count. It returns the files written.
 func Plot(dir string, files []string) ([]string, error) {
 	var propagations []PropagationResult
 	var scales []ScaleResult
+	var failovers []FailoverResult
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
 		var kind struct {
-			Waves  json.RawMessage `json:"waves"`
-			Steady json.RawMessage `json:"steady"`
+			Waves    json.RawMessage `json:"waves"`
+			Steady   json.RawMessage `json:"steady"`
+			Failover json.RawMessage `json:"failover"`
 		}
 		if err := json.Unmarshal(data, &kind); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
@@ -47,8 +49,14 @@ func Plot(dir string, files []string) ([]string, error) {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
 			scales = append(scales, r)
+		case kind.Failover != nil:
+			var r FailoverResult
+			if err := json.Unmarshal(data, &r); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			failovers = append(failovers, r)
 		default:
-			return nil, fmt.Errorf("%s: not the output of bench propagation or bench scale", f)
+			return nil, fmt.Errorf("%s: not the output of bench propagation, scale or failover", f)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -97,27 +105,47 @@ func Plot(dir string, files []string) ([]string, error) {
 			return nil, err
 		}
 	}
+	for _, r := range failovers {
+		p, err := failoverChart(r)
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, fmt.Sprintf("failover-%dx%d.png", r.Objects, r.Members)); err != nil {
+			return nil, err
+		}
+	}
 	return written, nil
 }
 
 // stageChart draws p50, p90, p99 and max of each stage of a propagation run's create wave as grouped bars.
 func stageChart(r PropagationResult) (*plot.Plot, error) {
-	p := plot.New()
 	how := "all at once"
 	if r.Sequential {
 		how = "one at a time"
 	}
-	p.Title.Text = fmt.Sprintf("%d Deployments × %d members (%s, %s): seconds from the hub request", r.Objects, r.Members, r.Mode, how)
+	return barChart(fmt.Sprintf("%d Deployments × %d members (%s, %s): seconds from the hub request", r.Objects, r.Members, r.Mode, how),
+		createWave.stages, r.Waves[createWave.name].Stages)
+}
+
+// failoverChart draws the percentiles of each failover stage, from the freeze, as grouped bars.
+func failoverChart(r FailoverResult) (*plot.Plot, error) {
+	return barChart(fmt.Sprintf("Failover of %d Deployments over %d members (grace %.0fs, toleration %.0fs): seconds from the freeze",
+		r.Objects, r.Members, r.GracePeriodSeconds, r.TolerationSeconds), failoverStages, r.Failover)
+}
+
+// barChart draws p50, p90, p99 and max of each stage as grouped bars.
+func barChart(title string, stages []string, values map[string]map[string]float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
 	p.Y.Label.Text = "seconds"
-	wave := r.Waves[createWave.name]
 	width := vg.Points(12)
 	for i, q := range []string{"p50", "p90", "p99", "max"} {
-		values := make(plotter.Values, len(createWave.stages))
-		for j, s := range createWave.stages {
-			values[j] = wave.Stages[s][q]
-			p.Y.Max = max(p.Y.Max, values[j]*1.3) // room for the legend
+		bar := make(plotter.Values, len(stages))
+		for j, s := range stages {
+			bar[j] = values[s][q]
+			p.Y.Max = max(p.Y.Max, bar[j]*1.3) // room for the legend
 		}
-		bars, err := plotter.NewBarChart(values, width)
+		bars, err := plotter.NewBarChart(bar, width)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +156,7 @@ func stageChart(r PropagationResult) (*plot.Plot, error) {
 		p.Legend.Add(q, bars)
 	}
 	p.Legend.Top, p.Legend.Left = true, true
-	p.NominalX(createWave.stages...)
+	p.NominalX(stages...)
 	return p, nil
 }
 

@@ -19,6 +19,8 @@ func TestPlot(t *testing.T) {
 		PropagationResult{Members: 2, Objects: 10, Mode: "pull", Waves: map[string]WaveResult{"create": {Stages: stages, MemberOpsPerSecond: 8}}},
 		ScaleResult{Clusters: 10, Steady: SteadyState{HubRSSMiB: 400}},
 		ScaleResult{Clusters: 100, Steady: SteadyState{HubRSSMiB: 500}},
+		FailoverResult{Members: 3, Objects: 10, GracePeriodSeconds: 20, TolerationSeconds: 20,
+			Failover: map[string]map[string]float64{stageRescheduled: {"p50": 40}, stageReplacementAvailable: {"p50": 42, "max": 45}}},
 	} {
 		f := filepath.Join(dir, string(rune('a'+i))+".json")
 		if err := writeJSON(f, r); err != nil {
@@ -30,7 +32,8 @@ func TestPlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"propagation-10x1-pull-burst.png", "propagation-10x2-pull-burst.png", "throughput-by-members.png", "hub-rss-by-clusters.png"}
+	want := []string{"propagation-10x1-pull-burst.png", "propagation-10x2-pull-burst.png", "throughput-by-members.png", "hub-rss-by-clusters.png",
+		"failover-10x3.png"}
 	if len(written) != len(want) {
 		t.Fatalf("wrote %v, want %v", written, want)
 	}

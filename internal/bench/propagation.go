@@ -263,7 +263,8 @@ func (p *propagation) watch(ctx context.Context, hubConfig *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	total := p.o.Replicas * int32(len(p.members))
+	// Duplicated, the hub counts the replicas every cluster has: the spec's count once all of them have it.
+	total := p.o.Replicas
 	err = watchKind(ctx, hubConfig, &appsv1.Deployment{}, benchNamespace, func(obj client.Object, deleted bool) {
 		d := obj.(*appsv1.Deployment)
 		switch {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -140,7 +141,7 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	for i, a := range agents {
 		f.clusters[i] = a.name
 	}
-	if err := f.watch(ctx, hubConfig, int32(o.Clusters)); err != nil {
+	if err := f.watch(ctx, hubConfig); err != nil {
 		return err
 	}
 	if err := f.createPolicy(ctx, admin); err != nil {
@@ -335,7 +336,7 @@ type fanOut struct {
 	clusters []string
 }
 
-func (f *fanOut) watch(ctx context.Context, cfg *rest.Config, clusters int32) error {
+func (f *fanOut) watch(ctx context.Context, cfg *rest.Config) error {
 	err := watchKind(ctx, cfg, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
 		rb := obj.(*workv1alpha1.ResourceBinding)
 		if !deleted && meta.IsStatusConditionTrue(rb.Status.Conditions, workv1alpha1.ConditionScheduled) {
@@ -362,7 +363,8 @@ func (f *fanOut) watch(ctx context.Context, cfg *rest.Config, clusters int32) er
 	}
 	return watchKind(ctx, cfg, &appsv1.Deployment{}, benchNamespace, func(obj client.Object, deleted bool) {
 		d := obj.(*appsv1.Deployment)
-		if !deleted && d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas == clusters {
+		// Duplicated, the hub counts the replicas every cluster has: the spec's count once all reported them.
+		if !deleted && d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas == ptr.Deref(d.Spec.Replicas, 1) {
 			f.recorder.mark(stageHubStatus, d.Name, "")
 		}
 	})

@@ -17,6 +17,7 @@ package binding
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 
@@ -37,8 +38,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 type binding interface {
@@ -52,6 +55,9 @@ type Controller[T binding] struct {
 	// Reader reads past the cache: a Work this controller created a moment ago may not be cached yet.
 	Reader client.Reader
 	New    func() T
+	// Interpreter revises replicas, leaves out retained fields and lists dependencies, with the
+	// customization of the template's kind if any.
+	Interpreter *interpreter.Interpreter
 
 	// namespaced says which templates are this controller's: namespaced ones (ResourceBindings) or not.
 	namespaced bool
@@ -68,11 +74,11 @@ var renderManager = workv1alpha1.ControllerFieldManager("binding")
 
 // Setup registers the render controller for both binding kinds.
 func Setup(mgr ctrl.Manager) error {
-	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
 		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true}); err != nil {
 		return err
 	}
-	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
 		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }})
 }
 
@@ -111,7 +117,8 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(renderBindingChanged)).
 		Watches(&workv1alpha1.Work{}, workEvents(r.namespaced, 0, renderWakes)).
 		Watches(&clusterv1alpha1.Cluster{}, placedOn, builder.WithPredicates(clusterChanged)).
-		Watches(&policyv1alpha1.ClusterOverridePolicy{}, overridden)
+		Watches(&policyv1alpha1.ClusterOverridePolicy{}, overridden).
+		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), r.namespaced))
 	if r.namespaced {
 		b = b.Watches(&policyv1alpha1.OverridePolicy{}, overridden)
 		// A changed ConfigMap or Secret reaches the clusters of the workloads that take it along.
@@ -202,6 +209,10 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 		return ctrl.Result{}, err
 	}
 	deps, err := r.dependencies(ctx, template, spec.PropagateDeps)
+	if failed := (*interpreter.Error)(nil); errors.As(err, &failed) {
+		// The Works keep their last good version, dependencies and all; the status controller says why.
+		return ctrl.Result{}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -224,18 +235,24 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			err = applyStatus(ctx, r.Client, b, renderManager, ownedConditionsStatus{Conditions: c})
 		}
 	}()
-	divided := spec.Placement != nil && spec.Placement.ReplicaScheduling != nil &&
-		spec.Placement.ReplicaScheduling.ReplicaSchedulingType == policyv1alpha1.ReplicaSchedulingDivided
+	divided := division(spec)
 	// Works are written a few at a time: one binding may place its template on a thousand clusters.
 	var mu sync.Mutex
 	writes, writesCtx := errgroup.WithContext(ctx)
 	writes.SetLimit(workWriters)
 	for _, target := range spec.Clusters {
 		writes.Go(func() error {
-			manifests := []*unstructured.Unstructured{Render(template, target, divided)}
+			m, err := render(writesCtx, r.Interpreter, template, target, divided)
+			if failed := (*interpreter.Error)(nil); errors.As(err, &failed) {
+				return nil // this cluster's Work keeps its last good version; the status controller says why
+			}
+			if err != nil {
+				return err
+			}
+			manifests := []*unstructured.Unstructured{m}
 			injectPreservedState(manifests[0], spec.FailoverRecords, target.Name)
 			for _, d := range deps {
-				manifests = append(manifests, Render(d, target, false))
+				manifests = append(manifests, Render(d, target, nil))
 			}
 			applied, err := r.override(writesCtx, manifests, target.Name, overrides)
 			if err != nil {

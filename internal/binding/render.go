@@ -15,8 +15,9 @@ import (
 
 // Render turns a template into the manifest for one cluster: fields the hub's API server set are removed
 // (a member sets its own), Flotilla's claim labels are dropped, the template generation is recorded, and a
-// divided workload gets the cluster's replicas.
-func Render(template *unstructured.Unstructured, target workv1alpha1.TargetCluster, divided bool) *unstructured.Unstructured {
+// divided workload gets the cluster's share: its replicas, and a Job its part of the completions. division is
+// the divided placement the target is part of, nil when the template is not divided.
+func Render(template *unstructured.Unstructured, target workv1alpha1.TargetCluster, division []workv1alpha1.TargetCluster) *unstructured.Unstructured {
 	m := template.DeepCopy()
 	delete(m.Object, "status")
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
@@ -52,11 +53,25 @@ func Render(template *unstructured.Unstructured, target workv1alpha1.TargetClust
 			}
 		}
 	}
-	if divided {
+	if division != nil {
 		interpreter.ReviseReplicas(m, target.Replicas)
+		interpreter.ShareCompletions(m, target.Name, division)
 	}
 	dropNulls(m.Object)
 	return m
+}
+
+// division is the placement a binding divides its replicas over, nil when every cluster runs the whole
+// template.
+func division(spec *workv1alpha1.ResourceBindingSpec) []workv1alpha1.TargetCluster {
+	if spec.Placement == nil || spec.Placement.ReplicaScheduling == nil ||
+		spec.Placement.ReplicaScheduling.ReplicaSchedulingType != policyv1alpha1.ReplicaSchedulingDivided {
+		return nil
+	}
+	if spec.Clusters == nil {
+		return []workv1alpha1.TargetCluster{}
+	}
+	return spec.Clusters
 }
 
 // injectPreservedState labels the manifest for cluster with the state the binding's failovers preserved,

@@ -27,7 +27,7 @@ func TestRender(t *testing.T) {
 		"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","team":"a"}},
 		"spec":{"replicas":6,"template":{"metadata":{"creationTimestamp":null},"spec":{"containers":[{"name":"a","resources":{"limits":null}}]}}},
 		"status":{"replicas":6}}`)
-	m := Render(template, workv1alpha1.TargetCluster{Name: "m1", Replicas: 2}, true)
+	m := Render(template, workv1alpha1.TargetCluster{Name: "m1", Replicas: 2}, []workv1alpha1.TargetCluster{{Name: "m1", Replicas: 2}, {Name: "m2", Replicas: 4}})
 	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
 		if _, found, _ := unstructured.NestedFieldNoCopy(m.Object, "metadata", f); found {
 			t.Errorf("metadata.%s kept", f)
@@ -48,7 +48,7 @@ func TestRender(t *testing.T) {
 	if r, _, _ := unstructured.NestedInt64(m.Object, "spec", "replicas"); r != 2 {
 		t.Errorf("divided replicas %d, want 2", r)
 	}
-	if r, _, _ := unstructured.NestedInt64(Render(template, workv1alpha1.TargetCluster{Name: "m1", Replicas: 6}, false).Object, "spec", "replicas"); r != 6 {
+	if r, _, _ := unstructured.NestedInt64(Render(template, workv1alpha1.TargetCluster{Name: "m1", Replicas: 6}, nil).Object, "spec", "replicas"); r != 6 {
 		t.Errorf("duplicated replicas %d, want 6", r)
 	}
 	if r, _, _ := unstructured.NestedInt64(template.Object, "spec", "replicas"); r != 6 {
@@ -56,7 +56,7 @@ func TestRender(t *testing.T) {
 	}
 
 	svc := Render(parse(t, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"clusterIP":"10.96.0.7","clusterIPs":["10.96.0.7"],"ports":[{"port":80}]}}`),
-		workv1alpha1.TargetCluster{Name: "m1"}, false)
+		workv1alpha1.TargetCluster{Name: "m1"}, nil)
 	if _, found, _ := unstructured.NestedFieldNoCopy(svc.Object, "spec", "clusterIP"); found {
 		t.Error("the hub's cluster IP went to the member")
 	}
@@ -67,7 +67,7 @@ func TestRender(t *testing.T) {
 // rewritten on every reconcile.
 func TestEncodedManifestsAreStoredForm(t *testing.T) {
 	template := parse(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"b"},"data":{"html":"<b>&</b>","n":"1"}}`)
-	manifests, err := encodeManifests([]*unstructured.Unstructured{Render(template, workv1alpha1.TargetCluster{Name: "m1"}, false)})
+	manifests, err := encodeManifests([]*unstructured.Unstructured{Render(template, workv1alpha1.TargetCluster{Name: "m1"}, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,11 @@ package binding
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
@@ -32,6 +35,9 @@ type StatusController[T binding] struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	New      func() T
+	// Interpreter judges member objects and folds their statuses, with the customization of the template's
+	// kind if any.
+	Interpreter *interpreter.Interpreter
 
 	mu sync.Mutex
 	// templateStatus remembers the status last written to each template (by UID): the cached template may
@@ -46,17 +52,18 @@ var statusManager = workv1alpha1.ControllerFieldManager("binding-status")
 // (batched, see statusBatchDelay) and by a new placement, not by any status write.
 func SetupStatus(mgr ctrl.Manager) error {
 	recorder := mgr.GetEventRecorder("flotilla-binding")
-	if err := setupStatus(mgr, "binding-status", &StatusController[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder,
+	if err := setupStatus(mgr, "binding-status", &StatusController[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Interpreter: interpreter.New(mgr.GetClient()),
 		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, true); err != nil {
 		return err
 	}
-	return setupStatus(mgr, "cluster-binding-status", &StatusController[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder,
+	return setupStatus(mgr, "cluster-binding-status", &StatusController[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Interpreter: interpreter.New(mgr.GetClient()),
 		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, false)
 }
 
 func setupStatus[T binding](mgr ctrl.Manager, name string, r *StatusController[T], namespaced bool) error {
 	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(statusBindingChanged)).
 		Watches(&workv1alpha1.Work{}, workEvents(namespaced, statusBatchDelay, statusWakes)).
+		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), namespaced)).
 		Complete(r)
 }
 
@@ -86,12 +93,61 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.List(ctx, works, client.MatchingLabels(workLabels(b))); err != nil {
 		return ctrl.Result{}, err
 	}
-	sum := aggregate(b.BindingSpec(), b.GetGeneration(), template.GetGeneration(), works.Items)
+	interpreted, err := r.interpret(ctx, b, template, works.Items)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	replicasOf := func(manifest *unstructured.Unstructured) (int32, bool) {
+		n, _, ok, err := r.Interpreter.Replicas(ctx, manifest)
+		return n, ok || err != nil // a customization that fails says nothing is current
+	}
+	sum := aggregate(b.BindingSpec(), b.GetGeneration(), template.GetGeneration(), works.Items, replicasOf)
+	if interpreted != nil {
+		sum.interpreted = interpreted
+	}
 	healthSince(sum.items, b.BindingStatus().AggregatedStatus, metav1.Now())
 	if err := r.writeStatus(ctx, b, template, sum); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.aggregateTemplate(ctx, template, sum.members, sum.caughtUp)
+	return ctrl.Result{}, r.aggregateTemplate(ctx, template, interpreter.Fleet{Members: sum.members, Divided: division(b.BindingSpec()) != nil,
+		CaughtUp: sum.caughtUp, Applied: sum.applied, Healthy: sum.healthy, Now: time.Now()})
+}
+
+// interpret applies the customization of the template's kind to the Works' reports, in place (the status
+// each reports and its health), and returns the Interpreted condition: nil when no customization applies
+// and the binding has no such condition to clear.
+func (r *StatusController[T]) interpret(ctx context.Context, b T, template *unstructured.Unstructured, works []workv1alpha1.Work) (*metav1.Condition, error) {
+	c, err := r.Interpreter.Registry.For(ctx, template.GroupVersionKind())
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		if meta.FindStatusCondition(b.BindingStatus().Conditions, workv1alpha1.ConditionInterpreted) == nil {
+			return nil, nil
+		}
+		cond := interpretedCondition(b.GetGeneration(), nil)
+		cond.Message = "no customization applies to the template's kind"
+		return &cond, nil
+	}
+	errs, err := interpretationErrors(ctx, r.Interpreter, b.BindingSpec(), template, works)
+	if err != nil {
+		return nil, err
+	}
+	for i := range works {
+		status, health, customized, err := observeWork(ctx, r.Interpreter, &works[i])
+		if err != nil || !customized {
+			continue // reported in errs; the agent's report stands
+		}
+		ms := &works[i].Status.ManifestStatuses[0]
+		if raw, err := json.Marshal(status); err == nil {
+			ms.Status = &runtime.RawExtension{Raw: raw}
+		}
+		if health != workv1alpha1.ResourceUnknown {
+			ms.Health = health
+		}
+	}
+	cond := interpretedCondition(b.GetGeneration(), errs)
+	return &cond, nil
 }
 
 // reported says whether the binding's status holds anything the status controller wrote.
@@ -105,20 +161,25 @@ type aggregation struct {
 	items   []workv1alpha1.AggregatedStatusItem
 	applied metav1.Condition // FullyApplied
 	healthy metav1.Condition // Healthy
-	// members are the member objects' full status, for the template's.
-	members []map[string]any
+	// interpreted is the Interpreted condition; nil when no customization applies.
+	interpreted *metav1.Condition
+	// members are the member objects' full status, one per target cluster, for the template's.
+	members []interpreter.Member
 	// caughtUp is true when every target cluster applied the template's current generation and observed it.
 	caughtUp bool
 }
 
 // aggregate sums the Works of a binding, one item per target cluster; Works of clusters the binding no
-// longer targets (kept for a graceful eviction) count for nothing.
-func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGeneration int64, works []workv1alpha1.Work) aggregation {
+// longer targets (kept for a graceful eviction) count for nothing. replicasOf reads a rendered manifest's
+// replica count (ok false: the kind has none).
+func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGeneration int64, works []workv1alpha1.Work,
+	replicasOf func(*unstructured.Unstructured) (int32, bool)) aggregation {
 	sum := aggregation{items: make([]workv1alpha1.AggregatedStatusItem, 0, len(spec.Clusters))}
 	applied, healthy, caughtUp := len(spec.Clusters) > 0, len(spec.Clusters) > 0, len(spec.Clusters) > 0
 	var notApplied, notHealthy []string
 	for _, target := range spec.Clusters {
 		item := workv1alpha1.AggregatedStatusItem{ClusterName: target.Name, Health: workv1alpha1.ResourceUnknown}
+		member := interpreter.Member{Cluster: target.Name}
 		if w := workOf(works, target.Name); w != nil && len(w.Status.ManifestStatuses) > 0 {
 			ms := w.Status.ManifestStatuses[0]
 			item.Applied, item.Health, item.Status = ms.Applied, ms.Health, summarize(ms.Status)
@@ -129,7 +190,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 				m := map[string]any{}
 				// utiljson keeps whole numbers int64, as the unstructured helpers expect.
 				if utiljson.Unmarshal(ms.Status.Raw, &m) == nil {
-					sum.members = append(sum.members, m)
+					member.Status = m
 				}
 			}
 			workApplied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
@@ -143,11 +204,12 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 			applied = false
 			notApplied = append(notApplied, target.Name)
 		}
-		if item.Health != workv1alpha1.ResourceHealthy {
+		if item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, workOf(works, target.Name), replicasOf) {
 			healthy = false
 			notHealthy = append(notHealthy, target.Name)
 		}
 		sum.items = append(sum.items, item)
+		sum.members = append(sum.members, member)
 	}
 	sum.caughtUp = caughtUp
 	sum.applied = condition(workv1alpha1.ConditionFullyApplied, applied, generation,
@@ -155,6 +217,30 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	sum.healthy = condition(workv1alpha1.ConditionHealthy, healthy, generation,
 		"Healthy", "healthy in every target cluster", "NotHealthy", "not healthy yet in "+clusterv1alpha1.ListInMessage(notHealthy))
 	return sum
+}
+
+// reportsCurrent reports whether a cluster's Work status speaks of what the binding now asks of that cluster:
+// the status observed the Work's current generation, and the Work carries the replica count the placement
+// gives the cluster. Until then a Healthy report is about the copy before a move (a cluster taking over a
+// failed cluster's replicas still reports its old count as healthy), and an eviction must not end on it.
+func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.TargetCluster, w *workv1alpha1.Work,
+	replicasOf func(*unstructured.Unstructured) (int32, bool)) bool {
+	if w == nil || len(w.Spec.Workload.Manifests) == 0 {
+		return false
+	}
+	applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
+	if applied == nil || applied.ObservedGeneration != w.Generation {
+		return false
+	}
+	if spec.Replicas == 0 {
+		return true
+	}
+	manifest := map[string]any{}
+	if err := utiljson.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &manifest); err != nil {
+		return false
+	}
+	replicas, ok := replicasOf(&unstructured.Unstructured{Object: manifest})
+	return !ok || replicas == target.Replicas
 }
 
 // healthSince sets each item's health transition time: kept from the previous item of its cluster while the
@@ -180,7 +266,11 @@ type ownedStatus struct {
 // the transitions a person would want to know of.
 func (r *StatusController[T]) writeStatus(ctx context.Context, b T, template *unstructured.Unstructured, sum aggregation) error {
 	status := b.BindingStatus()
-	conditions, same := ownedConditions(status.Conditions, sum.applied, sum.healthy)
+	want := []metav1.Condition{sum.applied, sum.healthy}
+	if sum.interpreted != nil {
+		want = append(want, *sum.interpreted)
+	}
+	conditions, same := ownedConditions(status.Conditions, want...)
 	if same && equality.Semantic.DeepEqual(status.AggregatedStatus, sum.items) {
 		return nil
 	}
@@ -191,11 +281,15 @@ func (r *StatusController[T]) writeStatus(ctx context.Context, b T, template *un
 	return nil
 }
 
-// aggregateTemplate writes the summed member status into the template's status subresource.
-func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, members []map[string]any, caughtUp bool) error {
-	want := interpreter.AggregateStatus(template, members, caughtUp)
-	if want == nil {
-		return nil
+// aggregateTemplate writes the fleet's status into the template's status subresource (by merge patch: its
+// conditions list is replaced whole, and only the hub's aggregation writes a template's status).
+func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *unstructured.Unstructured, fleet interpreter.Fleet) error {
+	want, err := r.Interpreter.AggregateStatus(ctx, template, fleet)
+	if failed := (*interpreter.Error)(nil); errors.As(err, &failed) {
+		return nil // the template keeps its last status; the Interpreted condition says why
+	}
+	if err != nil || want == nil {
+		return err
 	}
 	if current, _, _ := unstructured.NestedMap(template.Object, "status"); equality.Semantic.DeepEqual(current, want) {
 		return nil

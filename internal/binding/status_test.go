@@ -1,15 +1,18 @@
 package binding
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 func TestSummarizeKeepsAShortStatus(t *testing.T) {
@@ -77,6 +80,19 @@ func TestAggregate(t *testing.T) {
 				{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue}}}}
 		return w
 	}
+	// divided is a binding of a 4-replica Deployment with replicas on cluster b; moved is its Work on b as
+	// rendered with replicas and as its agent reported it (statusOf: the Work generation the report observed).
+	divided := func(replicas int32) *workv1alpha1.ResourceBindingSpec {
+		return &workv1alpha1.ResourceBindingSpec{Replicas: 4, Clusters: []workv1alpha1.TargetCluster{{Name: "b", Replicas: replicas}}}
+	}
+	moved := func(replicas, generation, statusOf int64) workv1alpha1.Work {
+		w := work("b", true, workv1alpha1.ResourceHealthy)
+		w.Generation = generation
+		w.Spec.Workload.Manifests[0].Raw = []byte(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{%q:"2"}},"spec":{"replicas":%d}}`,
+			workv1alpha1.AnnotationTemplateGeneration, replicas))
+		w.Status.Conditions[0].ObservedGeneration = statusOf
+		return w
+	}
 	tests := []struct {
 		name             string
 		spec             *workv1alpha1.ResourceBindingSpec
@@ -96,18 +112,33 @@ func TestAggregate(t *testing.T) {
 			metav1.ConditionFalse, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceUnknown},
 		{"the Work of a cluster being evicted counts for nothing", spec("a"), []workv1alpha1.Work{work("a", true, workv1alpha1.ResourceHealthy), work("old", false, workv1alpha1.ResourceUnhealthy)},
 			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a Work not yet rendered for the new replicas reports the copy before the move", divided(4), []workv1alpha1.Work{moved(2, 1, 1)},
+			metav1.ConditionTrue, metav1.ConditionFalse, true, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a report of the Work's previous generation is about the copy before the move", divided(4), []workv1alpha1.Work{moved(4, 2, 1)},
+			metav1.ConditionTrue, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceHealthy},
+		{"a report of the new copy counts", divided(4), []workv1alpha1.Work{moved(4, 2, 2)},
+			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sum := aggregate(tt.spec, 7, 2, tt.works)
+			sum := aggregate(tt.spec, 7, 2, tt.works, func(m *unstructured.Unstructured) (int32, bool) {
+				n, _, ok := interpreter.Replicas(m)
+				return n, ok
+			})
 			if sum.applied.Status != tt.applied || sum.healthy.Status != tt.healthy || sum.caughtUp != tt.caughtUp {
 				t.Fatalf("FullyApplied %s, Healthy %s, caught up %v; want %s, %s, %v", sum.applied.Status, sum.healthy.Status, sum.caughtUp, tt.applied, tt.healthy, tt.caughtUp)
 			}
 			if sum.applied.ObservedGeneration != 7 || sum.healthy.ObservedGeneration != 7 {
 				t.Fatal("the conditions do not carry the binding's generation")
 			}
-			if len(sum.items) != tt.items || len(sum.members) != tt.members {
-				t.Fatalf("%d items and %d member statuses, want %d and %d", len(sum.items), len(sum.members), tt.items, tt.members)
+			reported := 0
+			for _, m := range sum.members {
+				if m.Status != nil {
+					reported++
+				}
+			}
+			if len(sum.items) != tt.items || len(sum.members) != tt.items || reported != tt.members {
+				t.Fatalf("%d items, %d members of which %d reported a status; want %d, %d, %d", len(sum.items), len(sum.members), reported, tt.items, tt.items, tt.members)
 			}
 			if tt.items > 0 && sum.items[0].Health != tt.firstHealth {
 				t.Fatalf("health %s, want %s", sum.items[0].Health, tt.firstHealth)

@@ -20,7 +20,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // WorkName is the name of a binding's Work in every cluster namespace: NAMESPACE.NAME for a namespaced
@@ -53,10 +52,17 @@ func (r *Controller[T]) dependencies(ctx context.Context, template *unstructured
 	if !propagate {
 		return nil, nil
 	}
+	deps, err := r.Interpreter.Dependencies(ctx, template)
+	if err != nil {
+		return nil, err
+	}
 	var out []*unstructured.Unstructured
-	for _, d := range interpreter.Dependencies(template) {
+	for _, d := range deps {
 		obj := &unstructured.Unstructured{}
-		obj.SetAPIVersion("v1")
+		obj.SetAPIVersion(d.APIVersion)
+		if d.APIVersion == "" {
+			obj.SetAPIVersion("v1")
+		}
 		obj.SetKind(d.Kind)
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: template.GetNamespace(), Name: d.Name}, obj)
 		if apierrors.IsNotFound(err) {

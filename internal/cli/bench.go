@@ -14,7 +14,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchPlotCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -94,11 +94,40 @@ cluster, one after another.`,
 	return cmd
 }
 
+func newBenchFailoverCommand() *cobra.Command {
+	o := bench.FailoverOptions{Members: 3, Objects: 10, Replicas: 2, GracePeriod: 20 * time.Second, Toleration: 20 * time.Second,
+		Timeout: 10 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "failover",
+		Short: "Freeze one member of a local fleet and time how its replicas move to the others, and its cleanup after",
+		Long: `Start a hub (with --cluster-grace-period) and --members pull members (as
+flotilla up does), divide --objects Deployments of --replicas replicas over the members with a policy
+that tolerates the members' NoExecute health taints for --toleration, and freeze member1 (SIGSTOP of its
+cluster and its agent, as a hung machine). Times, per object, from the freeze: the member's NoExecute
+taint, the binding rescheduled without it, the replacement applied in the other members, the replacement
+available as the hub reports it; samples the available replicas on the live members meanwhile (they must
+not drop below what those members ran before: no gap); then resumes member1 and times the removal of its
+evicted copies.`,
+		Args: cobra.NoArgs,
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunFailover(ctx, o, out, progress)
+		}),
+	}
+	cmd.Flags().IntVar(&o.Members, "members", o.Members, "number of member clusters, member1 is frozen")
+	cmd.Flags().IntVar(&o.Objects, "objects", o.Objects, "number of Deployments")
+	cmd.Flags().Int32Var(&o.Replicas, "replicas", o.Replicas, "replicas of each Deployment, divided over the members")
+	cmd.Flags().DurationVar(&o.GracePeriod, "cluster-grace-period", o.GracePeriod, "the hub's --cluster-grace-period: how long a member may miss heartbeats")
+	cmd.Flags().DurationVar(&o.Toleration, "toleration", o.Toleration, "how long the policy tolerates a member's NoExecute health taints (whole seconds)")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for the fleet to run in full, for the failover and for the cleanup")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
 func newBenchPlotCommand() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "plot FILE.json...",
-		Short: "Draw PNG charts from the JSON that bench propagation and bench scale write with --out",
+		Short: "Draw PNG charts from the JSON that bench propagation, scale and failover write with --out",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
 			written, err := bench.Plot(dir, files)

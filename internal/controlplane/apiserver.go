@@ -61,8 +61,9 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 
 	s.Authorization.Modes = []string{"Node", "RBAC"}
 	registerPolicyAdmission(s.Admission.GenericAdmission.Plugins)
-	s.Admission.GenericAdmission.RecommendedPluginOrder = append(s.Admission.GenericAdmission.RecommendedPluginOrder, policyAdmissionName)
-	s.Admission.GenericAdmission.EnablePlugins = []string{"EventRateLimit", policyAdmissionName}
+	registerCustomizationAdmission(s.Admission.GenericAdmission.Plugins)
+	s.Admission.GenericAdmission.RecommendedPluginOrder = append(s.Admission.GenericAdmission.RecommendedPluginOrder, policyAdmissionName, customizationAdmissionName)
+	s.Admission.GenericAdmission.EnablePlugins = []string{"EventRateLimit", policyAdmissionName, customizationAdmissionName}
 	s.Admission.GenericAdmission.ConfigFile = admissionConfig(c.DataDir)
 
 	// On shutdown, drain ordinary requests and give long-running ones (watches of agents in other processes)

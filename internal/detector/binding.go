@@ -3,6 +3,7 @@ package detector
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -30,7 +31,9 @@ const deletingRetry = time.Second
 
 // desiredSpec is the part of a binding's spec the detector owns: what the template is and needs, and what its
 // policy says. Clusters and eviction tasks are the scheduler's; rescheduleTriggeredAt is a person's.
-func desiredSpec(t *unstructured.Unstructured, p *Policy) workv1alpha1.ResourceBindingSpec {
+// A customization whose replicaResource fails leaves the replicas as the binding has them (none for a new
+// binding): the binding-status controller reports the failure on the binding, and nothing else stops.
+func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured, p *Policy, current workv1alpha1.Object) (workv1alpha1.ResourceBindingSpec, error) {
 	want := workv1alpha1.ResourceBindingSpec{
 		Resource: workv1alpha1.ObjectReference{
 			APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Namespace: t.GetNamespace(), Name: t.GetName(), UID: t.GetUID(),
@@ -43,13 +46,22 @@ func desiredSpec(t *unstructured.Unstructured, p *Policy) workv1alpha1.ResourceB
 		Suspension:                  p.Spec.Suspension.DeepCopy(),
 		PreserveResourcesOnDeletion: p.Spec.PreserveResourcesOnDeletion,
 	}
-	if replicas, requests, ok := interpreter.Replicas(t); ok {
+	replicas, requests, ok, err := d.interpreter.Replicas(ctx, t)
+	var failed *interpreter.Error
+	switch {
+	case errors.As(err, &failed):
+		if current != nil {
+			want.Replicas, want.ReplicaRequirements = current.BindingSpec().Replicas, current.BindingSpec().ReplicaRequirements.DeepCopy()
+		}
+	case err != nil:
+		return want, err
+	case ok:
 		want.Replicas = replicas
 		if requests != nil {
 			want.ReplicaRequirements = &workv1alpha1.ReplicaRequirements{ResourceRequest: requests, Namespace: t.GetNamespace()}
 		}
 	}
-	return want
+	return want, nil
 }
 
 // ensureBinding makes the template's binding carry the spec its policy derives, with the template as its
@@ -58,13 +70,20 @@ func desiredSpec(t *unstructured.Unstructured, p *Policy) workv1alpha1.ResourceB
 // when missing: in a burst the cache was often behind, and 0.74 of 1.74 creates per Deployment failed with
 // AlreadyExists.)
 func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructured, p *Policy) (reconcile.Result, error) {
-	want := desiredSpec(t, p)
-	lazy, err := lazyMark(t, p)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
 	current := newBinding(t)
-	err = d.client.Get(ctx, client.ObjectKeyFromObject(current), current)
+	err := d.client.Get(ctx, client.ObjectKeyFromObject(current), current)
+	var existing workv1alpha1.Object
+	if err == nil {
+		existing = current.(workv1alpha1.Object)
+	}
+	want, werr := d.desiredSpec(ctx, t, p, existing)
+	if werr != nil {
+		return reconcile.Result{}, werr
+	}
+	lazy, lerr := lazyMark(t, p)
+	if lerr != nil {
+		return reconcile.Result{}, lerr
+	}
 	switch {
 	case err == nil && current.GetDeletionTimestamp() != nil:
 		// A binding being deleted may not take its finalizer again: the new one is applied once it is gone.

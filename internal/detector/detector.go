@@ -31,7 +31,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // Key identifies a template. GVK's version is the one the detector watches the kind under (see watch).
@@ -56,8 +58,10 @@ const discoveryRetry = time.Second
 type Detector struct {
 	client client.Client
 	cache  cache.Cache
-	mapper meta.RESTMapper
-	ctrl   controller.TypedController[Key]
+	// interpreter tells a template's replicas, with the customization of its kind if any.
+	interpreter *interpreter.Interpreter
+	mapper      meta.RESTMapper
+	ctrl        controller.TypedController[Key]
 	// examine hands template keys from the policy reconciler to the template reconciler's queue.
 	examine chan event.TypedGenericEvent[Key]
 	// statusEvents hands policies whose status may have changed to the policy status controller.
@@ -73,7 +77,7 @@ type Detector struct {
 // first. Each template is claimed on its own, so one that cannot be (its binding is refused) never holds up
 // the others, and only the template reconciler writes bindings.
 func Setup(mgr ctrl.Manager) error {
-	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(),
+	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interpreter: interpreter.New(mgr.GetClient()),
 		examine: make(chan event.TypedGenericEvent[Key], 1024), statusEvents: make(chan event.GenericEvent, 1024),
 		watched: map[schema.GroupKind]string{}}
 	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d, MaxConcurrentReconciles: templateWorkers})
@@ -104,6 +108,9 @@ func Setup(mgr ctrl.Manager) error {
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, toAll, builder.WithPredicates(createdOrDeleted)).
 		// A policy may select a kind before its CRD exists; the CRD's arrival is when it takes effect.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll, builder.WithPredicates(crdEstablished)).
+		// A customization changes what a kind's templates need (their replicas). Customizations change
+		// rarely, and a template whose binding already says what it needs costs a cache read, not a write.
+		Watches(&configv1alpha1.InterpreterCustomization{}, toAll).
 		Complete(reconcile.Func(d.policiesChanged))
 }
 

@@ -36,6 +36,8 @@ type UpOptions struct {
 	Mode string
 	// MemberArgs are extra flags for every `flotilla dev member`, such as --node-pods.
 	MemberArgs []string
+	// HubArgs are extra flags for `flotilla hub`, such as --cluster-grace-period.
+	HubArgs []string
 }
 
 // Join modes of UpOptions.Mode.
@@ -110,7 +112,8 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 		return p, err
 	}
 	hubDir := filepath.Join(o.DataDir, "hub")
-	hub, err := start("hub", hubDir, "hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort))
+	hubArgs := append([]string{"hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort)}, o.HubArgs...)
+	hub, err := start("hub", hubDir, hubArgs...)
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,10 @@ import (
 
 // Dependency is an object in the workload's namespace that the workload refers to.
 type Dependency struct {
-	Kind string // ConfigMap, Secret, ServiceAccount or PersistentVolumeClaim (all in the core group)
-	Name string
+	// APIVersion is the dependency's group/version; empty means v1 (the core group).
+	APIVersion string
+	Kind       string // built-in rules name ConfigMap, Secret, ServiceAccount or PersistentVolumeClaim
+	Name       string
 }
 
 // podSpecPath is where a kind keeps its pod spec.

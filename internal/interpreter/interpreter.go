@@ -1,7 +1,19 @@
 // Package interpreter knows what Flotilla needs to know about kinds of objects: how many replicas a workload
 // has and what each needs, how to change its replica count for one cluster, whether an object in a member
-// is healthy, and how to sum its status over clusters. Built-in rules cover the native workload kinds; every
+// is healthy, and how to fold its status over clusters. Built-in rules cover the native workload kinds; an
+// InterpreterCustomization (customization.go, registry.go; a few shipped in builtin/) teaches it any other
+// kind in CEL, and Interpreter (dispatch.go) asks a kind's customization before the built-in rules. Every
 // other kind gets the generic rule (no replicas; healthy once it exists).
+//
+// The hub's status of a template is shaped like the template's spec, so that tools which judge one object
+// (kubectl rollout status and wait, Argo CD, Flux's kstatus) judge the fleet the way they judge one cluster.
+// Divided, the spec's replicas are the fleet's and the counters are summed. Duplicated, the spec's replicas
+// are every cluster's, so progress counters (updated, ready, available, current, a Job's succeeded) are the
+// lowest over the clusters and excess or trouble (replicas, unavailable, a Job's active and failed) the
+// highest: 3 replicas on three clusters show 3 once every cluster runs 3. Summed they would show 9, which
+// kstatus reads as 6 pods pending termination (never Current) and the API server refuses beside 3 updated.
+// The members' conditions are folded too (a Deployment's Available and Progressing, a Job's Complete and
+// Failed), and every aggregated template carries flotilla.io/Propagated: applied and healthy everywhere.
 package interpreter
 
 import (
@@ -115,40 +127,4 @@ func hasCondition(obj *unstructured.Unstructured, condition string) bool {
 		}
 	}
 	return false
-}
-
-// summedFields are the status counters summed over clusters for a kind.
-var summedFields = map[schema.GroupKind][]string{
-	{Group: "apps", Kind: "Deployment"}:  {"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "unavailableReplicas"},
-	{Group: "apps", Kind: "StatefulSet"}: {"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "currentReplicas"},
-	{Group: "apps", Kind: "ReplicaSet"}:  {"replicas", "readyReplicas", "availableReplicas", "fullyLabeledReplicas"},
-	{Group: "apps", Kind: "DaemonSet"}:   {"currentNumberScheduled", "desiredNumberScheduled", "numberAvailable", "numberMisscheduled", "numberReady", "updatedNumberScheduled", "numberUnavailable"},
-	{Group: "batch", Kind: "Job"}:        {"active", "succeeded", "failed", "ready"},
-}
-
-// AggregateStatus sums the member statuses of a built-in kind into the template's status. caughtUp says
-// whether every member runs the template's current generation and has observed it; only then is
-// observedGeneration set to the template's generation. It returns nil for kinds without aggregation.
-func AggregateStatus(template *unstructured.Unstructured, members []map[string]any, caughtUp bool) map[string]any {
-	fields, ok := summedFields[template.GroupVersionKind().GroupKind()]
-	if !ok {
-		return nil
-	}
-	status, _, _ := unstructured.NestedMap(template.Object, "status")
-	if status == nil {
-		status = map[string]any{}
-	}
-	for _, f := range fields {
-		var sum int64
-		for _, m := range members {
-			if v, ok, _ := unstructured.NestedInt64(m, f); ok {
-				sum += v
-			}
-		}
-		status[f] = sum
-	}
-	if caughtUp {
-		status["observedGeneration"] = template.GetGeneration()
-	}
-	return status
 }

@@ -62,27 +62,6 @@ func TestHealth(t *testing.T) {
 	}
 }
 
-func TestAggregateStatus(t *testing.T) {
-	template := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":5}}`)
-	members := []map[string]any{
-		obj(t, `{"replicas":2,"readyReplicas":2,"availableReplicas":1}`).Object,
-		obj(t, `{"replicas":1,"readyReplicas":1,"availableReplicas":1}`).Object,
-	}
-	got := AggregateStatus(template, members, false)
-	if got["replicas"] != int64(3) || got["readyReplicas"] != int64(3) || got["availableReplicas"] != int64(2) {
-		t.Fatalf("sums: %v", got)
-	}
-	if _, ok := got["observedGeneration"]; ok {
-		t.Fatal("observedGeneration set although a member has not caught up")
-	}
-	if got := AggregateStatus(template, members, true); got["observedGeneration"] != int64(5) {
-		t.Fatalf("observedGeneration = %v, want the template's generation", got["observedGeneration"])
-	}
-	if AggregateStatus(obj(t, `{"apiVersion":"v1","kind":"ConfigMap"}`), members, true) != nil {
-		t.Fatal("a ConfigMap has no status to aggregate")
-	}
-}
-
 func TestDependencies(t *testing.T) {
 	d := obj(t, `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"template":{"spec":{
 		"serviceAccountName":"runner","imagePullSecrets":[{"name":"registry"}],

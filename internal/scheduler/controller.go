@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -20,6 +22,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -29,6 +32,9 @@ const (
 	ReasonNoClusterFit = "NoClusterFit"
 	// ReasonEmptyPlacement: the scheduler chose no cluster at all; the current placement stays.
 	ReasonEmptyPlacement = "EmptyPlacement"
+	// ReasonNotDivisible: the placement divides the template over several clusters, which its kind does not
+	// allow (an Indexed Job); the current placement stays.
+	ReasonNotDivisible = "NotDivisible"
 	// ReasonPlacementFallback (events only): placed, but not quite as the policy asked (Result.Note says how).
 	ReasonPlacementFallback = "PlacementFallback"
 )
@@ -100,6 +106,13 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	records, recordWait := liveRecords(spec.FailoverRecords, now)
 	failed, failWait := applicationFailures(spec, status, now)
 	result, failed, blocked, err := r.schedule(spec, status, clusters.Items, records, failed, now)
+	if err == nil {
+		refusal, readErr := r.divisible(ctx, spec, result.Clusters)
+		if readErr != nil {
+			return ctrl.Result{}, readErr
+		}
+		err = refusal
+	}
 	cond, placed := decide(spec.Clusters, result, err)
 	if blocked != "" {
 		cond.Message += "; " + blocked
@@ -132,8 +145,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		return ctrl.Result{}, err
 	}
 	wait := nextEvictionDeadline(spec.GracefulEvictionTasks, now)
-	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+time.Second < wait) {
-		wait = next + time.Second
+	// A taint's timeAdded is stored to the second, never later than the taint came: a small margin suffices.
+	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+100*time.Millisecond < wait) {
+		wait = next + 100*time.Millisecond
 	}
 	for _, next := range []time.Duration{failWait, recordWait} {
 		if next > 0 && (wait == 0 || next < wait) {
@@ -229,7 +243,10 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 // scheduler, because the binding controller would delete every member's copy.
 func decide(current []workv1alpha1.TargetCluster, res Result, err error) (cond metav1.Condition, placed bool) {
 	cond = metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse}
+	var notDivisible *notDivisibleError
 	switch {
+	case errors.As(err, &notDivisible):
+		cond.Reason, cond.Message = ReasonNotDivisible, err.Error()
 	case err != nil:
 		cond.Reason, cond.Message = ReasonNoClusterFit, err.Error()
 	case len(res.Clusters) == 0:
@@ -256,4 +273,27 @@ func describe(targets []workv1alpha1.TargetCluster) string {
 		parts[i] = fmt.Sprintf("%s (%d)", t.Name, t.Replicas)
 	}
 	return clusterv1alpha1.ListInMessage(parts)
+}
+
+// notDivisibleError: the template's kind cannot be divided over several clusters.
+type notDivisibleError struct{ error }
+
+// divisible returns a refusal when a Divided placement would share a template over several clusters that its
+// kind cannot be shared over (an Indexed Job runs every index in every cluster); readErr when the template
+// cannot be read, which is retried rather than reported as a refusal.
+func (r *Controller[T]) divisible(ctx context.Context, spec *workv1alpha1.ResourceBindingSpec, targets []workv1alpha1.TargetCluster) (refusal, readErr error) {
+	if len(targets) < 2 || spec.Resource.Kind != "Job" || spec.Placement == nil || spec.Placement.ReplicaScheduling == nil ||
+		spec.Placement.ReplicaScheduling.ReplicaSchedulingType != policyv1alpha1.ReplicaSchedulingDivided {
+		return nil, nil
+	}
+	template := &unstructured.Unstructured{}
+	template.SetAPIVersion(spec.Resource.APIVersion)
+	template.SetKind(spec.Resource.Kind)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: spec.Resource.Namespace, Name: spec.Resource.Name}, template); err != nil {
+		return nil, client.IgnoreNotFound(err) // a binding whose template is gone follows it
+	}
+	if err := interpreter.Divisible(template); err != nil {
+		return &notDivisibleError{err}, nil
+	}
+	return nil, nil
 }

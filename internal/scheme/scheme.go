@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
@@ -21,6 +22,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(clusterv1alpha1.AddToScheme(s))
+	utilruntime.Must(configv1alpha1.AddToScheme(s))
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	utilruntime.Must(workv1alpha1.AddToScheme(s))
 	return s

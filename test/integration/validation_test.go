@@ -205,6 +205,18 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"rebalancer selector without labelSelector",
 			rebalancer("  selector: {apiVersion: apps/v1, kind: Deployment}\n"),
 			[]string{"spec.selector.labelSelector: Required value"}},
+		{"customization with an expression that does not parse",
+			customization("    healthInterpretation: {cel: 'object.status.ready >='}\n"),
+			[]string{"spec.customizations.healthInterpretation.cel", "ERROR: <input>:1:"}},
+		{"customization whose health is not a bool",
+			customization("    healthInterpretation: {cel: 'size(object.spec)'}\n"),
+			[]string{"spec.customizations.healthInterpretation.cel", "healthInterpretation must return bool"}},
+		{"customization reading another operation's variable",
+			customization("    replicaResource: {cel: '{\"replicas\": replicas}'}\n"),
+			[]string{"spec.customizations.replicaResource.cel", "undeclared reference to 'replicas'"}},
+		{"customization without a target kind",
+			"apiVersion: config.flotilla.io/v1alpha1\nkind: InterpreterCustomization\nmetadata:\n  name: x\nspec:\n  target: {apiVersion: example.io/v1}\n  customizations: {}\n",
+			[]string{"spec.target.kind: Required value"}},
 	}
 	if len(tests) < 25 {
 		t.Fatalf("only %d invalid objects; the API promises at least 25", len(tests))
@@ -222,6 +234,11 @@ func TestInvalidObjectsRejected(t *testing.T) {
 			}
 		})
 	}
+}
+
+func customization(operations string) string {
+	return "apiVersion: config.flotilla.io/v1alpha1\nkind: InterpreterCustomization\nmetadata:\n  name: x\nspec:\n" +
+		"  target: {apiVersion: example.io/v1, kind: Widget}\n  customizations:\n" + operations
 }
 
 func rebalancer(spec string) string {

@@ -17,6 +17,10 @@ const (
 	ConditionFullyApplied = "FullyApplied"
 	// ConditionHealthy is True once the template is healthy in every target cluster.
 	ConditionHealthy = "Healthy"
+	// ConditionInterpreted is False when an operation of the InterpreterCustomization of the template's kind
+	// fails for this binding; its message names the customization, the operation and the error. Until it is
+	// fixed, the binding keeps what the last good evaluation gave it. Absent when no customization applies.
+	ConditionInterpreted = "Interpreted"
 )
 
 // ResourceBinding is the scheduling unit for one namespaced template: what it is, what it needs, and which
@@ -276,7 +280,7 @@ type ResourceBindingStatus struct {
 	// +optional
 	LastScheduledTime *metav1.Time `json:"lastScheduledTime,omitempty"`
 
-	// Conditions: Scheduled, FullyApplied, Healthy.
+	// Conditions: Scheduled, FullyApplied, Healthy, Interpreted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

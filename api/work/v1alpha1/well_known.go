@@ -48,6 +48,12 @@ const (
 	// their last good manifests.
 	ConditionOverridden = "Overridden"
 
+	// TemplateConditionPropagated on a template (in its status.conditions, next to the kind's own aggregated
+	// conditions) is True when the template runs its current generation in every target cluster, applied and
+	// healthy there; False says which clusters are not there yet. It is written for the kinds whose status
+	// the hub aggregates.
+	TemplateConditionPropagated = "flotilla.io/Propagated"
+
 	// FinalizerExecution keeps a Work until its objects are removed from the member (or released).
 	FinalizerExecution = "work.flotilla.io/execution"
 	// FinalizerBinding keeps a binding until its Works are gone.
