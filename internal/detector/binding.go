@@ -80,11 +80,19 @@ func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructur
 	if werr != nil {
 		return reconcile.Result{}, werr
 	}
+	lazy, lerr := lazyMark(t, p)
+	if lerr != nil {
+		return reconcile.Result{}, lerr
+	}
 	switch {
 	case err == nil && current.GetDeletionTimestamp() != nil:
 		// A binding being deleted may not take its finalizer again: the new one is applied once it is gone.
 		return reconcile.Result{RequeueAfter: deletingRetry}, nil
-	case err == nil && upToDate(current, t, want):
+	case err == nil && lazy != "" && claimedBy(t, p) && current.GetAnnotations()[workv1alpha1.AnnotationLazyTemplate] == lazy:
+		// Lazy activation: the template has not changed since its binding was derived, so a change of its
+		// policy waits for the template's next change.
+		return reconcile.Result{}, nil
+	case err == nil && upToDate(current, t, want, lazy):
 		return reconcile.Result{}, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return reconcile.Result{}, err
@@ -93,16 +101,19 @@ func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructur
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	if lazy != "" {
+		obj.SetAnnotations(map[string]string{workv1alpha1.AnnotationLazyTemplate: lazy})
+	}
 	return reconcile.Result{}, d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 		client.FieldOwner(fieldManager), client.ForceOwnership)
 }
 
 // upToDate reports whether a binding already has the detector's part: the derived spec, the template as
-// owner, and the finalizer.
-func upToDate(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec) bool {
+// owner, the finalizer, and the lazy activation mark (lazy, empty when the policy is not Lazy).
+func upToDate(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec, lazy string) bool {
 	spec := *b.(workv1alpha1.Object).BindingSpec()
 	spec.Clusters, spec.GracefulEvictionTasks, spec.RescheduleTriggeredAt = nil, nil, nil
-	return equality.Semantic.DeepEqual(spec, want) &&
+	return equality.Semantic.DeepEqual(spec, want) && b.GetAnnotations()[workv1alpha1.AnnotationLazyTemplate] == lazy &&
 		slices.Contains(b.GetFinalizers(), workv1alpha1.FinalizerBinding) &&
 		slices.ContainsFunc(b.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == t.GetUID() })
 }

@@ -64,6 +64,8 @@ type Detector struct {
 	ctrl        controller.TypedController[Key]
 	// examine hands template keys from the policy reconciler to the template reconciler's queue.
 	examine chan event.TypedGenericEvent[Key]
+	// statusEvents hands policies whose status may have changed to the policy status controller.
+	statusEvents chan event.GenericEvent
 
 	mu sync.Mutex
 	// watched maps each watched group and kind to the version it is watched under.
@@ -76,7 +78,8 @@ type Detector struct {
 // the others, and only the template reconciler writes bindings.
 func Setup(mgr ctrl.Manager) error {
 	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interpreter: interpreter.New(mgr.GetClient()),
-		examine: make(chan event.TypedGenericEvent[Key], 1024), watched: map[schema.GroupKind]string{}}
+		examine: make(chan event.TypedGenericEvent[Key], 1024), statusEvents: make(chan event.GenericEvent, 1024),
+		watched: map[schema.GroupKind]string{}}
 	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d, MaxConcurrentReconciles: templateWorkers})
 	if err != nil {
 		return err
@@ -90,18 +93,31 @@ func Setup(mgr ctrl.Manager) error {
 	if err := c.Watch(source.TypedChannel(d.examine, enqueue)); err != nil {
 		return err
 	}
+	if err := d.setupStatus(mgr); err != nil {
+		return err
+	}
 	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "policies"}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("detector-policies").
-		Watches(&policyv1alpha1.PropagationPolicy{}, toAll).
-		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, toAll).
+		// Only spec changes (and creation, deletion): the status this detector writes changes nothing here.
+		Watches(&policyv1alpha1.PropagationPolicy{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyv1alpha1.ClusterPropagationPolicy{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Templates whose policy names dependentOverrides wait for those override policies to exist.
+		Watches(&policyv1alpha1.OverridePolicy{}, toAll, builder.WithPredicates(createdOrDeleted)).
+		Watches(&policyv1alpha1.ClusterOverridePolicy{}, toAll, builder.WithPredicates(createdOrDeleted)).
 		// A policy may select a kind before its CRD exists; the CRD's arrival is when it takes effect.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll, builder.WithPredicates(crdEstablished)).
 		// A customization changes what a kind's templates need (their replicas). Customizations change
 		// rarely, and a template whose binding already says what it needs costs a cache read, not a write.
 		Watches(&configv1alpha1.InterpreterCustomization{}, toAll).
 		Complete(reconcile.Func(d.policiesChanged))
+}
+
+// createdOrDeleted passes an object's creation and deletion only.
+var createdOrDeleted = predicate.Funcs{
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 // crdEstablished passes the events of a CRD that can make a kind servable: its creation, and an update that
@@ -118,22 +134,30 @@ var crdEstablished = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// templateEvents maps every event of a template to its key.
-func templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, Key] {
+// templateEvents maps every event of a template to its key. An event that adds, moves or removes a claim also
+// wakes the status of the policies concerned: the cache holds the change by the time its event comes, so the
+// status counts it (woken by the claim's write instead, it often counted from a cache still without it).
+func (d *Detector) templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, Key] {
 	add := func(o *unstructured.Unstructured, q workqueue.TypedRateLimitingInterface[Key]) {
 		q.Add(Key{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
 	return handler.TypedFuncs[*unstructured.Unstructured, Key]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
+		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			add(e.Object, q)
+			d.notifyStatus(ctx, claimOf(e.Object))
 		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			if ContentChanged(e.ObjectOld, e.ObjectNew) {
 				add(e.ObjectNew, q)
 			}
+			if before, after := claimOf(e.ObjectOld), claimOf(e.ObjectNew); !samePolicy(before, after) {
+				d.notifyStatus(ctx, before)
+				d.notifyStatus(ctx, after)
+			}
 		},
-		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			add(e.Object, q)
+			d.notifyStatus(ctx, claimOf(e.Object))
 		},
 	}
 }
@@ -143,18 +167,20 @@ func templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unst
 // binding controller both filter template events with it. (The status the binding status controller
 // aggregates into the template would otherwise bring the binding back after every write.)
 func ContentChanged(old, updated *unstructured.Unstructured) bool {
-	content := func(u *unstructured.Unstructured) map[string]any {
-		c := maps.Clone(u.Object)
-		delete(c, "status")
-		if m, ok := c["metadata"].(map[string]any); ok {
-			m = maps.Clone(m)
-			delete(m, "resourceVersion")
-			delete(m, "managedFields")
-			c["metadata"] = m
-		}
-		return c
-	}
 	return !equality.Semantic.DeepEqual(content(old), content(updated))
+}
+
+// content is a shallow copy of a template without its status and the bookkeeping every write changes.
+func content(u *unstructured.Unstructured) map[string]any {
+	c := maps.Clone(u.Object)
+	delete(c, "status")
+	if m, ok := c["metadata"].(map[string]any); ok {
+		m = maps.Clone(m)
+		delete(m, "resourceVersion")
+		delete(m, "managedFields")
+		c["metadata"] = m
+	}
+	return c
 }
 
 // policiesChanged makes sure every selected kind is watched and hands every template of those kinds to the
@@ -209,6 +235,9 @@ func (d *Detector) policiesChanged(ctx context.Context, _ reconcile.Request) (re
 			}
 		}
 	}
+	for i := range policies {
+		d.notifyStatus(ctx, &policies[i])
+	}
 	return result, errors.Join(errs...)
 }
 
@@ -232,7 +261,7 @@ func (d *Detector) watch(gk schema.GroupKind) (bool, error) {
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	if err := d.ctrl.Watch(source.TypedKind(d.cache, obj, templateEvents(mapping.GroupVersionKind))); err != nil {
+	if err := d.ctrl.Watch(source.TypedKind(d.cache, obj, d.templateEvents(mapping.GroupVersionKind))); err != nil {
 		return false, fmt.Errorf("watching %s: %w", mapping.GroupVersionKind, err)
 	}
 	d.watched[gk] = mapping.GroupVersionKind.Version

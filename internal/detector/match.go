@@ -27,8 +27,8 @@ func (p Policy) priority() int32 {
 	return *p.Spec.Priority
 }
 
-// precision returns how precisely the policy selects the template (selection.NoMatch when it does not).
-func (p Policy) precision(t *unstructured.Unstructured) selection.Precision {
+// Precision returns how precisely the policy selects the template (selection.NoMatch when it does not).
+func (p Policy) Precision(t *unstructured.Unstructured) selection.Precision {
 	best := selection.NoMatch
 	if !p.Cluster() && p.Namespace != t.GetNamespace() {
 		return selection.NoMatch // a PropagationPolicy sees only its own namespace
@@ -41,10 +41,13 @@ func (p Policy) precision(t *unstructured.Unstructured) selection.Precision {
 	return best
 }
 
-// Choose returns the policy that claims template t, or nil: the highest priority, then the most precise
-// selector, then a PropagationPolicy before a ClusterPropagationPolicy, then the first name in alphabetical
-// order. A template already claimed by a policy that still matches stays with it unless the winner has a
-// higher priority and may preempt (preemption: Always).
+// Choose returns the policy that claims template t, or nil, in Karmada's order: a PropagationPolicy (in the
+// template's namespace) before any ClusterPropagationPolicy whatever their priorities, then the highest
+// priority, then the most precise selector, then the first name in alphabetical order. A template already
+// claimed by a policy that still matches stays with it unless the winner may preempt (preemption: Always):
+// a policy of the same kind with a strictly higher priority, or a PropagationPolicy taking the template from
+// a ClusterPropagationPolicy, whatever the priorities. A ClusterPropagationPolicy never takes a template from
+// a PropagationPolicy that still selects it (the order puts the PropagationPolicy first).
 func Choose(t *unstructured.Unstructured, policies []Policy, claimedBy *Policy) *Policy {
 	type candidate struct {
 		p         Policy
@@ -52,7 +55,7 @@ func Choose(t *unstructured.Unstructured, policies []Policy, claimedBy *Policy) 
 	}
 	var matches []candidate
 	for _, p := range policies {
-		if n := p.precision(t); n != selection.NoMatch {
+		if n := p.Precision(t); n != selection.NoMatch {
 			matches = append(matches, candidate{p, n})
 		}
 	}
@@ -61,9 +64,9 @@ func Choose(t *unstructured.Unstructured, policies []Policy, claimedBy *Policy) 
 	}
 	slices.SortFunc(matches, func(a, b candidate) int {
 		return cmp.Or(
+			cmp.Compare(boolRank(a.p.Cluster()), boolRank(b.p.Cluster())),
 			cmp.Compare(b.p.priority(), a.p.priority()),
 			cmp.Compare(b.precision, a.precision),
-			cmp.Compare(boolRank(a.p.Cluster()), boolRank(b.p.Cluster())),
 			cmp.Compare(a.p.Name, b.p.Name),
 		)
 	})
@@ -71,7 +74,8 @@ func Choose(t *unstructured.Unstructured, policies []Policy, claimedBy *Policy) 
 	if claimedBy != nil {
 		for _, m := range matches {
 			if m.p.Namespace == claimedBy.Namespace && m.p.Name == claimedBy.Name && m.p.Cluster() == claimedBy.Cluster() {
-				if winner.priority() > m.p.priority() && winner.Spec.Preemption == policyv1alpha1.PreemptAlways {
+				if winner.Spec.Preemption == policyv1alpha1.PreemptAlways &&
+					(winner.priority() > m.p.priority() || (!winner.Cluster() && m.p.Cluster())) {
 					return &winner
 				}
 				return &m.p

@@ -35,6 +35,11 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if policy == nil {
 		return reconcile.Result{}, d.release(ctx, t)
 	}
+	// dependentOverrides: the template waits, binding and claim as they are, until every named override
+	// policy exists (their creation starts a policy pass that brings it back); the policy's status says so.
+	if missing, err := d.missingOverrides(ctx, *policy); err != nil || len(missing) > 0 {
+		return reconcile.Result{}, err
+	}
 	// The binding first: the claim's label change brings the template back, and by then the cache most
 	// likely holds the binding, so that pass writes nothing.
 	result, err := d.ensureBinding(ctx, t, policy)

@@ -1,11 +1,13 @@
 // Package override changes a rendered manifest for one cluster according to the OverridePolicies and
-// ClusterOverridePolicies that select it. ClusterOverridePolicies apply first, then OverridePolicies, each
-// kind in name order; within a rule the overriders apply in a fixed order: image, command, args, labels,
+// ClusterOverridePolicies that select it. As in Karmada, ClusterOverridePolicies apply first, then
+// OverridePolicies; within each kind from the least to the most precise selector (kind or none, labels, name),
+// then in name order, so the most precise policy has the last word; within a rule the overriders apply in a fixed order: image, command, args, labels,
 // annotations, field, plaintext. Either every change applies or none does: an error leaves the manifest as it
 // was and says which policy and overrider failed.
 package override
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,29 +47,50 @@ func Sort(policies []Policy) {
 	})
 }
 
-// selects reports whether a policy selects the template the manifest was rendered from. Omitted selectors
-// select everything the policy can see; an OverridePolicy sees only its own namespace.
-func (p Policy) selects(m *unstructured.Unstructured) bool {
+// precision reports how precisely a policy selects the template the manifest was rendered from
+// (selection.NoMatch when it does not). Omitted selectors select everything the policy can see and rank as
+// a selector by kind alone, as Karmada's "match all" does. An OverridePolicy sees only its own namespace.
+func (p Policy) precision(m *unstructured.Unstructured) selection.Precision {
 	if p.Namespace != "" && p.Namespace != m.GetNamespace() {
-		return false
+		return selection.NoMatch
 	}
 	if len(p.Spec.ResourceSelectors) == 0 {
-		return true
+		return selection.MatchKind
 	}
 	cp := detector.Policy{Namespace: p.Namespace, Name: p.Name, Spec: &policyv1alpha1.PropagationSpec{ResourceSelectors: p.Spec.ResourceSelectors}}
-	return detector.Choose(m, []detector.Policy{cp}, nil) != nil
+	return cp.Precision(m)
 }
 
 // Apply changes manifest for cluster with every rule of policies (sorted with Sort) that selects it and
-// targets the cluster, and returns the IDs of the policies that changed something. On error the manifest is
-// unchanged.
+// targets the cluster, and returns the IDs of the policies that changed something, in the order they
+// applied: cluster policies first, then from the least to the most precise selector, then by name. The
+// selection is decided on the manifest as rendered, before any override changes its labels. On error the
+// manifest is unchanged.
 func Apply(manifest *unstructured.Unstructured, cluster *clusterv1alpha1.Cluster, policies []Policy) ([]string, error) {
+	type match struct {
+		p         Policy
+		precision selection.Precision
+	}
+	var matches []match
+	for _, p := range policies {
+		if n := p.precision(manifest); n != selection.NoMatch {
+			matches = append(matches, match{p, n})
+		}
+	}
+	// Stable: policies of one kind and precision keep Sort's name order.
+	slices.SortStableFunc(matches, func(a, b match) int {
+		if (a.p.Namespace == "") != (b.p.Namespace == "") {
+			if a.p.Namespace == "" {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.precision, b.precision)
+	})
 	work := manifest.DeepCopy()
 	var applied []string
-	for _, p := range policies {
-		if !p.selects(work) {
-			continue
-		}
+	for _, m := range matches {
+		p := m.p
 		used := false
 		for i, rule := range p.Spec.OverrideRules {
 			if rule.TargetCluster != nil && !selection.Cluster(rule.TargetCluster, cluster) {

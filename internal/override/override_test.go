@@ -194,3 +194,38 @@ func TestApplyKeepsIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplyOrder: cluster policies first, then from the least to the most precise selector, then by name, so
+// the most precise policy has the last word whatever the names.
+func TestApplyOrder(t *testing.T) {
+	setWinner := func(ns, name string, selectors ...policyv1alpha1.ResourceSelector) Policy {
+		return Policy{Namespace: ns, Name: name, Spec: &policyv1alpha1.OverrideSpec{ResourceSelectors: selectors,
+			OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: policyv1alpha1.Overriders{
+				LabelsOverrider: []policyv1alpha1.LabelAnnotationOverrider{{Operator: "add", Value: map[string]string{"winner": name}}}}}}}}
+	}
+	byName := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	byLabel := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "front"}}}
+	byKind := policyv1alpha1.ResourceSelector{APIVersion: "apps/v1", Kind: "Deployment"}
+	policies := []Policy{
+		setWinner("shop", "a-by-name", byName),
+		setWinner("shop", "b-by-labels", byLabel),
+		setWinner("shop", "c-by-kind", byKind),
+		setWinner("shop", "d-everything"),
+		setWinner("", "a-cluster-by-name", byName),
+		setWinner("", "z-cluster-by-kind", byKind),
+	}
+	Sort(policies)
+	m := manifest(t, web)
+	applied, err := Apply(m, &clusterv1alpha1.Cluster{}, policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ClusterOverridePolicy/z-cluster-by-kind,ClusterOverridePolicy/a-cluster-by-name," +
+		"OverridePolicy/shop/c-by-kind,OverridePolicy/shop/d-everything,OverridePolicy/shop/b-by-labels,OverridePolicy/shop/a-by-name"
+	if got := strings.Join(applied, ","); got != want {
+		t.Fatalf("applied in the order\n%s\nwant\n%s", got, want)
+	}
+	if got := m.GetLabels()["winner"]; got != "a-by-name" {
+		t.Fatalf("the last word went to %s, not to the most precise namespaced policy", got)
+	}
+}

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
@@ -71,4 +73,38 @@ func aggregate(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.
 		}
 	}
 	return chosen, weights
+}
+
+// fitsCapacity refuses, as Karmada does, a placement Divided by capacity (dynamic weights or Aggregated) when
+// the chosen clusters together lack room for all the replicas, saying how many are short; the caller keeps
+// the current placement. The replicas the binding already runs on a cluster count as room there (its summary
+// counts them as allocated). When a cluster reports no resource summary its room is unknown, and the replicas
+// are divided as before (equally when no cluster reports room).
+func fitsCapacity(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, running []workv1alpha1.TargetCluster) error {
+	rs := (*policyv1alpha1.ReplicaSchedulingStrategy)(nil)
+	if b.Placement != nil {
+		rs = b.Placement.ReplicaScheduling
+	}
+	if rs == nil || rs.ReplicaSchedulingType != policyv1alpha1.ReplicaSchedulingDivided || b.Replicas == 0 {
+		return nil
+	}
+	dynamic := rs.WeightPreference != nil && rs.WeightPreference.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas
+	if rs.ReplicaDivisionPreference != policyv1alpha1.ReplicaDivisionAggregated && !dynamic {
+		return nil
+	}
+	var room int64
+	for _, c := range feasible {
+		if c.Status.ResourceSummary == nil {
+			return nil
+		}
+		room += availableReplicas(b, c)
+		if i := slices.IndexFunc(running, func(t workv1alpha1.TargetCluster) bool { return t.Name == c.Name }); i >= 0 {
+			room += int64(running[i].Replicas)
+		}
+	}
+	if short := int64(b.Replicas) - room; short > 0 {
+		return fmt.Errorf("%d replicas divided by capacity do not fit: the %d feasible clusters have room for %d (%d short)",
+			b.Replicas, len(feasible), room, short)
+	}
+	return nil
 }

@@ -92,7 +92,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if b.GetDeletionTimestamp() != nil {
+	if b.GetDeletionTimestamp() != nil || !ours(b.BindingSpec()) {
 		return ctrl.Result{}, nil
 	}
 	clusters := &clusterv1alpha1.ClusterList{}
@@ -156,6 +156,13 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// ours reports whether Flotilla's scheduler places the binding: its policy names no scheduler or this one.
+// A binding naming another scheduler is that scheduler's: its spec.clusters, eviction tasks and Scheduled
+// condition are left alone, as Karmada leaves them for a second scheduler.
+func ours(spec *workv1alpha1.ResourceBindingSpec) bool {
+	return spec.SchedulerName == "" || spec.SchedulerName == policyv1alpha1.DefaultSchedulerName
 }
 
 // applyPlacement applies spec.clusters, spec.gracefulEvictionTasks and spec.failoverRecords, each whole, and

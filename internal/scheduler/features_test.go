@@ -33,6 +33,9 @@ func TestSpreadConstraints(t *testing.T) {
 		{"one cluster in each of two regions", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster", MaxGroups: 2},
 			policyv1alpha1.SpreadConstraint{SpreadByField: "region", MinGroups: 2, MaxGroups: 2}), "a=2,c=2", ""},
 		{"at most one cluster", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster", MaxGroups: 1}), "a=2", ""},
+		{"neither field nor label spreads by cluster", spreadBy(policyv1alpha1.SpreadConstraint{MaxGroups: 1}), "a=2", ""},
+		{"an implicit spread by cluster beside a spread by region", spreadBy(policyv1alpha1.SpreadConstraint{MaxGroups: 2},
+			policyv1alpha1.SpreadConstraint{SpreadByField: "region", MinGroups: 2, MaxGroups: 2}), "a=2,c=2", ""},
 		{"three regions wanted, two exist", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster"},
 			policyv1alpha1.SpreadConstraint{SpreadByField: "region", MinGroups: 3}), "", "spread by region needs at least 3 groups and 2 fit"},
 		{"by label", spreadBy(policyv1alpha1.SpreadConstraint{SpreadByField: "cluster", MaxGroups: 3},
@@ -69,6 +72,14 @@ func TestDynamicWeightsAndAggregated(t *testing.T) {
 		t.Fatalf("dynamic weights 6:3:1 of 5: got %s (%v), want a=3,b=2", result(res.Clusters), err)
 	}
 
+	// A static list beside dynamicWeight is not used: dynamic wins, as in Karmada.
+	both := dynamic.DeepCopy()
+	both.Placement.ReplicaScheduling.WeightPreference.StaticWeightList = []policyv1alpha1.StaticClusterWeight{
+		{TargetCluster: policyv1alpha1.ClusterAffinity{ClusterNames: []string{"c"}}, Weight: 1}}
+	if res, err := Default().Schedule(both, clusters, ""); err != nil || result(res.Clusters) != "a=3,b=2" {
+		t.Fatalf("static weights beside dynamic ones: got %s (%v), want a=3,b=2 (dynamic wins)", result(res.Clusters), err)
+	}
+
 	aggregated := deployment(5, &policyv1alpha1.Placement{ReplicaScheduling: &policyv1alpha1.ReplicaSchedulingStrategy{
 		ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided, ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionAggregated}})
 	aggregated.ReplicaRequirements = request
@@ -78,6 +89,22 @@ func TestDynamicWeightsAndAggregated(t *testing.T) {
 	aggregated.Replicas = 8
 	if res, err := Default().Schedule(aggregated, clusters, ""); err != nil || result(res.Clusters) != "a=5,b=3" {
 		t.Fatalf("aggregated 8 into rooms 6 and 3: got %s (%v), want a=5,b=3", result(res.Clusters), err)
+	}
+
+	// More replicas than the clusters have room for: unschedulable, with the shortfall, whichever capacity
+	// division; the controller keeps the current placement (TestDecideNeverEmptiesAPlacement).
+	for name, b := range map[string]*workv1alpha1.ResourceBindingSpec{"dynamic": dynamic, "aggregated": aggregated} {
+		b.Replicas = 12
+		want := "12 replicas divided by capacity do not fit: the 3 feasible clusters have room for 10 (2 short)"
+		if res, err := Default().Schedule(b, clusters, ""); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s, 12 replicas into room for 10: got %s (%v), want %q", name, result(res.Clusters), err, want)
+		}
+		// What the binding already runs counts as room.
+		b.Clusters = []workv1alpha1.TargetCluster{{Name: "a", Replicas: 2}}
+		if _, err := Default().Schedule(b, clusters, ""); err != nil {
+			t.Fatalf("%s, 12 replicas, 2 of them running, into room for 10 more: %v", name, err)
+		}
+		b.Clusters = nil
 	}
 }
 

@@ -178,6 +178,7 @@ func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []
 	if len(feasible) == 0 {
 		return nil, "", &NoFitError{Reasons: reasons}
 	}
+	running := b.Clusters // room for a fresh pass too: the binding's own pods hold some
 	if fresh {
 		unplaced := *b
 		unplaced.Clusters = nil
@@ -198,6 +199,9 @@ func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []
 			return nil, "", err
 		}
 		feasible = picked
+	}
+	if err := fitsCapacity(b, feasible, running); err != nil {
+		return nil, "", err
 	}
 	targets, note := assignReplicas(b, feasible)
 	return targets, note, nil

@@ -19,7 +19,8 @@ type OverridePolicy struct {
 }
 
 // ClusterOverridePolicy is an OverridePolicy for cluster-scoped templates and templates of every namespace.
-// ClusterOverridePolicies apply before OverridePolicies.
+// ClusterOverridePolicies apply before OverridePolicies; each kind from the least to the most precise selector,
+// then by name.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=cop,categories=flotilla
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

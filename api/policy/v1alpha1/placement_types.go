@@ -31,7 +31,8 @@ type Placement struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.spreadByField) || self.exists_one(d, has(d.spreadByField) && d.spreadByField == c.spreadByField))",message="spreadConstraints: each spreadByField may appear only once"
-	// +kubebuilder:validation:XValidation:rule="!self.exists(c, has(c.spreadByField) && c.spreadByField != 'cluster') || self.exists(c, has(c.spreadByField) && c.spreadByField == 'cluster')",message="spreadConstraints: a spread by region, zone or provider requires a spread by cluster too"
+	// +kubebuilder:validation:XValidation:rule="self.filter(c, !has(c.spreadByLabel) && (!has(c.spreadByField) || c.spreadByField == 'cluster')).size() <= 1",message="spreadConstraints: at most one spread by cluster (spreadByField cluster, or neither spreadByField nor spreadByLabel)"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(c, has(c.spreadByField) && c.spreadByField != 'cluster') || self.exists(c, !has(c.spreadByLabel) && (!has(c.spreadByField) || c.spreadByField == 'cluster'))",message="spreadConstraints: a spread by region, zone or provider requires a spread by cluster too"
 	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.spreadByLabel) || (has(c.spreadByField) && c.spreadByField != 'cluster')).size() <= 1",message="spreadConstraints: at most one spread by region, zone, provider or label (beside the spread by cluster)"
 	SpreadConstraints []SpreadConstraint `json:"spreadConstraints,omitempty"`
 
@@ -95,12 +96,13 @@ const (
 )
 
 // SpreadConstraint spreads a template over between minGroups and maxGroups groups of clusters, grouped by one
-// field or one label. spreadByField and spreadByLabel are mutually exclusive.
+// field or one label. spreadByField and spreadByLabel are mutually exclusive; with neither, as in Karmada,
+// the constraint spreads by cluster.
 // +kubebuilder:validation:XValidation:rule="!(has(self.spreadByField) && has(self.spreadByLabel))",message="spreadByField and spreadByLabel are mutually exclusive"
-// +kubebuilder:validation:XValidation:rule="has(self.spreadByField) || has(self.spreadByLabel)",message="one of spreadByField or spreadByLabel is required"
 // +kubebuilder:validation:XValidation:rule="!has(self.maxGroups) || !has(self.minGroups) || self.maxGroups >= self.minGroups",message="maxGroups must be greater than or equal to minGroups"
 type SpreadConstraint struct {
-	// SpreadByField groups clusters by cluster, region, zone or provider.
+	// SpreadByField groups clusters by cluster, region, zone or provider. Omitted (and no spreadByLabel):
+	// cluster.
 	// +optional
 	SpreadByField SpreadFieldValue `json:"spreadByField,omitempty"`
 
@@ -167,10 +169,11 @@ type DynamicWeightFactor string
 // DynamicWeightByAvailableReplicas weighs each cluster by how many replicas it can still fit.
 const DynamicWeightByAvailableReplicas DynamicWeightFactor = "AvailableReplicas"
 
-// ClusterPreferences gives weights for Weighted division: a static list or a dynamic factor, not both.
-// +kubebuilder:validation:XValidation:rule="!(has(self.staticWeightList) && has(self.dynamicWeight))",message="weightPreference.staticWeightList and weightPreference.dynamicWeight are mutually exclusive"
+// ClusterPreferences gives weights for Weighted division: a static list or a dynamic factor. When both are
+// given the dynamic factor wins and the static list is not used, as in Karmada.
 type ClusterPreferences struct {
-	// StaticWeightList gives fixed weights to the clusters each entry selects.
+	// StaticWeightList gives fixed weights to the clusters each entry selects. Not used when dynamicWeight is
+	// set.
 	// +optional
 	// +kubebuilder:validation:MaxItems=1000
 	StaticWeightList []StaticClusterWeight `json:"staticWeightList,omitempty"`

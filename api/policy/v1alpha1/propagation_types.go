@@ -10,29 +10,43 @@ import (
 // +kubebuilder:resource:scope=Namespaced,shortName=pp,categories=flotilla
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Conflict-Resolution",type=string,JSONPath=`.spec.conflictResolution`,priority=1
+// +kubebuilder:printcolumn:name="Claimed",type=integer,JSONPath=`.status.claimedTemplates`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:subresource:status
 type PropagationPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec says which templates go where.
 	Spec PropagationSpec `json:"spec"`
+
+	// Status says which templates the policy claims and whether it can be honoured; the detector writes it.
+	// +optional
+	Status PropagationPolicyStatus `json:"status,omitempty"`
 }
 
 // ClusterPropagationPolicy is a PropagationPolicy for cluster-scoped templates and for namespaced templates of
-// every namespace. Of the policies selecting a template the highest priority wins, then the most precise
-// selector; only then does a PropagationPolicy in the template's namespace win over a ClusterPropagationPolicy.
+// every namespace. As in Karmada, a PropagationPolicy in the template's namespace that selects a template wins
+// over every ClusterPropagationPolicy whatever their priorities, and a ClusterPropagationPolicy never preempts
+// a PropagationPolicy; among ClusterPropagationPolicies the highest priority wins, then the most precise
+// selector, then the name.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=cpp,categories=flotilla
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Conflict-Resolution",type=string,JSONPath=`.spec.conflictResolution`,priority=1
+// +kubebuilder:printcolumn:name="Claimed",type=integer,JSONPath=`.status.claimedTemplates`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:subresource:status
 type ClusterPropagationPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec says which templates go where.
 	Spec PropagationSpec `json:"spec"`
+
+	// Status says which templates the policy claims and whether it can be honoured; the detector writes it.
+	// +optional
+	Status PropagationPolicyStatus `json:"status,omitempty"`
 }
 
 // PreemptionPolicy says whether a policy may take templates already claimed by a lower-priority policy.
@@ -81,26 +95,30 @@ type PropagationSpec struct {
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
 
-	// Priority decides between policies that select the same template: higher wins. Ties go to the more
-	// precise selector (name, then labelSelector, then kind only), then to the policy name in alphabetical
-	// order. Default 0.
+	// Priority decides between policies of the same kind that select the same template: higher wins (a
+	// PropagationPolicy wins over any ClusterPropagationPolicy first). Ties go to the more precise selector
+	// (name, then labelSelector, then kind only), then to the policy name in alphabetical order. Default 0.
 	// +optional
 	// +kubebuilder:default=0
 	Priority *int32 `json:"priority,omitempty"`
 
-	// Preemption says whether this policy takes templates already claimed by a lower-priority policy.
-	// Default Never.
+	// Preemption says whether this policy takes templates already claimed by a lower-priority policy of
+	// the same kind, or (a PropagationPolicy) by any ClusterPropagationPolicy. Default Never.
 	// +optional
 	// +kubebuilder:default=Never
 	Preemption PreemptionPolicy `json:"preemption,omitempty"`
 
-	// DependentOverrides lists OverridePolicies (in the same namespace) that must exist before the templates
-	// are placed, so no cluster ever sees a template without its overrides.
+	// DependentOverrides names override policies that must exist before the templates are claimed, so no
+	// cluster ever sees a template without its overrides: OverridePolicies of its namespace for a
+	// PropagationPolicy, ClusterOverridePolicies for a ClusterPropagationPolicy. While one is missing the
+	// templates wait (a template already placed keeps its binding as it is) and the policy's Honoured
+	// condition names the missing ones.
 	// +optional
 	// +kubebuilder:validation:MaxItems=64
 	DependentOverrides []string `json:"dependentOverrides,omitempty"`
 
-	// SchedulerName is the scheduler that places the templates. Default "default-scheduler".
+	// SchedulerName is the scheduler that places the templates. Default "default-scheduler", Flotilla's own;
+	// the bindings of a policy naming another scheduler are left to it (Flotilla does not place them).
 	// +optional
 	// +kubebuilder:default="default-scheduler"
 	SchedulerName string `json:"schedulerName,omitempty"`
@@ -116,8 +134,10 @@ type PropagationSpec struct {
 	// +kubebuilder:default=Abort
 	ConflictResolution ConflictResolution `json:"conflictResolution,omitempty"`
 
-	// ActivationPreference Lazy makes policy changes reach a template only when the template next changes.
-	// Omitted: changes apply at once.
+	// ActivationPreference Lazy makes policy changes reach a template only when the template next changes
+	// (its binding keeps what the policy said when the template last changed). Omitted: changes apply at
+	// once. Either way a template the policy stops selecting is released at once, and the switch to Lazy
+	// itself reaches the templates at once.
 	// +optional
 	ActivationPreference ActivationPreference `json:"activationPreference,omitempty"`
 
@@ -130,8 +150,10 @@ type PropagationSpec struct {
 	// +optional
 	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
 
-	// SchedulePriority orders the templates in the scheduling queue.
+	// SchedulePriority orders the templates in the scheduling queue. Flotilla's scheduler has no priority
+	// queue, so the field is refused at admission rather than accepted and ignored.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="false",message="schedulePriority is not supported: Flotilla schedules bindings in arrival order; remove the field"
 	SchedulePriority *SchedulePriority `json:"schedulePriority,omitempty"`
 }
 
@@ -300,6 +322,36 @@ type StatePreservationRule struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	JSONPath string `json:"jsonPath"`
+}
+
+// ConditionHonoured on a propagation policy is False when something in it cannot be honoured, for example a
+// resource selector of a kind the hub does not serve; the message says which.
+const ConditionHonoured = "Honoured"
+
+// MaxListedTemplates is how many claimed templates a policy's status names.
+const MaxListedTemplates = 10
+
+// PropagationPolicyStatus is what the detector reports about a propagation policy.
+type PropagationPolicyStatus struct {
+	// ObservedGeneration is the policy generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ClaimedTemplates is how many templates the policy claims.
+	// +optional
+	ClaimedTemplates int32 `json:"claimedTemplates,omitempty"`
+
+	// Templates names the first claimed templates (at most 10, in order of kind, namespace and name) as
+	// Kind.group namespace/name, or Kind.group name for cluster-scoped ones.
+	// +optional
+	// +listType=atomic
+	Templates []string `json:"templates,omitempty"`
+
+	// Conditions: Honoured.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // PropagationPolicyList is a list of PropagationPolicies.

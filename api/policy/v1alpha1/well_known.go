@@ -6,3 +6,7 @@ const (
 	LabelPropagationPolicyName      = "propagationpolicy.flotilla.io/name"
 	LabelClusterPropagationPolicy   = "clusterpropagationpolicy.flotilla.io/name"
 )
+
+// DefaultSchedulerName is the name of Flotilla's own scheduler: a policy whose schedulerName is empty or this
+// name is placed by it; a binding naming any other scheduler is left to that scheduler.
+const DefaultSchedulerName = "default-scheduler"

@@ -35,6 +35,11 @@ const (
 	// they applied.
 	AnnotationOverrides = "work.flotilla.io/overrides"
 
+	// AnnotationLazyTemplate on the binding of a template whose policy has activationPreference Lazy is a hash
+	// of the template's content when the binding was last derived: while the template keeps that content,
+	// changes of the policy do not reach the binding.
+	AnnotationLazyTemplate = "work.flotilla.io/lazy-template"
+
 	// AnnotationRelease on a binding being deleted says its member objects stay: the template was released,
 	// not deleted.
 	AnnotationRelease = "work.flotilla.io/release"

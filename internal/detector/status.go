@@ -1,0 +1,187 @@
+package detector
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// statusFieldManager owns the propagation policies' status, and nothing else of them.
+var statusFieldManager = workv1alpha1.ControllerFieldManager("detector-status")
+
+// Reasons of the Honoured condition.
+const (
+	ReasonHonoured        = "Honoured"
+	ReasonKindNotServed   = "KindNotServed"
+	ReasonNeverPropagated = "NeverPropagated"
+	// ReasonDependentOverridesMissing: an override policy named in dependentOverrides does not exist.
+	ReasonDependentOverridesMissing = "DependentOverridesMissing"
+)
+
+// setupStatus registers the controller that writes each propagation policy's status. It is woken through a
+// channel: by the policy pass for every policy (a policy or CRD change), and by the template reconciler for
+// the policies a claim moved between (so it never watches templates itself).
+func (d *Detector) setupStatus(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("detector-policy-status").
+		WatchesRawSource(source.Channel(d.statusEvents, &handler.EnqueueRequestForObject{})).
+		Complete(reconcile.Func(d.policyStatus))
+}
+
+// notifyStatus wakes the status of policy p (a PropagationPolicy when p.Namespace is set); nil is no policy.
+func (d *Detector) notifyStatus(ctx context.Context, p *Policy) {
+	if p == nil {
+		return
+	}
+	var obj client.Object = &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: p.Name}}
+	if !p.Cluster() {
+		obj = &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name}}
+	}
+	select {
+	case d.statusEvents <- event.GenericEvent{Object: obj}:
+	case <-ctx.Done():
+	}
+}
+
+// samePolicy reports whether a and b name the same policy (either may be nil).
+func samePolicy(a, b *Policy) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Namespace == b.Namespace && a.Name == b.Name
+}
+
+// policyStatus writes one policy's status: the templates it claims (from their claim labels) and whether
+// every resource selector can be honoured. It writes only when that changed.
+func (d *Detector) policyStatus(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var obj client.Object
+	var spec *policyv1alpha1.PropagationSpec
+	var status *policyv1alpha1.PropagationPolicyStatus
+	if req.Namespace == "" {
+		cpp := &policyv1alpha1.ClusterPropagationPolicy{}
+		obj, spec, status = cpp, &cpp.Spec, &cpp.Status
+	} else {
+		pp := &policyv1alpha1.PropagationPolicy{}
+		obj, spec, status = pp, &pp.Spec, &pp.Status
+	}
+	if err := d.client.Get(ctx, req.NamespacedName, obj); apierrors.IsNotFound(err) {
+		return reconcile.Result{}, nil
+	} else if err != nil {
+		return reconcile.Result{}, err
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return reconcile.Result{}, nil
+	}
+	claimed, err := d.claimedTemplates(ctx, Policy{Namespace: req.Namespace, Name: req.Name})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	want := policyv1alpha1.PropagationPolicyStatus{ObservedGeneration: obj.GetGeneration(), ClaimedTemplates: int32(len(claimed)),
+		Templates: claimed[:min(len(claimed), policyv1alpha1.MaxListedTemplates)], Conditions: slices.Clone(status.Conditions)}
+	cond, err := d.honoured(ctx, Policy{Namespace: req.Namespace, Name: req.Name, Spec: spec})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	cond.ObservedGeneration = obj.GetGeneration()
+	meta.SetStatusCondition(&want.Conditions, cond)
+	if equality.Semantic.DeepEqual(*status, want) {
+		return reconcile.Result{}, nil
+	}
+	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	u, err := scheme.ApplyObject(d.client, obj, map[string]any{"status": fields})
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, client.IgnoreNotFound(d.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(statusFieldManager), client.ForceOwnership))
+}
+
+// claimedTemplates names the templates whose claim labels name p, of every kind the detector watches, sorted.
+func (d *Detector) claimedTemplates(ctx context.Context, p Policy) ([]string, error) {
+	labels := client.MatchingLabels{policyv1alpha1.LabelClusterPropagationPolicy: p.Name}
+	if !p.Cluster() {
+		labels = client.MatchingLabels{policyv1alpha1.LabelPropagationPolicyNamespace: p.Namespace, policyv1alpha1.LabelPropagationPolicyName: p.Name}
+	}
+	d.mu.Lock()
+	watched := maps.Clone(d.watched)
+	d.mu.Unlock()
+	var names []string
+	for _, gk := range slices.SortedFunc(maps.Keys(watched), func(a, b schema.GroupKind) int { return cmp.Compare(a.String(), b.String()) }) {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gk.WithVersion(watched[gk]).GroupVersion().WithKind(gk.Kind + "List"))
+		if err := d.client.List(ctx, list, labels); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", gk, err)
+		}
+		var these []string
+		for _, t := range list.Items {
+			if t.GetNamespace() == "" {
+				these = append(these, gk.String()+" "+t.GetName())
+			} else {
+				these = append(these, gk.String()+" "+t.GetNamespace()+"/"+t.GetName())
+			}
+		}
+		slices.Sort(these)
+		names = append(names, these...)
+	}
+	return names, nil
+}
+
+// honoured is the Honoured condition of a policy: False, naming the selector, when one selects Flotilla's own
+// kinds (never propagated) or a kind the hub does not serve (its templates wait until it does), and naming
+// them when dependent override policies are missing (its templates wait until they exist).
+func (d *Detector) honoured(ctx context.Context, p Policy) (metav1.Condition, error) {
+	missing, err := d.missingOverrides(ctx, p)
+	if err != nil {
+		return metav1.Condition{}, err
+	}
+	if len(missing) > 0 {
+		return metav1.Condition{Type: policyv1alpha1.ConditionHonoured, Status: metav1.ConditionFalse, Reason: ReasonDependentOverridesMissing,
+			Message: fmt.Sprintf("dependentOverrides: %s not found; the templates wait until they exist", strings.Join(missing, ", "))}, nil
+	}
+	return d.selectorsHonoured(p.Spec), nil
+}
+
+// selectorsHonoured is the Honoured condition as the resource selectors decide it.
+func (d *Detector) selectorsHonoured(spec *policyv1alpha1.PropagationSpec) metav1.Condition {
+	for i, s := range spec.ResourceSelectors {
+		gv, err := schema.ParseGroupVersion(s.APIVersion)
+		if err != nil {
+			return metav1.Condition{Type: policyv1alpha1.ConditionHonoured, Status: metav1.ConditionFalse, Reason: ReasonKindNotServed,
+				Message: fmt.Sprintf("resourceSelectors[%d]: apiVersion %q does not parse: %v", i, s.APIVersion, err)}
+		}
+		gk := gv.WithKind(s.Kind).GroupKind()
+		if flotillaGroup(gk.Group) {
+			return metav1.Condition{Type: policyv1alpha1.ConditionHonoured, Status: metav1.ConditionFalse, Reason: ReasonNeverPropagated,
+				Message: fmt.Sprintf("resourceSelectors[%d]: %s is one of Flotilla's own kinds, which are never propagated", i, gk)}
+		}
+		if _, err := d.mapper.RESTMapping(gk); meta.IsNoMatchError(err) {
+			return metav1.Condition{Type: policyv1alpha1.ConditionHonoured, Status: metav1.ConditionFalse, Reason: ReasonKindNotServed,
+				Message: fmt.Sprintf("resourceSelectors[%d]: the hub does not serve %s %s; its templates are claimed once it does", i, s.APIVersion, s.Kind)}
+		}
+	}
+	return metav1.Condition{Type: policyv1alpha1.ConditionHonoured, Status: metav1.ConditionTrue, Reason: ReasonHonoured,
+		Message: "every resource selector selects a kind the hub serves"}
+}
