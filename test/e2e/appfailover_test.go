@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -62,27 +63,48 @@ func TestApplicationFailoverMovesOffAnUnhealthyCluster(t *testing.T) {
 		return nil
 	})
 
-	// It moves to m3; at no sample is m2's copy gone before m3's is Available.
-	m3Available := false
+	// It moves to m3, and m2's copy goes only once m3's is Available. Sampling two members one after the
+	// other cannot show which came first (the hub can turn m3's availability into m2's removal between the
+	// two reads), so a finalizer holds m2's copy once Flotilla deletes it: its deletion time is then compared
+	// with the time m3's copy turned Available.
+	hold := []byte(`{"metadata":{"finalizers":["flotilla.example.io/hold"]}}`)
+	if _, err := f.m2.Kube.AppsV1().Deployments(f.ns).Patch(ctx, "flaky", types.MergePatchType, hold, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		release := []byte(`{"metadata":{"finalizers":null}}`)
+		_, _ = f.m2.Kube.AppsV1().Deployments(f.ns).Patch(context.Background(), "flaky", types.MergePatchType, release, metav1.PatchOptions{})
+	})
+	var deleted *metav1.Time
 	testenv.Eventually(t, 3*time.Minute, "flaky moved off m2 to m3", func() error {
-		_, on3, err := replicasIn(ctx, f.m3, f.ns, "flaky")
-		if err != nil {
-			return err
+		n2, on2, err := replicasIn(ctx, f.m2, f.ns, "flaky")
+		if err != nil || n2 == -1 {
+			return fmt.Errorf("m2's copy is gone although a finalizer holds it (%v)", err)
 		}
-		m3Available = m3Available || (on3 != nil && on3.Status.AvailableReplicas == 2)
-		n2, _, err := replicasIn(ctx, f.m2, f.ns, "flaky")
-		if err != nil {
-			return err
-		}
-		if n2 == -1 && !m3Available {
-			t.Fatalf("m2's copy was removed before m3's was Available")
-		}
-		if n2 != -1 || !m3Available {
-			return fmt.Errorf("m2 runs %d replicas, m3 Available: %v", n2, m3Available)
+		if deleted = on2.DeletionTimestamp; deleted == nil {
+			return fmt.Errorf("m2's copy is not deleted yet")
 		}
 		return nil
 	})
 	_, on3, err := replicasIn(ctx, f.m3, f.ns, "flaky")
+	if err != nil || on3 == nil {
+		t.Fatalf("m2's copy was deleted while m3 has none (%v)", err)
+	}
+	available := deploymentCondition(on3, appsv1.DeploymentAvailable)
+	if on3.Status.AvailableReplicas != 2 || available == nil || available.Status != "True" || available.LastTransitionTime.After(deleted.Time) {
+		t.Fatalf("m2's copy was deleted at %s, before m3's was Available (m3: %d available, condition %+v)", deleted, on3.Status.AvailableReplicas, available)
+	}
+	release := []byte(`{"metadata":{"finalizers":null}}`)
+	if _, err := f.m2.Kube.AppsV1().Deployments(f.ns).Patch(ctx, "flaky", types.MergePatchType, release, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "m2's copy gone", func() error {
+		if n2, _, err := replicasIn(ctx, f.m2, f.ns, "flaky"); err != nil || n2 != -1 {
+			return fmt.Errorf("m2 still runs %d replicas (%v)", n2, err)
+		}
+		return nil
+	})
+	_, on3, err = replicasIn(ctx, f.m3, f.ns, "flaky")
 	if err != nil || on3 == nil || on3.Labels[label] != "2" {
 		t.Fatalf("m3's copy (%v) has labels %v, want %s=2 preserved from m2's status", err, labelsOf(on3), label)
 	}
@@ -101,6 +123,16 @@ func TestApplicationFailoverMovesOffAnUnhealthyCluster(t *testing.T) {
 	if all := strings.Join(notes, "\n"); !strings.Contains(all, "evicting from m2: application unhealthy") || !strings.Contains(all, "removing from m2") {
 		t.Errorf("events on the template:\n%s\nwant the eviction from m2 and its end", all)
 	}
+}
+
+// deploymentCondition returns a Deployment's condition of type t, or nil.
+func deploymentCondition(d *appsv1.Deployment, t appsv1.DeploymentConditionType) *appsv1.DeploymentCondition {
+	for i := range d.Status.Conditions {
+		if d.Status.Conditions[i].Type == t {
+			return &d.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 func labelsOf(d *appsv1.Deployment) map[string]string {
