@@ -55,6 +55,8 @@ type Hub struct {
 	proxyLn     net.Listener
 	proxyCache  cache.Cache
 	proxyServer *proxy.Server
+	// pullBackend reaches pull members for the proxy; nil: they answer 503, no tunnel.
+	pullBackend proxy.Backend
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
@@ -257,8 +259,9 @@ func (h *Hub) Run(ctx context.Context) error {
 }
 
 func (h *Hub) stop() {
-	if h.proxyLn != nil && h.proxyServer == nil {
-		h.proxyLn.Close()
+	if h.proxyLn != nil {
+		// Serving closes it too; this covers a hub that failed before serving.
+		_ = h.proxyLn.Close()
 	}
 	if h.controlPlane != nil {
 		h.controlPlane.Stop()

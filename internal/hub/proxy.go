@@ -48,7 +48,7 @@ func (h *Hub) startProxy(ctx context.Context) error {
 		Listener:       h.proxyLn,
 		AuthKubeconfig: h.AdminKubeconfig,
 		Hub:            reader,
-		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}},
+		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: h.pullBackend},
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)
