@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/flotilla-io/flotilla/api v0.0.0-00010101000000-000000000000
+	github.com/hashicorp/yamux v0.1.2
 	github.com/prometheus/common v0.70.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
