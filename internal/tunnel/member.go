@@ -1,14 +1,19 @@
 package tunnel
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/proxy"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
@@ -79,4 +84,24 @@ type responder struct{}
 func (responder) Error(w http.ResponseWriter, _ *http.Request, err error) {
 	klog.ErrorS(err, "proxying a request through the tunnel to the member's API server")
 	http.Error(w, "member API server unreachable from the agent: "+err.Error(), http.StatusBadGateway)
+}
+
+// MissingImpersonation lists the impersonation rights (users, groups, userextras) member's credential lacks
+// on its cluster: without them the member refuses every request the hub forwards for a caller.
+func MissingImpersonation(ctx context.Context, member kubernetes.Interface) ([]string, error) {
+	var missing []string
+	for _, resource := range []string{"users", "groups", "userextras"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: resource,
+				Group: map[bool]string{true: "authentication.k8s.io"}[resource == "userextras"]},
+		}}
+		got, err := member.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("checking the right to impersonate %s on the member: %w", resource, err)
+		}
+		if !got.Status.Allowed {
+			missing = append(missing, "impersonate "+resource)
+		}
+	}
+	return missing, nil
 }
