@@ -22,12 +22,14 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
@@ -52,6 +54,11 @@ type Hub struct {
 
 	controlPlane *controlplane.ControlPlane
 	manager      ctrl.Manager
+
+	// The proxy to members (proxy.go); only the embedded hub serves it.
+	proxyLn     net.Listener
+	proxyCache  cache.Cache
+	proxyServer *proxy.Server
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
@@ -98,6 +105,9 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if o.Embedded() {
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
+			return nil, err
+		}
+		if err := h.startProxy(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -161,6 +171,10 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 	if o.EtcdTLS != (controlplane.EtcdTLS{}) {
 		cfg.EtcdTLS = &o.EtcdTLS
 	}
+	var err error
+	if cfg.LocalServices, err = h.proxyListener(); err != nil {
+		return err
+	}
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -219,6 +233,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	if h.controlPlane != nil {
 		failed = h.controlPlane.Failed()
 	}
+	proxyFailed := make(chan error, 1)
+	if h.proxyServer != nil {
+		go func() { proxyFailed <- h.runProxy(ctx) }()
+	}
 	select {
 	case <-ctx.Done():
 		cancel()
@@ -226,6 +244,13 @@ func (h *Hub) Run(ctx context.Context) error {
 	case err := <-failed:
 		cancel()
 		<-managerDone
+		return err
+	case err := <-proxyFailed:
+		// nil: ctx ended, as in the first case.
+		cancel()
+		if managerErr := <-managerDone; err == nil {
+			return managerErr
+		}
 		return err
 	case err := <-managerDone:
 		if err == nil {
@@ -237,6 +262,9 @@ func (h *Hub) Run(ctx context.Context) error {
 
 func (h *Hub) stop() {
 	h.Tunnels.Close()
+	if h.proxyLn != nil && h.proxyServer == nil {
+		h.proxyLn.Close()
+	}
 	if h.controlPlane != nil {
 		h.controlPlane.Stop()
 	}
