@@ -48,7 +48,8 @@ func (h *Hub) startProxy(ctx context.Context) error {
 		Listener:       h.proxyLn,
 		AuthKubeconfig: h.AdminKubeconfig,
 		Hub:            reader,
-		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}},
+		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: &proxy.PullBackend{Tunnels: h.Tunnels}},
+		Tunnels:        h.Tunnels,
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)

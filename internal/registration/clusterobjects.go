@@ -96,7 +96,7 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"patch"}},
 				// create: the agent opens its tunnel with an upgraded POST on its own cluster's connect
 				// subresource of the hub's aggregated proxy API (internal/tunnel).
-				{APIGroups: []string{proxyGroup}, Resources: []string{"clusters/tunnel"}, ResourceNames: []string{cluster}, Verbs: []string{"create"}},
+				{APIGroups: []string{proxyGroup}, Resources: []string{"clusters/attach"}, ResourceNames: []string{cluster}, Verbs: []string{"create"}},
 			},
 		},
 	}
@@ -117,7 +117,7 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 	return roles, bindings
 }
 
-// proxyGroup is the hub's aggregated API group whose clusters/tunnel subresource agents open their tunnel on.
+// proxyGroup is the hub's aggregated API group whose clusters/attach subresource agents open their tunnel on.
 const proxyGroup = "proxy.flotilla.io"
 
 func createIfMissing(ctx context.Context, c client.Client, obj client.Object) error {

@@ -2,21 +2,17 @@ package tunnel
 
 import (
 	"bufio"
-	"encoding/json"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 
 	"github.com/hashicorp/yamux"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apiserver/pkg/authentication/user"
-	"k8s.io/apiserver/pkg/endpoints/request"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -26,15 +22,14 @@ import (
 // Registry holds the hub's end of each Pull cluster's tunnel: at most one session per cluster, the latest one
 // an agent opened.
 type Registry struct {
-	mu         sync.Mutex
-	sessions   map[string]*yamux.Session
-	transports map[string]*http.Transport
-	watchers   []func(cluster string)
+	mu       sync.Mutex
+	sessions map[string]*yamux.Session
+	watchers []func(cluster string)
 }
 
 // NewRegistry returns a registry with no tunnels.
 func NewRegistry() *Registry {
-	return &Registry{sessions: map[string]*yamux.Session{}, transports: map[string]*http.Transport{}}
+	return &Registry{sessions: map[string]*yamux.Session{}}
 }
 
 // Notify calls f with a cluster's name each time its tunnel connects or closes. f must not block.
@@ -94,43 +89,6 @@ func (r *Registry) DialContext(cluster string) func(ctx context.Context, network
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// Backend returns where the hub's proxy sends cluster's requests: a URL whose host means nothing (the tunnel
-// reaches one API server), and a transport that dials through cluster's tunnel, for plain requests and
-// upgrades alike. The agent's end speaks plain HTTP on the stream: the tunnel itself is the hub's TLS
-// connection.
-func (r *Registry) Backend(cluster string) (*url.URL, *http.Transport) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t := r.transports[cluster]
-	if t == nil {
-		t = utilnet.SetTransportDefaults(&http.Transport{DialContext: r.DialContext(cluster)})
-		// The agent serves HTTP/1.1 on each stream; each connection is a stream of its own.
-		t.ForceAttemptHTTP2 = false
-		r.transports[cluster] = t
-	}
-	return &url.URL{Scheme: "http", Host: cluster + ".tunnel.flotilla.invalid"}, t
-}
-
-// Handler serves cluster's tunnel subresource: it checks that the authenticated user (from the request
-// context, as the hub's aggregated API server found it) is cluster's current agent, takes the upgraded
-// connection and holds it until it closes. hub reads Clusters.
-func (r *Registry) Handler(hub client.Reader, cluster string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		u, ok := request.UserFrom(req.Context())
-		if !ok {
-			writeStatus(w, apierrors.NewUnauthorized("no user"))
-			return
-		}
-		if err := Authorize(req.Context(), hub, u, cluster); err != nil {
-			writeStatus(w, err)
-			return
-		}
-		if err := r.Serve(w, req, cluster); err != nil {
-			writeStatus(w, err)
-		}
-	})
 }
 
 var clustersResource = schema.GroupResource{Group: Group, Resource: "clusters"}
@@ -248,15 +206,3 @@ type bufferedConn struct {
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-// writeStatus answers with err as a Kubernetes Status, so kubectl and client-go show its message.
-func writeStatus(w http.ResponseWriter, err error) {
-	status := apierrors.NewInternalError(err).Status()
-	if s, ok := err.(apierrors.APIStatus); ok {
-		status = s.Status()
-	}
-	status.Kind, status.APIVersion = "Status", "v1"
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(int(status.Code))
-	_ = json.NewEncoder(w).Encode(status)
-}

@@ -1,9 +1,9 @@
 // Package tunnel lets the hub reach the API server of a Pull member that the hub cannot dial: the member's
 // agent opens one outbound connection to the hub and the hub sends proxy requests through it.
 //
-// The agent (agent.go) asks the hub's API for an upgrade of `POST .../clusters/NAME/tunnel` with its client
+// The agent (agent.go) asks the hub's API for an upgrade of `POST .../clusters/NAME/attach` with its client
 // certificate; the hub's kube-apiserver authenticates it and checks RBAC (only the agent of NAME may create
-// clusters/tunnel on NAME), and the hub (hub.go) checks again that the user is exactly NAME's current agent
+// clusters/attach on NAME), and the hub (hub.go) checks again that the user is exactly NAME's current agent
 // before it takes the connection. Once upgraded, the connection carries a yamux session in which the hub opens
 // one stream per proxied connection and the agent serves each stream with a reverse proxy to its member's API
 // server (member.go), with the agent's own member credential and the Impersonate-* headers the hub set. No
@@ -24,8 +24,12 @@ const (
 	// Group and Version are the hub's aggregated API that serves the tunnel's connect subresource.
 	Group   = "proxy.flotilla.io"
 	Version = "v1alpha1"
-	// Subresource is the connect subresource of clusters an agent opens its tunnel on.
-	Subresource = "tunnel"
+	// Subresource is the connect subresource of clusters an agent opens its tunnel on. It is named attach,
+	// not tunnel, because kube-apiserver treats a fixed list of subresources (attach, exec, log, portforward,
+	// proxy) as long-running: any other one is cut by the hub's request timeout and holds a seat of API
+	// Priority and Fairness for as long as it lasts, so a tunnel per member would use up the seats of the
+	// level agents fall in.
+	Subresource = "attach"
 	// Protocol is the Upgrade header value of a tunnel request: after it, the connection speaks yamux.
 	Protocol = "flotilla-tunnel"
 )
