@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/util/compatibility"
 	restclient "k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -62,6 +64,8 @@ func New(c Config) (*Server, error) {
 	serving := genericoptions.NewSecureServingOptions()
 	serving.Listener = c.Listener
 	serving.BindPort = c.Listener.Addr().(*net.TCPAddr).Port
+	// A certificate of its own, in memory, made at each start: the APIService carries its CA to the aggregator.
+	serving.ServerCert.CertDirectory = ""
 	if err := serving.MaybeDefaultWithSelfSignedCerts(ServiceHost, []string{ServiceHost}, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
 		return nil, err
 	}
@@ -71,8 +75,11 @@ func New(c Config) (*Server, error) {
 	config.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
 	config.ExternalAddress = c.Listener.Addr().String()
 	config.LoopbackClientConfig = &restclient.Config{Host: "https://" + c.Listener.Addr().String()}
-	// The hub's kube-apiserver serves the OpenAPI of every group; this one's kinds are Flotilla's Cluster.
+	// The group has no kinds of its own to describe and accepts no writes that need a schema (server-side
+	// apply), so it serves no OpenAPI and builds none for its paths.
 	config.SkipOpenAPIInstallation = true
+	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition { return nil }, openapinamer.NewDefinitionNamer(scheme))
+	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + GroupName}
 	// Watches and exec sessions through the proxy last up to the hub's own limit.
 	config.RequestTimeout = time.Minute
 	// An agent's tunnel lasts as long as the agent runs: no timeout, and no in-flight seat held.
@@ -96,7 +103,7 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	clusters := newClusterREST(c.Hub)
-	group := genericapiserver.NewDefaultAPIGroupInfo(GroupName, scheme, metav1.ParameterCodec, codecs)
+	group := genericapiserver.NewDefaultAPIGroupInfo(GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
 	group.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"clusters":       clusters,
 		"clusters/proxy": &proxyREST{clusters: clusters, backends: c.Backends},
