@@ -57,7 +57,7 @@ func (a *Agent) Run(ctx context.Context) {
 
 // serveOnce opens one tunnel and serves the hub's streams on it until it closes or ctx ends.
 func (a *Agent) serveOnce(ctx context.Context, opened func()) error {
-	session, err := a.dial(ctx)
+	session, err := a.Dial(ctx)
 	if err != nil {
 		return err
 	}
@@ -70,9 +70,9 @@ func (a *Agent) serveOnce(ctx context.Context, opened func()) error {
 	return err
 }
 
-// dial asks the hub to upgrade POST Path(cluster) to Protocol and starts the agent's end of a yamux session
-// on the connection: the hub opens streams, the agent accepts them.
-func (a *Agent) dial(ctx context.Context) (*yamux.Session, error) {
+// Dial opens one tunnel: it asks the hub to upgrade POST Path(cluster) to Protocol and starts the agent's end
+// of a yamux session on the connection: the hub opens streams, the agent accepts them.
+func (a *Agent) Dial(ctx context.Context) (*yamux.Session, error) {
 	cfg, err := a.HubConfig()
 	if err != nil {
 		return nil, err

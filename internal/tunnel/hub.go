@@ -52,7 +52,7 @@ func (r *Registry) Connected(cluster string) bool {
 type NotConnectedError struct{ Cluster string }
 
 func (e *NotConnectedError) Error() string {
-	return fmt.Sprintf("cluster %s: no tunnel: its agent is not connected to this hub", e.Cluster)
+	return fmt.Sprintf("no tunnel for cluster %s: its agent is not connected to this hub", e.Cluster)
 }
 
 // DialContext opens a connection to cluster's API server through its tunnel. network and address are
