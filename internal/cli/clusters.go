@@ -132,7 +132,7 @@ func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
 	header := "NAME\tMODE\tREADY\tVERSION\tNODES\tCPU\tMEMORY\tAGE\tLAST-SEEN"
 	if wide {
-		header += "\tPROVIDER\tREGION\tZONES\tTAINTS"
+		header += "\tTUNNEL\tPROVIDER\tREGION\tZONES\tTAINTS"
 	}
 	fmt.Fprintln(w, header)
 	for _, cl := range clusters {
@@ -155,12 +155,24 @@ func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters
 			for _, t := range cl.Spec.Taints {
 				taints = append(taints, taintString(t))
 			}
-			fmt.Fprintf(w, "\t%s\t%s\t%s\t%s", orDash(cl.Spec.Provider), orDash(cl.Spec.Region),
+			fmt.Fprintf(w, "\t%s\t%s\t%s\t%s\t%s", tunnelState(&cl), orDash(cl.Spec.Provider), orDash(cl.Spec.Region),
 				orDash(strings.Join(cl.Spec.Zones, ",")), orDash(strings.Join(taints, ",")))
 		}
 		fmt.Fprintln(w)
 	}
 	return w.Flush()
+}
+
+// tunnelState is a Pull cluster's TunnelConnected status ("Unknown" before the hub wrote it) and "-" for a
+// Push cluster, which the hub dials directly.
+func tunnelState(cl *clusterv1alpha1.Cluster) string {
+	if cl.Spec.SyncMode != clusterv1alpha1.Pull {
+		return "-"
+	}
+	if cond := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionTunnelConnected); cond != nil {
+		return string(cond.Status)
+	}
+	return "Unknown"
 }
 
 // usage prints allocated/allocatable of one resource, memory in Gi.
