@@ -23,7 +23,9 @@ func TestFleetGetWithOneMemberFrozen(t *testing.T) {
 		}
 		return p.Output()
 	}
-	row := func(cluster string) *regexp.Regexp { return regexp.MustCompile(`(?m)^` + cluster + `\s+kube-system\s+Active\s`) }
+	row := func(cluster string) *regexp.Regexp {
+		return regexp.MustCompile(`(?m)^` + cluster + `\s+kube-system\s+Active\s`)
+	}
 
 	testenv.Eventually(t, 30*time.Second, "every member's kube-system through the hub", func() error {
 		out := get()
