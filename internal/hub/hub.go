@@ -59,12 +59,15 @@ type Hub struct {
 	proxyLn     net.Listener
 	proxyCache  cache.Cache
 	proxyServer *proxy.Server
+	// pullBackend reaches pull members for the proxy; nil: they answer 503, no tunnel.
+	pullBackend proxy.Backend
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
 // admin.kubeconfig is written. The controllers start with Run.
 func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err error) {
 	h := &Hub{Tunnels: tunnel.NewRegistry()}
+	h.pullBackend = &proxy.PullBackend{Tunnels: h.Tunnels}
 	defer func() {
 		if err != nil {
 			h.stop()
@@ -262,8 +265,9 @@ func (h *Hub) Run(ctx context.Context) error {
 
 func (h *Hub) stop() {
 	h.Tunnels.Close()
-	if h.proxyLn != nil && h.proxyServer == nil {
-		h.proxyLn.Close()
+	if h.proxyLn != nil {
+		// Serving closes it too; this covers a hub that failed before serving.
+		_ = h.proxyLn.Close()
 	}
 	if h.controlPlane != nil {
 		h.controlPlane.Stop()

@@ -48,7 +48,7 @@ func (h *Hub) startProxy(ctx context.Context) error {
 		Listener:       h.proxyLn,
 		AuthKubeconfig: h.AdminKubeconfig,
 		Hub:            reader,
-		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: &proxy.PullBackend{Tunnels: h.Tunnels}},
+		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: h.pullBackend},
 		Tunnels:        h.Tunnels,
 	})
 	if err != nil {

@@ -61,12 +61,11 @@ func (r *proxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 	if strings.HasSuffix(opts.(*ClusterProxyOptions).Path, "/") && !strings.HasSuffix(location.Path, "/") {
 		location.Path += "/"
 	}
-	return &forwarder{cluster: name, caller: caller, target: target, location: &location, responder: responder}, nil
+	return &forwarder{caller: caller, target: target, location: &location, responder: responder}, nil
 }
 
 // forwarder sends one request to a member.
 type forwarder struct {
-	cluster   string
 	caller    user.Info
 	target    *Target
 	location  *url.URL

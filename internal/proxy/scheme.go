@@ -18,6 +18,11 @@ const GroupName = "proxy.flotilla.io"
 // SchemeGroupVersion is the served version of the proxy group.
 var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
 
+// Path is the path, below the hub's URL, of the proxy to cluster's API server.
+func Path(cluster string) string {
+	return "/apis/" + GroupName + "/" + SchemeGroupVersion.Version + "/clusters/" + cluster + "/proxy"
+}
+
 // ClusterProxyOptions is what a clusters/NAME/proxy request carries besides its body: the member path below
 // .../proxy.
 type ClusterProxyOptions struct {

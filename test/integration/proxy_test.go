@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,9 +25,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -34,7 +38,7 @@ import (
 
 // startProxyMember runs a member cluster in a child process, joins it to the test hub in push mode with its
 // admin kubeconfig and returns a cluster-admin client of the member.
-func startProxyMember(t *testing.T, name string) kubernetes.Interface {
+func startProxyMember(t *testing.T, name string) (kubernetes.Interface, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	ports, err := controlplane.FreePorts(1)
@@ -56,7 +60,7 @@ func startProxyMember(t *testing.T, name string) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return kubernetes.NewForConfigOrDie(cfg)
+	return kubernetes.NewForConfigOrDie(cfg), kubeconfig
 }
 
 // waitForProxyAPI waits until the hub's aggregator serves the proxy group.
@@ -116,7 +120,7 @@ func grantProxy(t *testing.T, name string, clusters []string, accounts ...string
 }
 
 func proxyURL(cluster string) string {
-	return strings.TrimSuffix(env.Config.Host, "/") + "/apis/" + proxy.GroupName + "/v1alpha1/clusters/" + cluster + "/proxy"
+	return strings.TrimSuffix(env.Config.Host, "/") + proxy.Path(cluster)
 }
 
 func proxyAccessReview(account, cluster string) *authorizationv1.SubjectAccessReview {
@@ -137,7 +141,7 @@ func proxyThrough(t *testing.T, cluster, token string) (kubernetes.Interface, *r
 
 func TestProxy(t *testing.T) {
 	ctx := context.Background()
-	member := startProxyMember(t, "pxm")
+	member, memberKubeconfig := startProxyMember(t, "pxm")
 	waitForProxyAPI(t)
 
 	outsider := hubCaller(t, "proxy-outsider")
@@ -237,6 +241,57 @@ func TestProxy(t *testing.T) {
 		}
 	})
 
+	t.Run("clusters/proxy on one cluster reaches no other", func(t *testing.T) {
+		pushCluster(t, "pxother", map[string][]byte{registration.SecretKeyToken: []byte(memberToken(t))}, func(s *clusterv1alpha1.ClusterSpec) {
+			s.InsecureSkipTLSVerification = true
+		})
+		c, _ := proxyThrough(t, "pxother", dev)
+		_, err := c.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "clusters/proxy") {
+			t.Fatalf("proxy-dev, allowed only pxm, reached pxother: %v", err)
+		}
+	})
+
+	t.Run("flotilla kubeconfig and kubectl reach the member as the caller", func(t *testing.T) {
+		hubKubeconfig := callerKubeconfig(t, dev)
+		out := filepath.Join(t.TempDir(), "pxm.kubeconfig")
+		if output, err := runFlotillaAs(ctx, hubKubeconfig, "kubeconfig", "pxm", "--out", out); err != nil {
+			t.Fatalf("flotilla kubeconfig: %v\n%s", err, output)
+		}
+		cfg, err := clientcmd.BuildConfigFromFlags("", out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Host != proxyURL("pxm") {
+			t.Fatalf("server %s, want %s", cfg.Host, proxyURL("pxm"))
+		}
+		review, err := kubernetes.NewForConfigOrDie(cfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil || review.Status.UserInfo.Username != "system:serviceaccount:default:proxy-dev" {
+			t.Fatalf("through the kubeconfig the member saw %v (%v)", review, err)
+		}
+		if _, err := exec.LookPath("kubectl"); err != nil {
+			t.Skip("kubectl is not on PATH")
+		}
+		output, err := runFlotillaAs(ctx, hubKubeconfig, "kubectl", "pxm", "--", "get", "namespace", "kube-system", "-o", "name")
+		if err != nil || strings.TrimSpace(output) != "namespace/kube-system" {
+			t.Fatalf("flotilla kubectl: %v\n%s", err, output)
+		}
+	})
+
+	t.Run("a push join whose credentials may not impersonate is refused, saying what is missing", func(t *testing.T) {
+		kubeconfig := memberViewer(t, member, memberKubeconfig)
+		join := testenv.StartProcess(t, "join-pxlimited", "join", "--mode", "push", "--cluster-name", "pxlimited",
+			"--cluster-kubeconfig", kubeconfig, "--kubeconfig", env.Kubeconfig)
+		err := join.Wait(time.Minute)
+		want := "may not impersonate users, impersonate groups, impersonate serviceaccounts, impersonate uids.authentication.k8s.io, impersonate userextras.authentication.k8s.io"
+		if err == nil || !strings.Contains(join.Output(), want) {
+			t.Fatalf("want the join refused with %q: %v\n%s", want, err, join.Output())
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "pxlimited"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("the refused join left a Cluster: %v", err)
+		}
+	})
+
 	t.Run("a pull member without a tunnel answers 503 naming the cluster", func(t *testing.T) {
 		if _, err := registration.EnsureClusterObjects(ctx, env.Client, &clusterv1alpha1.Cluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "pxpull"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull, ID: "id-pxpull"},
@@ -255,4 +310,62 @@ func TestProxy(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// callerKubeconfig is the test hub's admin kubeconfig with the user replaced by a bearer token.
+func callerKubeconfig(t *testing.T, token string) string {
+	t.Helper()
+	return withToken(t, env.Kubeconfig, token)
+}
+
+// withToken writes a copy of kubeconfig whose users are the bearer token.
+func withToken(t *testing.T, kubeconfig, token string) string {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range cfg.AuthInfos {
+		*user = clientcmdapi.AuthInfo{Token: token}
+	}
+	path := filepath.Join(t.TempDir(), "caller.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runFlotillaAs runs the flotilla command line in this process with a hub kubeconfig.
+func runFlotillaAs(ctx context.Context, kubeconfig string, args ...string) (string, error) {
+	root := cli.NewRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	// The flag goes before the arguments: after "--" they are kubectl's.
+	root.SetArgs(append([]string{args[0], "--kubeconfig", kubeconfig}, args[1:]...))
+	err := root.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// memberViewer writes a kubeconfig of the member for a service account that may only read (ClusterRole
+// view): enough to join, not to impersonate.
+func memberViewer(t *testing.T, member kubernetes.Interface, kubeconfig string) string {
+	t.Helper()
+	ctx := context.Background()
+	sa, err := member.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "viewer"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := member.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := member.CoreV1().ServiceAccounts("default").CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return withToken(t, kubeconfig, tr.Status.Token)
 }
