@@ -129,7 +129,7 @@ func runTunnel(ctx context.Context, cred registration.Credential, cluster string
 	if err != nil {
 		return fmt.Errorf("tunnel: %w", err)
 	}
-	if missing, err := tunnel.MissingImpersonation(ctx, memberKube); err != nil {
+	if missing, err := registration.MissingImpersonation(ctx, memberKube); err != nil {
 		klog.FromContext(ctx).Error(err, "checking the member credential's impersonation rights")
 	} else if len(missing) > 0 {
 		progress(fmt.Sprintf("warning: the member credential lacks %s: requests through the hub's proxy will be refused by the member",

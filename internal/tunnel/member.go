@@ -1,19 +1,14 @@
 package tunnel
 
 import (
-	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/proxy"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/klog/v2"
@@ -24,7 +19,7 @@ import (
 // upgrades (exec, port-forward, attach) included. The request's own host is ignored, so nothing but that API
 // server is reachable through the tunnel. Headers pass as they came, Impersonate-* ones included: the hub's
 // proxy sets them for its caller, and the member's RBAC decides what that user may do; the agent's member
-// credential therefore needs the right to impersonate users, groups and user extras.
+// credential therefore needs the rights of registration.ProxyImpersonation.
 func MemberProxy(member *rest.Config) (http.Handler, error) {
 	host := member.Host
 	if !strings.HasSuffix(host, "/") {
@@ -84,24 +79,4 @@ type responder struct{}
 func (responder) Error(w http.ResponseWriter, _ *http.Request, err error) {
 	klog.ErrorS(err, "proxying a request through the tunnel to the member's API server")
 	http.Error(w, "member API server unreachable from the agent: "+err.Error(), http.StatusBadGateway)
-}
-
-// MissingImpersonation lists the impersonation rights (users, groups, userextras) member's credential lacks
-// on its cluster: without them the member refuses every request the hub forwards for a caller.
-func MissingImpersonation(ctx context.Context, member kubernetes.Interface) ([]string, error) {
-	var missing []string
-	for _, resource := range []string{"users", "groups", "userextras"} {
-		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: resource,
-				Group: map[bool]string{true: "authentication.k8s.io"}[resource == "userextras"]},
-		}}
-		got, err := member.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("checking the right to impersonate %s on the member: %w", resource, err)
-		}
-		if !got.Status.Allowed {
-			missing = append(missing, "impersonate "+resource)
-		}
-	}
-	return missing, nil
 }
