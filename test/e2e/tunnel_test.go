@@ -19,10 +19,11 @@ import (
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
-// TestTunnelSurvivesHubRestart: a pull member, which the hub holds no credential for, is reached through the
-// hub's proxy over its agent's tunnel; after the hub restarts, the agent dials again, TunnelConnected turns
-// False then True again, and the proxy works again. The hub restarts, so the test has a fleet of its own.
-func TestTunnelSurvivesHubRestart(t *testing.T) {
+// TestTunnelSurvivesRestarts: a pull member, which the hub holds no credential for, is reached through the
+// hub's proxy over its agent's tunnel; after the hub restarts, and again after the agent restarts, the tunnel
+// opens again, TunnelConnected turns False then True again, and the proxy works again. The hub and the agent
+// restart, so the test has a fleet of its own.
+func TestTunnelSurvivesRestarts(t *testing.T) {
 	ctx := context.Background()
 	hub := framework.StartHub(t)
 	m1 := framework.StartMember(t, "m1")
@@ -53,8 +54,12 @@ func TestTunnelSurvivesHubRestart(t *testing.T) {
 
 	hub.Restart()
 	// The restarted hub has no tunnel until the agent dials again: the condition changed since.
-	waitTunnel(t, hub, metav1.ConditionTrue, connected)
+	connected = waitTunnel(t, hub, metav1.ConditionTrue, connected)
 	testenv.Eventually(t, 30*time.Second, "m1 through the restarted hub", throughHub)
+
+	m1.RestartAgent()
+	waitTunnel(t, hub, metav1.ConditionTrue, connected)
+	testenv.Eventually(t, 30*time.Second, "m1 through the restarted agent's tunnel", throughHub)
 }
 
 // waitTunnel waits until m1's TunnelConnected has status and last changed after since, and returns when.
