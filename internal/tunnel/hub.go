@@ -97,26 +97,33 @@ var clustersResource = schema.GroupResource{Group: Group, Resource: "clusters"}
 // agent (registration.CurrentAgentUser), in the agents' group. RBAC lets only that user through the hub's
 // API server already; this check keeps a mistaken role binding from handing a tunnel to anyone else.
 func Authorize(ctx context.Context, hub client.Reader, u user.Info, cluster string) error {
-	forbidden := func(why string) error {
-		return apierrors.NewForbidden(clustersResource, cluster, fmt.Errorf("user %q may not open the tunnel of cluster %s: %s", u.GetName(), cluster, why))
-	}
 	c := &clusterv1alpha1.Cluster{}
 	if err := hub.Get(ctx, client.ObjectKey{Name: cluster}, c); apierrors.IsNotFound(err) {
-		return forbidden("no such cluster")
+		c = nil
 	} else if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("reading cluster %s: %w", cluster, err))
 	}
-	switch {
-	case c.Spec.SyncMode != clusterv1alpha1.Pull:
-		return forbidden("it is not a Pull cluster")
-	case c.DeletionTimestamp != nil:
-		return forbidden("it is being removed")
-	case u.GetName() != registration.CurrentAgentUser(c):
-		return forbidden("only its current agent may")
-	case !inGroup(u, registration.AgentGroup):
-		return forbidden("not in group " + registration.AgentGroup)
+	if why := refusal(u, c); why != "" {
+		return apierrors.NewForbidden(clustersResource, cluster, fmt.Errorf("user %q may not open the tunnel of cluster %s: %s", u.GetName(), cluster, why))
 	}
 	return nil
+}
+
+// refusal says why u may not open the tunnel of c (nil: no such cluster), or "" when it may.
+func refusal(u user.Info, c *clusterv1alpha1.Cluster) string {
+	switch {
+	case c == nil:
+		return "no such cluster"
+	case c.Spec.SyncMode != clusterv1alpha1.Pull:
+		return "it is not a Pull cluster"
+	case c.DeletionTimestamp != nil:
+		return "it is being removed"
+	case u.GetName() != registration.CurrentAgentUser(c):
+		return "only its current agent may"
+	case !inGroup(u, registration.AgentGroup):
+		return "not in group " + registration.AgentGroup
+	}
+	return ""
 }
 
 func inGroup(u user.Info, group string) bool {
