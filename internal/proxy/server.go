@@ -10,9 +10,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	restclient "k8s.io/client-go/rest"
@@ -22,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 // ServiceName is the Service, in flotilla-system, that the proxy's APIService points at. It is of type
@@ -47,6 +50,8 @@ type Config struct {
 	Hub client.Reader
 	// Backends reach the members.
 	Backends Backends
+	// Tunnels, when set, serve clusters/NAME/attach: Pull clusters' agents open their tunnels there.
+	Tunnels *tunnel.Registry
 }
 
 // Server is the proxy's API server, ready to run.
@@ -78,6 +83,8 @@ func New(c Config) (*Server, error) {
 	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + GroupName}
 	// Watches and exec sessions through the proxy last up to the hub's own limit.
 	config.RequestTimeout = time.Minute
+	// An agent's tunnel lasts as long as the agent runs: no timeout, and no in-flight seat held.
+	config.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString(tunnel.Subresource))
 	if err := serving.ApplyTo(&config.SecureServing); err != nil {
 		return nil, err
 	}
@@ -101,6 +108,9 @@ func New(c Config) (*Server, error) {
 	group.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"clusters":       clusters,
 		"clusters/proxy": &proxyREST{clusters: clusters, backends: c.Backends},
+	}
+	if c.Tunnels != nil {
+		group.VersionedResourcesStorageMap[SchemeGroupVersion.Version]["clusters/"+tunnel.Subresource] = &attachREST{hub: c.Hub, tunnels: c.Tunnels}
 	}
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return nil, err
