@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -44,8 +46,20 @@ func (h *Hub) startProxy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	pki := h.controlPlane.PKI()
+	certFile, keyFile := filepath.Join(pki.Dir, "proxy-serving.crt"), filepath.Join(pki.Dir, "proxy-serving.key")
+	if err := pki.EnsureServingCert(certFile, keyFile, proxy.ServiceName, []string{proxy.ServiceHost, "127.0.0.1"}); err != nil {
+		return fmt.Errorf("proxy serving certificate: %w", err)
+	}
+	caBundle, err := os.ReadFile(pki.CACert())
+	if err != nil {
+		return err
+	}
 	server, err := proxy.New(proxy.Config{
 		Listener:       h.proxyLn,
+		CertFile:       certFile,
+		KeyFile:        keyFile,
+		CABundle:       caBundle,
 		AuthKubeconfig: h.AdminKubeconfig,
 		Hub:            reader,
 		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: h.pullBackend},

@@ -18,6 +18,7 @@ import (
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	openapicommon "k8s.io/kube-openapi/pkg/common"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,10 @@ const ServiceHost = ServiceName + "." + clusterv1alpha1.SystemNamespace + ".svc"
 type Config struct {
 	// Listener is where it serves; the hub's aggregator is sent there.
 	Listener net.Listener
+	// CertFile and KeyFile are its serving certificate, for ServiceHost; CABundle verifies it (the
+	// APIService carries it to the aggregator).
+	CertFile, KeyFile string
+	CABundle          []byte
 	// AuthKubeconfig is the kubeconfig of the hub that authentication (the front proxy's CA and headers, from
 	// kube-system/extension-apiserver-authentication) and authorization (SubjectAccessReviews) are
 	// delegated to.
@@ -64,12 +69,8 @@ func New(c Config) (*Server, error) {
 	serving := genericoptions.NewSecureServingOptions()
 	serving.Listener = c.Listener
 	serving.BindPort = c.Listener.Addr().(*net.TCPAddr).Port
-	// A certificate of its own, in memory, made at each start: the APIService carries its CA to the aggregator.
 	serving.ServerCert.CertDirectory = ""
-	if err := serving.MaybeDefaultWithSelfSignedCerts(ServiceHost, []string{ServiceHost}, []net.IP{net.IPv4(127, 0, 0, 1)}); err != nil {
-		return nil, err
-	}
-	caBundle, _ := serving.ServerCert.GeneratedCert.CurrentCertKeyContent()
+	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: c.CertFile, KeyFile: c.KeyFile}
 
 	config := genericapiserver.NewConfig(codecs)
 	config.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
@@ -114,7 +115,7 @@ func New(c Config) (*Server, error) {
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
-	return &Server{server: server, caBundle: caBundle}, nil
+	return &Server{server: server, caBundle: c.CABundle}, nil
 }
 
 // Run serves until ctx ends.
@@ -139,7 +140,7 @@ func (s *Server) Register(ctx context.Context, cfg *restclient.Config) error {
 		ObjectMeta: metav1.ObjectMeta{Name: ServiceName, Namespace: clusterv1alpha1.SystemNamespace},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: ServiceHost, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
 	}
-	if err := apply(ctx, hub, svc); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return apply(ctx, hub, svc.DeepCopy()) }); err != nil {
 		return fmt.Errorf("proxy Service: %w", err)
 	}
 	port := int32(443)
@@ -153,13 +154,14 @@ func (s *Server) Register(ctx context.Context, cfg *restclient.Config) error {
 			VersionPriority:      15,
 		},
 	}
-	if err := apply(ctx, hub, apiService); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return apply(ctx, hub, apiService.DeepCopy()) }); err != nil {
 		return fmt.Errorf("proxy APIService: %w", err)
 	}
 	return nil
 }
 
-// apply creates obj, or overwrites the spec of the one there.
+// apply creates obj, or overwrites the one there. Hubs that share one API register the same objects: each
+// start may rewrite them, and a conflict is retried.
 func apply(ctx context.Context, hub client.Client, obj client.Object) error {
 	err := hub.Create(ctx, obj)
 	if !apierrors.IsAlreadyExists(err) {
