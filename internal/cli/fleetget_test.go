@@ -50,3 +50,18 @@ func TestPrintFleetTable(t *testing.T) {
 		t.Errorf("with every cluster failing, printed %q, %v: want nothing (the error lines say it)", out.String(), err)
 	}
 }
+
+func TestAnnotatedItems(t *testing.T) {
+	for _, raw := range []string{
+		`{"apiVersion":"v1","kind":"ConfigMapList","items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}]}`,
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":{"x":"y"}}}`,
+	} {
+		items, err := annotatedItems([]byte(raw), "m1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(items) != 1 || items[0].GetName() != "a" || items[0].GetAnnotations()[AnnotationCluster] != "m1" {
+			t.Fatalf("annotatedItems(%s) = %v", raw, items)
+		}
+	}
+}
