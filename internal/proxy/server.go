@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/apiserver/pkg/util/compatibility"
 	restclient "k8s.io/client-go/rest"
@@ -76,8 +77,10 @@ func New(c Config) (*Server, error) {
 	config.SkipOpenAPIInstallation = true
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition { return nil }, openapinamer.NewDefinitionNamer(scheme))
 	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + GroupName}
-	// Watches and exec sessions through the proxy last up to the hub's own limit.
-	config.RequestTimeout = time.Minute
+	// Every request to clusters/NAME/proxy may be a watch, a log stream or an exec session (their verb here is
+	// "get" or "create"): like pods/proxy in kube-apiserver they are long-running, without the request timeout
+	// and outside the in-flight limits. The member applies its own.
+	config.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy"))
 	if err := serving.ApplyTo(&config.SecureServing); err != nil {
 		return nil, err
 	}
