@@ -50,6 +50,11 @@ type Config struct {
 	Backends Backends
 }
 
+// longRunning says which requests the request timeout and the in-flight limits leave alone. Every request to
+// clusters/NAME/proxy may be a watch, a log stream or an exec session (their verb here is "get" or
+// "create"): like pods/proxy in kube-apiserver they are long-running. The member applies its own limits.
+var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy"))
+
 // Server is the proxy's API server, ready to run.
 type Server struct {
 	server   *genericapiserver.GenericAPIServer
@@ -77,10 +82,7 @@ func New(c Config) (*Server, error) {
 	config.SkipOpenAPIInstallation = true
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition { return nil }, openapinamer.NewDefinitionNamer(scheme))
 	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + GroupName}
-	// Every request to clusters/NAME/proxy may be a watch, a log stream or an exec session (their verb here is
-	// "get" or "create"): like pods/proxy in kube-apiserver they are long-running, without the request timeout
-	// and outside the in-flight limits. The member applies its own.
-	config.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy"))
+	config.LongRunningFunc = longRunning
 	if err := serving.ApplyTo(&config.SecureServing); err != nil {
 		return nil, err
 	}
