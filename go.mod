@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/flotilla-io/flotilla/api v0.0.0-00010101000000-000000000000
+	github.com/hashicorp/yamux v0.1.2
 	github.com/prometheus/common v0.70.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
@@ -33,7 +34,9 @@ require (
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
+	github.com/liggitt/tabwriter v0.0.0-20181228230101-89fcab3d43de // indirect
 	golang.org/x/image v0.30.0 // indirect
+	k8s.io/cli-runtime v0.37.2 // indirect
 )
 
 require (

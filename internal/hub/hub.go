@@ -32,6 +32,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 const (
@@ -47,6 +48,9 @@ type Hub struct {
 	AdminKubeconfig string
 	// Identity names this hub process in the leader Lease: unique per process.
 	Identity string
+	// Tunnels are the tunnels Pull clusters' agents hold open to this hub process; the hub's proxy reaches
+	// those members through them.
+	Tunnels *tunnel.Registry
 
 	controlPlane *controlplane.ControlPlane
 	manager      ctrl.Manager
@@ -62,7 +66,8 @@ type Hub struct {
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
 // admin.kubeconfig is written. The controllers start with Run.
 func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err error) {
-	h := &Hub{}
+	h := &Hub{Tunnels: tunnel.NewRegistry()}
+	h.pullBackend = &proxy.PullBackend{Tunnels: h.Tunnels}
 	defer func() {
 		if err != nil {
 			h.stop()
@@ -130,7 +135,7 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		}
 	}
 	progress("controllers elect their leader as " + h.Identity)
-	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, Version: o.Version}, selected); err != nil {
+	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, Version: o.Version, Tunnels: h.Tunnels}, selected); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -259,6 +264,7 @@ func (h *Hub) Run(ctx context.Context) error {
 }
 
 func (h *Hub) stop() {
+	h.Tunnels.Close()
 	if h.proxyLn != nil {
 		// Serving closes it too; this covers a hub that failed before serving.
 		_ = h.proxyLn.Close()

@@ -63,6 +63,7 @@ func (h *Hub) startProxy(ctx context.Context) error {
 		AuthKubeconfig: h.AdminKubeconfig,
 		Hub:            reader,
 		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: h.pullBackend},
+		Tunnels:        h.Tunnels,
 	})
 	if err != nil {
 		return fmt.Errorf("proxy: %w", err)

@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 func TestImpersonating(t *testing.T) {
@@ -63,6 +65,7 @@ func TestProxyRequestsAreLongRunning(t *testing.T) {
 	}{
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1", Subresource: "proxy"}, true},
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "create", Resource: "clusters", Name: "m1", Subresource: "proxy"}, true},
+		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1", Subresource: tunnel.Subresource}, true},
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "watch", Resource: "clusters"}, true},
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1"}, false},
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "list", Resource: "clusters"}, false},

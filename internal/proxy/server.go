@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 // ServiceName is the Service, in flotilla-system, that the proxy's APIService points at. It is of type
@@ -48,12 +49,15 @@ type Config struct {
 	Hub client.Reader
 	// Backends reach the members.
 	Backends Backends
+	// Tunnels, when set, serve clusters/NAME/attach: Pull clusters' agents open their tunnels there.
+	Tunnels *tunnel.Registry
 }
 
 // longRunning says which requests the request timeout and the in-flight limits leave alone. Every request to
 // clusters/NAME/proxy may be a watch, a log stream or an exec session (their verb here is "get" or
-// "create"): like pods/proxy in kube-apiserver they are long-running. The member applies its own limits.
-var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy"))
+// "create"): like pods/proxy in kube-apiserver they are long-running; the member applies its own limits. An
+// agent's tunnel (clusters/NAME/attach) lasts as long as the agent runs.
+var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy", tunnel.Subresource))
 
 // Server is the proxy's API server, ready to run.
 type Server struct {
@@ -106,6 +110,9 @@ func New(c Config) (*Server, error) {
 	group.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"clusters":       clusters,
 		"clusters/proxy": &proxyREST{clusters: clusters, backends: c.Backends},
+	}
+	if c.Tunnels != nil {
+		group.VersionedResourcesStorageMap[SchemeGroupVersion.Version]["clusters/"+tunnel.Subresource] = &attachREST{hub: c.Hub, tunnels: c.Tunnels}
 	}
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return nil, err
