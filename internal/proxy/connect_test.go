@@ -7,6 +7,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
+
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 func TestImpersonating(t *testing.T) {
@@ -52,5 +55,25 @@ func TestImpersonating(t *testing.T) {
 				t.Fatalf("headers\n got %v\nwant %v", out.Header, tt.want)
 			}
 		})
+	}
+}
+
+func TestProxyRequestsAreLongRunning(t *testing.T) {
+	tests := []struct {
+		info *request.RequestInfo
+		want bool
+	}{
+		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1", Subresource: "proxy"}, true},
+		{&request.RequestInfo{IsResourceRequest: true, Verb: "create", Resource: "clusters", Name: "m1", Subresource: "proxy"}, true},
+		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1", Subresource: tunnel.Subresource}, true},
+		{&request.RequestInfo{IsResourceRequest: true, Verb: "watch", Resource: "clusters"}, true},
+		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1"}, false},
+		{&request.RequestInfo{IsResourceRequest: true, Verb: "list", Resource: "clusters"}, false},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodGet, "https://hub/", nil)
+		if got := longRunning(req, tt.info); got != tt.want {
+			t.Errorf("%s %s/%s: long-running %v, want %v", tt.info.Verb, tt.info.Resource, tt.info.Subresource, got, tt.want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +53,12 @@ type Config struct {
 	Tunnels *tunnel.Registry
 }
 
+// longRunning says which requests the request timeout and the in-flight limits leave alone. Every request to
+// clusters/NAME/proxy may be a watch, a log stream or an exec session (their verb here is "get" or
+// "create"): like pods/proxy in kube-apiserver they are long-running; the member applies its own limits. An
+// agent's tunnel (clusters/NAME/attach) lasts as long as the agent runs.
+var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy", tunnel.Subresource))
+
 // Server is the proxy's API server, ready to run.
 type Server struct {
 	server   *genericapiserver.GenericAPIServer
@@ -81,10 +86,7 @@ func New(c Config) (*Server, error) {
 	config.SkipOpenAPIInstallation = true
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition { return nil }, openapinamer.NewDefinitionNamer(scheme))
 	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + GroupName}
-	// Watches and exec sessions through the proxy last up to the hub's own limit.
-	config.RequestTimeout = time.Minute
-	// An agent's tunnel lasts as long as the agent runs: no timeout, and no in-flight seat held.
-	config.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString(tunnel.Subresource))
+	config.LongRunningFunc = longRunning
 	if err := serving.ApplyTo(&config.SecureServing); err != nil {
 		return nil, err
 	}
