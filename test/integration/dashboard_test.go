@@ -1,0 +1,322 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// liveWithin is how soon a change must show on an open page, without a reload.
+const liveWithin = 2 * time.Second
+
+// browser starts a headless Chromium at 1366×768, or skips the test saying how to install it.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("the dashboard's browser tests need Chromium: apt-get install chromium")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1366, 768),
+		chromedp.NoSandbox, chromedp.Flag("disable-dev-shm-usage", true))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, on a context without a deadline
+		t.Fatalf("starting Chromium: %v", err)
+	}
+	return ctx
+}
+
+// startDashboard runs flotilla dashboard with kubeconfig on a free port until the test ends, and returns
+// its URL.
+func startDashboard(t *testing.T, kubeconfig string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r, w := io.Pipe()
+	root := cli.NewRoot()
+	root.SetOut(w)
+	root.SetErr(w)
+	root.SetArgs([]string{"dashboard", "--kubeconfig", kubeconfig, "--port", "0"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx); _ = w.Close() }()
+	t.Cleanup(func() {
+		cancel()
+		go func() { _, _ = io.Copy(io.Discard, r) }()
+		if err := <-done; err != nil {
+			t.Errorf("flotilla dashboard: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(r).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "dashboard at ")
+	if err != nil || !ok {
+		t.Fatalf("flotilla dashboard printed %q: %v", line, err)
+	}
+	return url
+}
+
+// waitText waits until the element sel contains want.
+func waitText(ctx context.Context, sel, want string, timeout time.Duration) error {
+	q, _ := json.Marshal(sel)
+	w, _ := json.Marshal(want)
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`(() => { const e = document.querySelector(%s); return !!e && e.innerText.includes(%s); })()`, q, w),
+		chromedp.WithPollingTimeout(timeout)))
+	return err
+}
+
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(sel))
+	if err != nil {
+		t.Fatalf("reading %s: %v", sel, err)
+	}
+	return s
+}
+
+// screenshot saves the viewport to docs/dashboard/NAME.png, for the README.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard", name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noReload marks the page; a page that reloaded loses the mark.
+func noReload(t *testing.T, ctx context.Context, set bool) {
+	t.Helper()
+	expr := "window.__sameDocument === true"
+	if set {
+		expr = "window.__sameDocument = true"
+	}
+	same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+	if err != nil || !same {
+		t.Fatalf("the page reloaded (%v)", err)
+	}
+}
+
+// dashboardFleet: clusters dash-a (eu-west-1) and dash-b (us-east-1) serve Deployments, dash-c is tainted
+// gpu:NoSchedule; a Deployment of 4 replicas in dash-team is divided over those the policy names, and a
+// ConfigMap in dash-other is placed too.
+func dashboardFleet(t *testing.T) {
+	ctx := context.Background()
+	for _, ns := range []string{"dash-team", "dash-other"} {
+		createNamespace(t, ns)
+	}
+	for name, region := range map[string]string{"dash-a": "eu-west-1", "dash-b": "us-east-1", "dash-c": "us-east-1"} {
+		placeableCluster(t, name, nil)
+		c := &clusterv1alpha1.Cluster{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.Region, c.Spec.Zones = region, []string{region + "a"}
+		if name == "dash-c" {
+			c.Spec.Taints = append(c.Spec.Taints, corev1.Taint{Key: "gpu", Value: "yes", Effect: corev1.TaintEffectNoSchedule})
+		}
+		if err := env.Client.Patch(ctx, c, patch); err != nil {
+			t.Fatal(err)
+		}
+		updateClusterStatus(t, name, func(s *clusterv1alpha1.ClusterStatus) {
+			s.APIEnablements = append(s.APIEnablements, clusterv1alpha1.APIEnablement{GroupVersion: "apps/v1",
+				Resources: []clusterv1alpha1.APIResource{{Name: "deployments", Kind: "Deployment"}}})
+		})
+	}
+	labels := map[string]string{"app": "web"}
+	create(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "dash-team", Name: "web"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(4)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx:1.27"}}}}}})
+	policy := tolerantPolicy("dash-team", "web", []string{"dash-a", "dash-b", "dash-c"})
+	policy.Spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}
+	policy.Spec.Placement.ReplicaScheduling = &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided}
+	create(t, policy)
+	create(t, configMap("dash-other", "plans", nil))
+	create(t, tolerantPolicy("dash-other", "plans", []string{"dash-a"}))
+	waitPlaced(t, "dash-other", "plans", "dash-a")
+	waitDeployment(t, "dash-a=2,dash-b=2")
+}
+
+// waitDeployment waits until the binding of Deployment dash-team/web is placed as want says.
+func waitDeployment(t *testing.T, want string) {
+	t.Helper()
+	testenv.Eventually(t, hangGuard, "dash-team/web placed "+want, func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "dash-team", Name: "web-deployment"}, b); err != nil {
+			return err
+		}
+		var got []string
+		for _, c := range b.Spec.Clusters {
+			got = append(got, fmt.Sprintf("%s=%d", c.Name, c.Replicas))
+		}
+		if strings.Join(got, ",") != want || len(b.Status.NotPlacedOn) == 0 {
+			return fmt.Errorf("placed %v, verdicts %v", got, b.Status.NotPlacedOn)
+		}
+		return nil
+	})
+}
+
+// TestDashboard drives the dashboard in Chromium: the fleet's tiles, a workload's clusters, replicas and
+// why it is not on a cluster, live updates of a taint and a scale without a reload, and a person limited
+// to one namespace seeing only its workloads.
+func TestDashboard(t *testing.T) {
+	ctx := browser(t)
+	dashboardFleet(t)
+	url := startDashboard(t, env.Kubeconfig)
+
+	t.Run("fleet", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitText(ctx, `[data-cluster="dash-a"]`, "dash-a", 10*time.Second); err != nil {
+			t.Fatalf("no tile for dash-a: %v", err)
+		}
+		tile := text(t, ctx, `[data-cluster="dash-c"]`)
+		for _, want := range []string{"Pull", "v1.37.1", "3/3", "gpu=yes:NoSchedule"} {
+			if !strings.Contains(tile, want) {
+				t.Fatalf("dash-c's tile lacks %q:\n%s", want, tile)
+			}
+		}
+		if page := text(t, ctx, "main"); !strings.Contains(page, "eu-west-1") || !strings.Contains(page, "us-east-1") {
+			t.Fatalf("the fleet is not grouped by region:\n%s", page)
+		}
+		screenshot(t, ctx, "fleet")
+	})
+
+	t.Run("taint shows live", func(t *testing.T) {
+		noReload(t, ctx, true)
+		c := &clusterv1alpha1.Cluster{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "dash-a"}, c); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Spec.Taints = append(c.Spec.Taints, corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectPreferNoSchedule})
+		if err := env.Client.Patch(context.Background(), c, patch); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitText(ctx, `[data-cluster="dash-a"]`, "maintenance:PreferNoSchedule", liveWithin); err != nil {
+			t.Fatalf("the taint did not show within %s: %v\n%s", liveWithin, err, text(t, ctx, `[data-cluster="dash-a"]`))
+		}
+		noReload(t, ctx, false)
+	})
+
+	t.Run("workload", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"workloads")); err != nil {
+			t.Fatal(err)
+		}
+		row := `[data-workload="dash-team/web"]`
+		if err := waitText(ctx, row, "dash-a: 2", 10*time.Second); err != nil {
+			t.Fatalf("no row for dash-team/web with dash-a's replicas: %v", err)
+		}
+		if got := text(t, ctx, row); !strings.Contains(got, "dash-b: 2") || strings.Contains(got, "dash-c") || !strings.Contains(got, "dash-team/web") {
+			t.Fatalf("dash-team/web's placement: %s", got)
+		}
+		// The keyboard reaches the workload page: focus the row's link and press Enter.
+		if err := chromedp.Do(ctx, chromedp.Focus(row+" a"), chromedp.KeyEvent("\r"), chromedp.WaitVisible("#why-not")); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitText(ctx, ".whynot", "TaintToleration: have the untolerated taint gpu:NoSchedule", 10*time.Second); err != nil {
+			t.Fatalf("the workload page does not say why dash-c was left out: %v", err)
+		}
+		if got := text(t, ctx, "main"); !strings.Contains(got, "dash-a: 2 replicas") || !strings.Contains(got, "dash-b: 2 replicas") {
+			t.Fatalf("the workload page lacks the per-cluster replicas:\n%s", got)
+		}
+		screenshot(t, ctx, "workload")
+		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("why-not").scrollIntoView({block: "start"})`)); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "why-not")
+	})
+
+	t.Run("scale shows live", func(t *testing.T) {
+		noReload(t, ctx, true)
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "dash-team", Name: "web"}, d); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(d.DeepCopy())
+		d.Spec.Replicas = ptr.To(int32(6))
+		if err := env.Client.Patch(context.Background(), d, patch); err != nil {
+			t.Fatal(err)
+		}
+		waitDeployment(t, "dash-a=3,dash-b=3")
+		if err := waitText(ctx, "main", "dash-a: 3 replicas", liveWithin); err != nil {
+			t.Fatalf("the new placement did not show within %s of the scheduler's: %v", liveWithin, err)
+		}
+		noReload(t, ctx, false)
+	})
+
+	t.Run("phone width", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(url+"workloads")); err != nil {
+			t.Fatal(err)
+		}
+		wide, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("document.documentElement.scrollWidth <= window.innerWidth + 1"))
+		if err != nil || !wide {
+			t.Fatalf("the workloads page scrolls sideways at 390 px (%v)", err)
+		}
+		_ = chromedp.Do(ctx, chromedp.EmulateViewport(1366, 768))
+	})
+
+	t.Run("a namespace user sees only its workloads", func(t *testing.T) {
+		url := startDashboard(t, namespaceUserKubeconfig(t, "dash-alice", "dash-team"))
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"workloads")); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitText(ctx, `[data-workload="dash-team/web"]`, "dash-a", 10*time.Second); err != nil {
+			t.Fatalf("dash-alice does not see dash-team/web: %v\n%s", err, text(t, ctx, "main"))
+		}
+		if got := text(t, ctx, "main"); strings.Contains(got, "dash-other") || strings.Contains(got, "plans") {
+			t.Fatalf("dash-alice sees another namespace's workload:\n%s", got)
+		}
+	})
+}
+
+// namespaceUserKubeconfig writes a kubeconfig that acts as user (through the admin's impersonation), who
+// may read templates, bindings and policies in namespace only.
+func namespaceUserKubeconfig(t *testing.T, user, namespace string) string {
+	t.Helper()
+	create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"work.flotilla.io", "policy.flotilla.io", "apps", ""}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+		}})
+	create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: user},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}})
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := cfg.Contexts[cfg.CurrentContext]
+	current.Namespace = namespace
+	cfg.AuthInfos[current.AuthInfo].Impersonate = user
+	path := filepath.Join(t.TempDir(), user+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
