@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	"k8s.io/kubernetes/pkg/controlplane/reconcilers"
@@ -77,8 +79,12 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	return s
 }
 
-// runAPIServer completes and validates the options, then serves until ctx ends.
-func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions) error {
+// runAPIServer completes and validates the options, then serves until ctx ends. It builds the server as
+// kube-apiserver's own Run does, and mounts handlers (path prefix → handler) on the server's non-REST mux
+// before it runs: they are served on the secure port behind the whole filter chain (authentication, audit,
+// impersonation, priority and fairness, authorization as non-resource URLs), with the requester's
+// user.Info in the request's context.
+func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, handlers map[string]http.Handler) error {
 	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		return fmt.Errorf("kube-apiserver feature gates: %w", err)
 	}
@@ -90,7 +96,31 @@ func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions) err
 	if errs := completed.Validate(); len(errs) != 0 {
 		return fmt.Errorf("kube-apiserver options: %w", utilerrors.NewAggregate(errs))
 	}
-	return apiserverapp.Run(ctx, completed)
+	if completed.InformerName == nil {
+		if completed.InformerName, err = cache.NewInformerName("kube-apiserver"); err != nil {
+			return err
+		}
+	}
+	config, err := apiserverapp.NewConfig(completed)
+	if err != nil {
+		return err
+	}
+	completedConfig, err := config.Complete()
+	if err != nil {
+		return err
+	}
+	server, err := apiserverapp.CreateServerChain(completedConfig)
+	if err != nil {
+		return err
+	}
+	for prefix, h := range handlers {
+		server.GenericAPIServer.Handler.NonGoRestfulMux.HandlePrefix(prefix, h)
+	}
+	prepared, err := server.PrepareRun()
+	if err != nil {
+		return err
+	}
+	return prepared.Run(ctx)
 }
 
 // hostsFor lists the names the serving certificate must cover.

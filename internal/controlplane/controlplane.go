@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,6 +60,9 @@ type Config struct {
 	// EncryptedResources are resources (resource.group) stored encrypted in etcd besides Secrets, such as
 	// custom resources that carry copies of Secrets.
 	EncryptedResources []string
+	// Handlers are served on the secure port at their path prefixes, after kube-apiserver has authenticated
+	// the request and authorized it as a non-resource URL (the hub's dashboard).
+	Handlers map[string]http.Handler
 	// SigningDuration, when set, caps the lifetime of certificates the CSR signer issues.
 	SigningDuration time.Duration
 	// Progress, if set, is told about each step as it completes.
@@ -162,7 +166,7 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
 	go func() {
 		defer close(cp.apiServerDone)
-		if err := runAPIServer(apiCtx, opts); err != nil && apiCtx.Err() == nil {
+		if err := runAPIServer(apiCtx, opts, c.Handlers); err != nil && apiCtx.Err() == nil {
 			cp.failed <- fmt.Errorf("kube-apiserver: %w", err)
 		}
 	}()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/dashboard"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
@@ -48,6 +50,7 @@ type Hub struct {
 
 	controlPlane *controlplane.ControlPlane
 	manager      ctrl.Manager
+	dashboard    lateHandler
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
@@ -92,6 +95,9 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", clusterv1alpha1.SystemNamespace))
 
 	if o.Embedded() {
+		if err := h.startDashboard(ctx); err != nil {
+			return nil, err
+		}
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
 			return nil, err
@@ -150,6 +156,7 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		LeaderElect:     len(o.EtcdServers) > 0,
 		SigningDuration: o.MaxAgentCertTTL,
 		Progress:        progress,
+		Handlers:        map[string]http.Handler{dashboard.Prefix: &h.dashboard},
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)

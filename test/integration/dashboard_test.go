@@ -300,13 +300,7 @@ func TestDashboard(t *testing.T) {
 // may read templates, bindings and policies in namespace only.
 func namespaceUserKubeconfig(t *testing.T, user, namespace string) string {
 	t.Helper()
-	create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: user},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"work.flotilla.io", "policy.flotilla.io", "apps", ""}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
-		}})
-	create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: user},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: user},
-		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: user}}})
+	grantNamespaceReader(t, namespace, user, rbacv1.UserKind)
 	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -319,4 +313,21 @@ func namespaceUserKubeconfig(t *testing.T, user, namespace string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// grantNamespaceReader lets a User or ServiceAccount (of namespace) read templates, bindings and policies in
+// namespace, and nothing else.
+func grantNamespaceReader(t *testing.T, namespace, name, kind string) {
+	t.Helper()
+	create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "reader-" + name},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"work.flotilla.io", "policy.flotilla.io", "apps", ""}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+		}})
+	subject := rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: kind, Name: name}
+	if kind == rbacv1.ServiceAccountKind {
+		subject = rbacv1.Subject{Kind: kind, Name: name, Namespace: namespace}
+	}
+	create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "reader-" + name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader-" + name},
+		Subjects: []rbacv1.Subject{subject}})
 }
