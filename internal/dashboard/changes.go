@@ -42,6 +42,7 @@ type Notifier struct {
 	subs   map[int]chan Change
 	next   int
 	starts []func(<-chan struct{})
+	syncs  []func(<-chan struct{}) map[schema.GroupVersionResource]bool
 }
 
 // NewNotifier watches with cfg's credentials every kind they may list and watch in every namespace; a
@@ -56,21 +57,28 @@ func NewNotifier(ctx context.Context, cfg *rest.Config, fallbackNamespace string
 	if err != nil {
 		return nil, err
 	}
+	return newNotifier(meta, fallbackNamespace, func(gvr schema.GroupVersionResource, namespace string) (bool, error) {
+		return mayWatch(ctx, kube, gvr, namespace)
+	})
+}
+
+// newNotifier watches through meta what allowed says it may.
+func newNotifier(meta metadata.Interface, fallbackNamespace string, allowed func(schema.GroupVersionResource, string) (bool, error)) (*Notifier, error) {
 	n := &Notifier{subs: map[int]chan Change{}}
 	factories := map[string]metadatainformer.SharedInformerFactory{}
 	for gvr, namespaced := range watched {
 		namespace := metav1.NamespaceAll
-		allowed, err := mayWatch(ctx, kube, gvr, namespace)
+		ok, err := allowed(gvr, namespace)
 		if err != nil {
 			return nil, err
 		}
-		if !allowed && namespaced && fallbackNamespace != "" {
+		if !ok && namespaced && fallbackNamespace != "" {
 			namespace = fallbackNamespace
-			if allowed, err = mayWatch(ctx, kube, gvr, namespace); err != nil {
+			if ok, err = allowed(gvr, namespace); err != nil {
 				return nil, err
 			}
 		}
-		if !allowed {
+		if !ok {
 			continue
 		}
 		f := factories[namespace]
@@ -78,6 +86,7 @@ func NewNotifier(ctx context.Context, cfg *rest.Config, fallbackNamespace string
 			f = metadatainformer.NewFilteredSharedInformerFactory(meta, 0, namespace, nil)
 			factories[namespace] = f
 			n.starts = append(n.starts, f.Start)
+			n.syncs = append(n.syncs, f.WaitForCacheSync)
 		}
 		publish := func(obj any) {
 			if o, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -120,6 +129,13 @@ func mayWatch(ctx context.Context, kube kubernetes.Interface, gvr schema.GroupVe
 func (n *Notifier) Start(stop <-chan struct{}) {
 	for _, start := range n.starts {
 		start(stop)
+	}
+}
+
+// WaitForSync waits until every informer has listed its kind, or stop closes.
+func (n *Notifier) WaitForSync(stop <-chan struct{}) {
+	for _, sync := range n.syncs {
+		sync(stop)
 	}
 }
 

@@ -51,8 +51,13 @@ type workloadsPage struct {
 	Namespace, Kind, Cluster, State string
 	Namespaces, Kinds, Clusters     []string
 	States                          []string
-	Shown, Total                    int
+	Shown, Total, Hidden            int
+	AllURL                          string // this page with every row
 }
+
+// pageRows is how many rows the workloads page shows unless asked for all: the worst come first, and a
+// thousand rows take a browser longer to lay out than the server to render.
+const pageRows = 200
 
 // listWorkloads reads every binding the person may list (the cluster-scoped ones only when they may), worst
 // state first.
@@ -183,6 +188,12 @@ func (s *Server) workloads(r *http.Request, c client.Client) (string, any, error
 	}
 	for _, list := range [][]string{page.Namespaces, page.Kinds, page.Clusters} {
 		slices.Sort(list)
+	}
+	if q.Get("all") == "" && len(page.Rows) > pageRows {
+		page.Hidden, page.Rows = len(page.Rows)-pageRows, page.Rows[:pageRows]
+		all := r.URL.Query()
+		all.Set("all", "1")
+		page.AllURL = Prefix + "workloads?" + all.Encode()
 	}
 	page.Shown = len(page.Rows)
 	return "Workloads", page, nil
