@@ -3,9 +3,11 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -50,6 +52,25 @@ func TestExplainSaysWhyNotHere(t *testing.T) {
 	}
 	if strings.Contains(row(out, "explain-b"), "ClusterAffinity") {
 		t.Fatalf("explain-b is in the affinity, yet explain says it is not:\n%s", out)
+	}
+
+	// A pass that finds the same verdicts writes nothing: a label change on a cluster wakes the scheduler for
+	// every binding, and the reasons, which name no time and come in a fixed order, stay as they were.
+	before := settledBinding(t, ns, "web")
+	reconciles := schedulerReconciles(t)
+	bindings := &workv1alpha1.ResourceBindingList{}
+	if err := env.Client.List(ctx, bindings); err != nil {
+		t.Fatal(err)
+	}
+	labelCluster(t, "explain-c", map[string]string{"explain": "woken"})
+	testenv.Eventually(t, hangGuard, "the scheduler woken for every binding", func() error {
+		if woken := schedulerReconciles(t) - reconciles; woken < float64(len(bindings.Items)) {
+			return fmt.Errorf("%v reconciles of %d bindings", woken, len(bindings.Items))
+		}
+		return nil
+	})
+	if after, err := binding(ctx, configMapKind, ns, "web"); err != nil || after.ResourceVersion != before.ResourceVersion {
+		t.Fatalf("the same verdicts were written again (%v): %+v", err, after.Status.NotPlacedOn)
 	}
 
 	one, err := runFlotilla(ctx, "explain", "configmap/web", "-n", ns, "--cluster", "explain-b")
