@@ -271,6 +271,28 @@ func TestDashboard(t *testing.T) {
 		noReload(t, ctx, false)
 	})
 
+	t.Run("cluster and policies", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"clusters/dash-b")); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitText(ctx, "main", "Workloads placed here", 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := text(t, ctx, "main"); !strings.Contains(got, "Deployment dash-team/web") || !strings.Contains(got, "apps/v1 (1 kinds)") ||
+			strings.Contains(got, "dash-other/plans") {
+			t.Fatalf("dash-b's page:\n%s", got)
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"policies")); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitText(ctx, `[data-policy="dash-team/web"]`, "Deployment named web", 10*time.Second); err != nil {
+			t.Fatalf("no row for the policy dash-team/web: %v", err)
+		}
+		if got := text(t, ctx, `[data-policy="dash-team/web"]`); !strings.Contains(got, "clusters dash-a, dash-b, dash-c; Divided") {
+			t.Fatalf("the policy's row: %s", got)
+		}
+	})
+
 	t.Run("phone width", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(url+"workloads")); err != nil {
 			t.Fatal(err)
