@@ -3,11 +3,8 @@ package integration
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,27 +25,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/cli"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
-
-// liveWithin is how soon a change must show on an open page, without a reload.
-const liveWithin = 2 * time.Second
-
-// browser starts a headless Chromium at 1366×768, or skips the test saying how to install it.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("the dashboard's browser tests need Chromium: apt-get install chromium")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.WindowSize(1366, 768),
-		chromedp.NoSandbox, chromedp.Flag("disable-dev-shm-usage", true))
-	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(alloc)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, on a context without a deadline
-		t.Fatalf("starting Chromium: %v", err)
-	}
-	return ctx
-}
 
 // startDashboard runs flotilla dashboard with kubeconfig on a free port until the test ends, and returns
 // its URL.
@@ -75,49 +51,6 @@ func startDashboard(t *testing.T, kubeconfig string) string {
 		t.Fatalf("flotilla dashboard printed %q: %v", line, err)
 	}
 	return url
-}
-
-// waitText waits until the element sel contains want.
-func waitText(ctx context.Context, sel, want string, timeout time.Duration) error {
-	q, _ := json.Marshal(sel)
-	w, _ := json.Marshal(want)
-	_, err := chromedp.Run(ctx, chromedp.Poll[bool](fmt.Sprintf(`(() => { const e = document.querySelector(%s); return !!e && e.innerText.includes(%s); })()`, q, w),
-		chromedp.WithPollingTimeout(timeout)))
-	return err
-}
-
-func text(t *testing.T, ctx context.Context, sel string) string {
-	t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(sel))
-	if err != nil {
-		t.Fatalf("reading %s: %v", sel, err)
-	}
-	return s
-}
-
-// screenshot saves the viewport to docs/dashboard/NAME.png, for the README.
-func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard", name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// noReload marks the page; a page that reloaded loses the mark.
-func noReload(t *testing.T, ctx context.Context, set bool) {
-	t.Helper()
-	expr := "window.__sameDocument === true"
-	if set {
-		expr = "window.__sameDocument = true"
-	}
-	same, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
-	if err != nil || !same {
-		t.Fatalf("the page reloaded (%v)", err)
-	}
 }
 
 // dashboardFleet: clusters dash-a (eu-west-1) and dash-b (us-east-1) serve Deployments, dash-c is tainted
@@ -185,7 +118,7 @@ func waitDeployment(t *testing.T, want string) {
 // why it is not on a cluster, live updates of a taint and a scale without a reload, and a person limited
 // to one namespace seeing only its workloads.
 func TestDashboard(t *testing.T) {
-	ctx := browser(t)
+	ctx := testenv.Browser(t)
 	dashboardFleet(t)
 	url := startDashboard(t, env.Kubeconfig)
 
@@ -193,23 +126,23 @@ func TestDashboard(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitText(ctx, `[data-cluster="dash-a"]`, "dash-a", 10*time.Second); err != nil {
+		if err := testenv.WaitText(ctx, `[data-cluster="dash-a"]`, "dash-a", 10*time.Second); err != nil {
 			t.Fatalf("no tile for dash-a: %v", err)
 		}
-		tile := text(t, ctx, `[data-cluster="dash-c"]`)
+		tile := testenv.Text(t, ctx, `[data-cluster="dash-c"]`)
 		for _, want := range []string{"Pull", "v1.37.1", "3/3", "gpu=yes:NoSchedule"} {
 			if !strings.Contains(tile, want) {
 				t.Fatalf("dash-c's tile lacks %q:\n%s", want, tile)
 			}
 		}
-		if page := text(t, ctx, "main"); !strings.Contains(page, "eu-west-1") || !strings.Contains(page, "us-east-1") {
+		if page := testenv.Text(t, ctx, "main"); !strings.Contains(page, "eu-west-1") || !strings.Contains(page, "us-east-1") {
 			t.Fatalf("the fleet is not grouped by region:\n%s", page)
 		}
-		screenshot(t, ctx, "fleet")
+		testenv.Screenshot(t, ctx, filepath.Join("..", "..", "docs", "dashboard", "fleet.png"))
 	})
 
 	t.Run("taint shows live", func(t *testing.T) {
-		noReload(t, ctx, true)
+		testenv.NoReload(t, ctx, true)
 		c := &clusterv1alpha1.Cluster{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "dash-a"}, c); err != nil {
 			t.Fatal(err)
@@ -219,10 +152,10 @@ func TestDashboard(t *testing.T) {
 		if err := env.Client.Patch(context.Background(), c, patch); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitText(ctx, `[data-cluster="dash-a"]`, "maintenance:PreferNoSchedule", liveWithin); err != nil {
-			t.Fatalf("the taint did not show within %s: %v\n%s", liveWithin, err, text(t, ctx, `[data-cluster="dash-a"]`))
+		if err := testenv.WaitText(ctx, `[data-cluster="dash-a"]`, "maintenance:PreferNoSchedule", testenv.LiveWithin); err != nil {
+			t.Fatalf("the taint did not show within %s: %v\n%s", testenv.LiveWithin, err, testenv.Text(t, ctx, `[data-cluster="dash-a"]`))
 		}
-		noReload(t, ctx, false)
+		testenv.NoReload(t, ctx, false)
 	})
 
 	t.Run("workload", func(t *testing.T) {
@@ -230,31 +163,31 @@ func TestDashboard(t *testing.T) {
 			t.Fatal(err)
 		}
 		row := `[data-workload="dash-team/web"]`
-		if err := waitText(ctx, row, "dash-a: 2", 10*time.Second); err != nil {
+		if err := testenv.WaitText(ctx, row, "dash-a: 2", 10*time.Second); err != nil {
 			t.Fatalf("no row for dash-team/web with dash-a's replicas: %v", err)
 		}
-		if got := text(t, ctx, row); !strings.Contains(got, "dash-b: 2") || strings.Contains(got, "dash-c") || !strings.Contains(got, "dash-team/web") {
+		if got := testenv.Text(t, ctx, row); !strings.Contains(got, "dash-b: 2") || strings.Contains(got, "dash-c") || !strings.Contains(got, "dash-team/web") {
 			t.Fatalf("dash-team/web's placement: %s", got)
 		}
 		// The keyboard reaches the workload page: focus the row's link and press Enter.
 		if err := chromedp.Do(ctx, chromedp.Focus(row+" a"), chromedp.KeyEvent("\r"), chromedp.WaitVisible("#why-not")); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitText(ctx, ".whynot", "TaintToleration: have the untolerated taint gpu:NoSchedule", 10*time.Second); err != nil {
+		if err := testenv.WaitText(ctx, ".whynot", "TaintToleration: have the untolerated taint gpu:NoSchedule", 10*time.Second); err != nil {
 			t.Fatalf("the workload page does not say why dash-c was left out: %v", err)
 		}
-		if got := text(t, ctx, "main"); !strings.Contains(got, "dash-a: 2 replicas") || !strings.Contains(got, "dash-b: 2 replicas") {
+		if got := testenv.Text(t, ctx, "main"); !strings.Contains(got, "dash-a: 2 replicas") || !strings.Contains(got, "dash-b: 2 replicas") {
 			t.Fatalf("the workload page lacks the per-cluster replicas:\n%s", got)
 		}
-		screenshot(t, ctx, "workload")
+		testenv.Screenshot(t, ctx, filepath.Join("..", "..", "docs", "dashboard", "workload.png"))
 		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("why-not").scrollIntoView({block: "start"})`)); err != nil {
 			t.Fatal(err)
 		}
-		screenshot(t, ctx, "why-not")
+		testenv.Screenshot(t, ctx, filepath.Join("..", "..", "docs", "dashboard", "why-not.png"))
 	})
 
 	t.Run("scale shows live", func(t *testing.T) {
-		noReload(t, ctx, true)
+		testenv.NoReload(t, ctx, true)
 		d := &appsv1.Deployment{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "dash-team", Name: "web"}, d); err != nil {
 			t.Fatal(err)
@@ -265,30 +198,30 @@ func TestDashboard(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitDeployment(t, "dash-a=3,dash-b=3")
-		if err := waitText(ctx, "main", "dash-a: 3 replicas", liveWithin); err != nil {
-			t.Fatalf("the new placement did not show within %s of the scheduler's: %v", liveWithin, err)
+		if err := testenv.WaitText(ctx, "main", "dash-a: 3 replicas", testenv.LiveWithin); err != nil {
+			t.Fatalf("the new placement did not show within %s of the scheduler's: %v", testenv.LiveWithin, err)
 		}
-		noReload(t, ctx, false)
+		testenv.NoReload(t, ctx, false)
 	})
 
 	t.Run("cluster and policies", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(url+"clusters/dash-b")); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitText(ctx, "main", "Workloads placed here", 10*time.Second); err != nil {
+		if err := testenv.WaitText(ctx, "main", "Workloads placed here", 10*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if got := text(t, ctx, "main"); !strings.Contains(got, "Deployment dash-team/web") || !strings.Contains(got, "apps/v1 (1 kinds)") ||
+		if got := testenv.Text(t, ctx, "main"); !strings.Contains(got, "Deployment dash-team/web") || !strings.Contains(got, "apps/v1 (1 kinds)") ||
 			strings.Contains(got, "dash-other/plans") {
 			t.Fatalf("dash-b's page:\n%s", got)
 		}
 		if err := chromedp.Do(ctx, chromedp.Navigate(url+"policies")); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitText(ctx, `[data-policy="dash-team/web"]`, "Deployment named web", 10*time.Second); err != nil {
+		if err := testenv.WaitText(ctx, `[data-policy="dash-team/web"]`, "Deployment named web", 10*time.Second); err != nil {
 			t.Fatalf("no row for the policy dash-team/web: %v", err)
 		}
-		if got := text(t, ctx, `[data-policy="dash-team/web"]`); !strings.Contains(got, "clusters dash-a, dash-b, dash-c; Divided") {
+		if got := testenv.Text(t, ctx, `[data-policy="dash-team/web"]`); !strings.Contains(got, "clusters dash-a, dash-b, dash-c; Divided") {
 			t.Fatalf("the policy's row: %s", got)
 		}
 	})
@@ -309,10 +242,10 @@ func TestDashboard(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(url+"workloads")); err != nil {
 			t.Fatal(err)
 		}
-		if err := waitText(ctx, `[data-workload="dash-team/web"]`, "dash-a", 10*time.Second); err != nil {
-			t.Fatalf("dash-alice does not see dash-team/web: %v\n%s", err, text(t, ctx, "main"))
+		if err := testenv.WaitText(ctx, `[data-workload="dash-team/web"]`, "dash-a", 10*time.Second); err != nil {
+			t.Fatalf("dash-alice does not see dash-team/web: %v\n%s", err, testenv.Text(t, ctx, "main"))
 		}
-		if got := text(t, ctx, "main"); strings.Contains(got, "dash-other") || strings.Contains(got, "plans") {
+		if got := testenv.Text(t, ctx, "main"); strings.Contains(got, "dash-other") || strings.Contains(got, "plans") {
 			t.Fatalf("dash-alice sees another namespace's workload:\n%s", got)
 		}
 	})
