@@ -138,7 +138,6 @@ func TestDashboard(t *testing.T) {
 		if page := testenv.Text(t, ctx, "main"); !strings.Contains(page, "eu-west-1") || !strings.Contains(page, "us-east-1") {
 			t.Fatalf("the fleet is not grouped by region:\n%s", page)
 		}
-		testenv.Screenshot(t, ctx, filepath.Join("..", "..", "docs", "dashboard", "fleet.png"))
 	})
 
 	t.Run("taint shows live", func(t *testing.T) {
@@ -179,11 +178,6 @@ func TestDashboard(t *testing.T) {
 		if got := testenv.Text(t, ctx, "main"); !strings.Contains(got, "dash-a: 2 replicas") || !strings.Contains(got, "dash-b: 2 replicas") {
 			t.Fatalf("the workload page lacks the per-cluster replicas:\n%s", got)
 		}
-		testenv.Screenshot(t, ctx, filepath.Join("..", "..", "docs", "dashboard", "workload.png"))
-		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("why-not").scrollIntoView({block: "start"})`)); err != nil {
-			t.Fatal(err)
-		}
-		testenv.Screenshot(t, ctx, filepath.Join("..", "..", "docs", "dashboard", "why-not.png"))
 	})
 
 	t.Run("scale shows live", func(t *testing.T) {
