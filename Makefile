@@ -14,7 +14,7 @@ LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli.Version=$(VERSI
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
-.PHONY: all build run generate verify check-imports test test-unit test-integration test-e2e bench-smoke no-leftovers clean
+.PHONY: all build run generate verify check-imports test-deps test test-unit test-integration test-e2e bench-smoke no-leftovers clean
 
 all: build
 
@@ -53,8 +53,15 @@ check-imports:
 	  if [ -n "$$bad" ]; then echo "internal/$$p must not import: $$bad"; exit 1; fi; \
 	done
 
+## test-deps: what the tests need beyond Go: Chromium for the dashboard's browser tests (Debian's package,
+## installed with apt-get when this runs as root; otherwise those tests skip and say how to get it)
+test-deps:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; } || \
+	  echo "Chromium is missing: the dashboard's browser tests will skip (apt-get install chromium)"
+
 ## test: every tier — verify, unit, integration, e2e, a tiny run of each benchmark — and no process left behind
-test: verify test-unit test-integration test-e2e bench-smoke no-leftovers
+test: test-deps verify test-unit test-integration test-e2e bench-smoke no-leftovers
 
 ## test-unit: fast tests of pure logic, and a short run of each fuzz target
 test-unit:

@@ -18,7 +18,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/detector"
 )
 
 // printBindings prints bindings as a table: where each template runs, how it is doing, and which clusters it
@@ -132,17 +131,9 @@ func newStatusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			gvk, namespaced, err := templateKind(kube.Discovery(), target.kind)
+			b, err := templateBinding(cmd.Context(), c, kube, target, namespace)
 			if err != nil {
 				return err
-			}
-			var b binding = &workv1alpha1.ClusterResourceBinding{}
-			key := client.ObjectKey{Name: detector.BindingName(gvk.GroupKind(), target.name)}
-			if namespaced {
-				b, key.Namespace = &workv1alpha1.ResourceBinding{}, namespace
-			}
-			if err := c.Get(cmd.Context(), key, b); err != nil {
-				return fmt.Errorf("%s/%s is not placed by any policy: %w", target.kind, target.name, err)
 			}
 			if output != "" {
 				return printBindingObjects(cmd.OutOrStdout(), output, c, false, b)

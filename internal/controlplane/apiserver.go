@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -81,8 +82,11 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 }
 
 // runAPIServer completes and validates the options, then serves until ctx ends. It is kube-apiserver's own
-// Run (options → Config → server chain) with one step added: the aggregator resolves localServices itself.
-func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, localServices map[string]*url.URL) error {
+// Run (options → Config → server chain) with two steps added: the aggregator resolves localServices itself,
+// and handlers (path prefix → handler) are mounted on the server's non-REST mux before it runs: they are
+// served on the secure port behind the whole filter chain (authentication, audit, impersonation, priority
+// and fairness, authorization as non-resource URLs), with the requester's user.Info in the request's context.
+func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, localServices map[string]*url.URL, handlers map[string]http.Handler) error {
 	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		return fmt.Errorf("kube-apiserver feature gates: %w", err)
 	}
@@ -113,6 +117,9 @@ func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, loc
 	server, err := apiserverapp.CreateServerChain(cc)
 	if err != nil {
 		return err
+	}
+	for prefix, h := range handlers {
+		server.GenericAPIServer.Handler.NonGoRestfulMux.HandlePrefix(prefix, h)
 	}
 	prepared, err := server.PrepareRun()
 	if err != nil {

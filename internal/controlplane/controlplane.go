@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -60,6 +61,9 @@ type Config struct {
 	// EncryptedResources are resources (resource.group) stored encrypted in etcd besides Secrets, such as
 	// custom resources that carry copies of Secrets.
 	EncryptedResources []string
+	// Handlers are served on the secure port at their path prefixes, after kube-apiserver has authenticated
+	// the request and authorized it as a non-resource URL (the hub's dashboard).
+	Handlers map[string]http.Handler
 	// SigningDuration, when set, caps the lifetime of certificates the CSR signer issues.
 	SigningDuration time.Duration
 	// LocalServices are Services, keyed "namespace/name", that kube-apiserver's aggregator reaches at a
@@ -166,7 +170,7 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
 	go func() {
 		defer close(cp.apiServerDone)
-		if err := runAPIServer(apiCtx, opts, c.LocalServices); err != nil && apiCtx.Err() == nil {
+		if err := runAPIServer(apiCtx, opts, c.LocalServices, c.Handlers); err != nil && apiCtx.Err() == nil {
 			cp.failed <- fmt.Errorf("kube-apiserver: %w", err)
 		}
 	}()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/dashboard"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -54,6 +56,7 @@ type Hub struct {
 
 	controlPlane *controlplane.ControlPlane
 	manager      ctrl.Manager
+	dashboard    lateHandler
 
 	// The proxy to members (proxy.go); only the embedded hub serves it.
 	proxyLn     net.Listener
@@ -106,6 +109,9 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", clusterv1alpha1.SystemNamespace))
 
 	if o.Embedded() {
+		if err := h.startDashboard(ctx); err != nil {
+			return nil, err
+		}
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
 			return nil, err
@@ -167,6 +173,7 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		LeaderElect:     len(o.EtcdServers) > 0,
 		SigningDuration: o.MaxAgentCertTTL,
 		Progress:        progress,
+		Handlers:        map[string]http.Handler{dashboard.Prefix: &h.dashboard},
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)

@@ -51,7 +51,7 @@ type binding interface {
 }
 
 // fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks,
-// spec.failoverRecords, the Scheduled condition and the schedulerObserved fields.
+// spec.failoverRecords, the Scheduled condition, the schedulerObserved fields and status.notPlacedOn.
 var fieldManager = workv1alpha1.ControllerFieldManager("scheduler")
 
 // Controller writes each binding's placement (spec.clusters), its eviction tasks and its Scheduled condition.
@@ -195,7 +195,8 @@ func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alph
 	return obj.GetGeneration(), nil
 }
 
-// writeStatus applies the Scheduled condition and the schedulerObserved fields when they change, and
+// writeStatus applies the Scheduled condition, the schedulerObserved fields and the verdicts on the clusters
+// left out (notPlacedOn) when they change, and
 // records an event when the binding cannot be placed as asked. When the binding is not placed, the observed
 // generation, affinity group and time of the last placement stay as they were.
 func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condition, placed, answered bool, result Result) error {
@@ -208,6 +209,11 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 		LastScheduledTime:             status.LastScheduledTime,
 		RescheduleTriggerObserved:     status.RescheduleTriggerObserved,
 		Conditions:                    []metav1.Condition{*meta.FindStatusCondition(conditions, cond.Type)},
+	}
+	// Why each cluster left out was, written with the rest and only when it changes.
+	observed.NotPlacedOn, observed.NotPlacedOnOmitted = BoundVerdicts(result.Verdicts)
+	if !equality.Semantic.DeepEqual(observed.NotPlacedOn, status.NotPlacedOn) || observed.NotPlacedOnOmitted != status.NotPlacedOnOmitted {
+		changed = true
 	}
 	// A fresh pass that placed the binding answered its trigger, even when the placement stayed the same.
 	if trigger := b.BindingSpec().RescheduleTriggeredAt; answered && !trigger.Equal(observed.RescheduleTriggerObserved) {

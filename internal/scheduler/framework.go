@@ -85,6 +85,9 @@ type Result struct {
 	// Note says how the placement departs from what the policy asked, for example equal weights because no
 	// static weight entry selects a feasible cluster; empty when it does not.
 	Note string
+	// Verdicts say why each cluster left out was not chosen; set also when nothing fits. With
+	// clusterAffinities they are those of the group used or, when none fits, of every group tried.
+	Verdicts []workv1alpha1.ClusterVerdict
 }
 
 // Schedule places a binding. With clusterAffinities the groups are tried in order, starting with the group
@@ -125,24 +128,29 @@ func Fresh(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.Resource
 
 func (f *Framework) schedule(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, observedAffinity string, fresh bool) (Result, error) {
 	if b.Placement == nil || len(b.Placement.ClusterAffinities) == 0 {
-		targets, note, err := f.scheduleOne(b, clusters, fresh)
-		return Result{Clusters: targets, Evicted: f.evicted(b, clusters), Note: note}, err
+		targets, note, verdicts, err := f.scheduleOne(b, clusters, fresh)
+		return Result{Clusters: targets, Evicted: f.evicted(b, clusters), Note: note, Verdicts: verdicts}, err
 	}
 	terms := b.Placement.ClusterAffinities
 	start := max(0, slices.IndexFunc(terms, func(t policyv1alpha1.ClusterAffinityTerm) bool { return t.AffinityName == observedAffinity }))
 	var reasons []string
+	var all []workv1alpha1.ClusterVerdict
 	for _, term := range terms[start:] {
 		spec := *b
 		placement := *b.Placement
 		placement.ClusterAffinity, placement.ClusterAffinities = &term.ClusterAffinity, nil
 		spec.Placement = &placement
-		targets, note, err := f.scheduleOne(&spec, clusters, fresh)
+		targets, note, verdicts, err := f.scheduleOne(&spec, clusters, fresh)
 		if err == nil {
-			return Result{Clusters: targets, AffinityName: term.AffinityName, Evicted: f.evicted(b, clusters), Note: note}, nil
+			return Result{Clusters: targets, AffinityName: term.AffinityName, Evicted: f.evicted(b, clusters), Note: note, Verdicts: verdicts}, nil
 		}
 		reasons = append(reasons, fmt.Sprintf("group %s: %v", term.AffinityName, err))
+		for _, v := range verdicts {
+			v.Reason = "(group " + term.AffinityName + ") " + v.Reason
+			all = append(all, v)
+		}
 	}
-	return Result{}, fmt.Errorf("no clusterAffinities group fits: %s", strings.Join(reasons, "; "))
+	return Result{Verdicts: all}, fmt.Errorf("no clusterAffinities group fits: %s", strings.Join(reasons, "; "))
 }
 
 // evicted lists the clusters the binding runs on that TaintToleration now refuses.
@@ -158,25 +166,23 @@ func (f *Framework) evicted(b *workv1alpha1.ResourceBindingSpec, clusters []clus
 	return out
 }
 
-// scheduleOne filters, ranks, spreads and assigns replicas under one cluster affinity. A fresh pass ranks and
-// assigns as for a binding that runs nowhere yet.
-func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, fresh bool) ([]workv1alpha1.TargetCluster, string, error) {
+// scheduleOne filters, ranks, spreads and assigns replicas under one cluster affinity, and says why each
+// cluster left out was. A fresh pass ranks and assigns as for a binding that runs nowhere yet.
+func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, fresh bool) ([]workv1alpha1.TargetCluster, string, []workv1alpha1.ClusterVerdict, error) {
 	reasons := map[string]string{}
+	var verdicts []workv1alpha1.ClusterVerdict
 	var feasible []*clusterv1alpha1.Cluster
 	for i := range clusters {
 		c := &clusters[i]
-		if c.DeletionTimestamp != nil {
-			reasons[c.Name] = "being removed"
-			continue
-		}
-		if reason := f.filter(b, c); reason != "" {
-			reasons[c.Name] = reason
+		if refused := f.filterVerdicts(b, c); len(refused) > 0 {
+			reasons[c.Name] = refused[0].Reason
+			verdicts = append(verdicts, refused...)
 			continue
 		}
 		feasible = append(feasible, c)
 	}
 	if len(feasible) == 0 {
-		return nil, "", &NoFitError{Reasons: reasons}
+		return nil, "", verdicts, &NoFitError{Reasons: reasons}
 	}
 	running := b.Clusters // room for a fresh pass too: the binding's own pods hold some
 	if fresh {
@@ -196,22 +202,14 @@ func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []
 	if b.Placement != nil {
 		picked, err := spread(b.Placement.SpreadConstraints, feasible)
 		if err != nil {
-			return nil, "", err
+			return nil, "", append(verdicts, leftOut(feasible, nil, PluginSpreadConstraints, "cannot be spread over: "+err.Error())...), err
 		}
+		verdicts = append(verdicts, leftOut(feasible, picked, PluginSpreadConstraints, "are not among the clusters the spread constraints pick")...)
 		feasible = picked
 	}
 	if err := fitsCapacity(b, feasible, running); err != nil {
-		return nil, "", err
+		return nil, "", append(verdicts, leftOut(feasible, nil, PluginCapacity, "lack room together: "+err.Error())...), err
 	}
 	targets, note := assignReplicas(b, feasible)
-	return targets, note, nil
-}
-
-func (f *Framework) filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {
-	for _, p := range f.Filters {
-		if reason := p.Filter(b, c); reason != "" {
-			return reason
-		}
-	}
-	return ""
+	return targets, note, append(verdicts, divisionVerdicts(b, feasible, targets)...), nil
 }

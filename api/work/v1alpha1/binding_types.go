@@ -300,6 +300,21 @@ type ResourceBindingStatus struct {
 	// +optional
 	RescheduleTriggerObserved *metav1.Time `json:"rescheduleTriggerObserved,omitempty"`
 
+	// NotPlacedOn says why the last scheduling pass did not choose each cluster it left out: every filter
+	// that refused the cluster (affinity, taint, API, failover record), or the spread constraints, replica
+	// division or capacity that left a feasible cluster out. Sorted by cluster, then plugin; at most
+	// MaxClusterVerdicts entries (notPlacedOnOmitted counts the rest). Written by the scheduler, only when it
+	// changes; `flotilla explain` and the dashboard read it.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	NotPlacedOn []ClusterVerdict `json:"notPlacedOn,omitempty"`
+
+	// NotPlacedOnOmitted is how many verdicts did not fit in notPlacedOn.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	NotPlacedOnOmitted int32 `json:"notPlacedOnOmitted,omitempty"`
+
 	// Conditions: Scheduled, FullyApplied, Healthy, Interpreted.
 	// +optional
 	// +listType=map
@@ -369,4 +384,25 @@ type ClusterResourceBindingList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterResourceBinding `json:"items"`
+}
+
+// MaxClusterVerdicts bounds status.notPlacedOn, so a binding stays small on a large fleet.
+const MaxClusterVerdicts = 100
+
+// ClusterVerdict is why the scheduler did not place a binding on one cluster.
+type ClusterVerdict struct {
+	// Cluster is the cluster's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Cluster string `json:"cluster"`
+
+	// Plugin is what left the cluster out: a filter (APIEnablement, ClusterAffinity, TaintToleration,
+	// FailoverRecords), ClusterRemoval, SpreadConstraints, ReplicaScheduling or Capacity.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Plugin string `json:"plugin"`
+
+	// Reason says why, for a person; it reads after the cluster's name ("c1 have the untolerated taint ...").
+	// +required
+	Reason string `json:"reason"`
 }

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flotilla-io/flotilla/internal/dashboard"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+)
+
+// dashboardOptions are the flags of flotilla dashboard.
+type dashboardOptions struct {
+	hub       hubFlags
+	port      int
+	namespace string
+}
+
+func (o *dashboardOptions) validate() error {
+	if o.port < 0 || o.port > 65535 {
+		return fmt.Errorf("--port %d: want 0 (any free port) to 65535", o.port)
+	}
+	return nil
+}
+
+func newDashboardCommand() *cobra.Command {
+	o := &dashboardOptions{}
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve the fleet dashboard on 127.0.0.1, reading the hub with your own credentials",
+		Long: `Serve the fleet dashboard (clusters, workloads, why a workload is not on a cluster, policies) on
+127.0.0.1, for a hub you reach with a kubeconfig. Every page is read with your credentials, so you see
+what hub RBAC lets you see; pages update themselves within a second of a change. A person who may only
+read one namespace names it with --namespace (default: the kubeconfig context's namespace), so live
+updates watch that namespace. The hub serves the same pages at /dashboard/ on its own port.`,
+		Example: "  flotilla dashboard --kubeconfig ~/.flotilla/up/hub.kubeconfig --port 8080",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), func(url string) { fmt.Fprintf(cmd.OutOrStdout(), "dashboard at %s\n", url) })
+		},
+	}
+	o.hub.addFlags(cmd.Flags())
+	cmd.Flags().IntVar(&o.port, "port", 8080, "port on 127.0.0.1 (0: any free port)")
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace to watch when you may not watch every namespace (default: the kubeconfig context's)")
+	return cmd
+}
+
+func (o *dashboardOptions) run(ctx context.Context, ready func(url string)) error {
+	cfg, err := o.hub.restConfig()
+	if err != nil {
+		return err
+	}
+	namespace := o.namespace
+	if namespace == "" {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		rules.ExplicitPath = o.hub.kubeconfig
+		namespace, _, _ = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.hub.context}).Namespace()
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	changes, err := dashboard.NewNotifier(ctx, cfg, namespace)
+	if err != nil {
+		return err
+	}
+	changes.Start(ctx.Done())
+	handler, err := dashboard.New(dashboard.Direct{Reader: c}, changes, namespace)
+	if err != nil {
+		return err
+	}
+	listener, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(o.port)))
+	if err != nil {
+		return fmt.Errorf("--port %d: %w", o.port, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(dashboard.Prefix, handler)
+	mux.Handle("/{$}", http.RedirectHandler(dashboard.Prefix, http.StatusFound))
+	srv := &http.Server{Handler: localOnly(listener.Addr().String(), mux), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	ready("http://" + listener.Addr().String() + dashboard.Prefix)
+	if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// localOnly refuses requests whose Host is not the address served: a web page elsewhere that resolves its
+// own name to 127.0.0.1 (DNS rebinding) must not read the hub with this person's credentials.
+func localOnly(addr string, next http.Handler) http.Handler {
+	_, port, _ := net.SplitHostPort(addr)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != addr && r.Host != "localhost:"+port {
+			http.Error(w, "the dashboard answers only at "+addr, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

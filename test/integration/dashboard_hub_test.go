@@ -1,0 +1,119 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// TestDashboardInTheHub: the hub serves the dashboard on its own port to whoever its API server
+// authenticates, reading as that person: a service account that may read one namespace sees that
+// namespace's workloads, is refused another's, and gets live changes of its own; nobody unauthenticated
+// gets in.
+func TestDashboardInTheHub(t *testing.T) {
+	ctx := context.Background()
+	for _, ns := range []string{"hub-team", "hub-other"} {
+		createNamespace(t, ns)
+		create(t, configMap(ns, "settings", nil))
+		create(t, tolerantPolicy(ns, "settings", []string{"hub-nowhere"}))
+	}
+	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "hub-team", Name: "bob"}})
+	grantNamespaceReader(t, "hub-team", "bob", rbacv1.ServiceAccountKind)
+	token, err := env.Kube.CoreV1().ServiceAccounts("hub-team").CreateToken(ctx, "bob", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(env.Config.CAData)
+	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	get := func(path, bearer string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.Config.Host+path, nil)
+		if err != nil {
+			return nil, err
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		return httpClient.Do(req)
+	}
+	page := func(path, bearer string) (int, string) {
+		t.Helper()
+		resp, err := get(path, bearer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	testenv.Eventually(t, hangGuard, "bob sees hub-team's workload", func() error {
+		code, body := page("/dashboard/workloads?namespace=hub-team", token.Status.Token)
+		if code != http.StatusOK || !strings.Contains(body, `data-workload="hub-team/settings"`) {
+			return &httpError{code, body}
+		}
+		return nil
+	})
+	if code, body := page("/dashboard/workloads?namespace=hub-other", token.Status.Token); code != http.StatusForbidden || strings.Contains(body, "hub-other/settings") {
+		t.Fatalf("bob reading hub-other: %d\n%s", code, body)
+	}
+	if code, _ := page("/dashboard/workloads", ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
+		t.Fatalf("an unauthenticated request got %d", code)
+	}
+
+	// A change in bob's namespace reaches his open stream.
+	resp, err := get("/dashboard/events", token.Status.Token)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("event stream: %v %v", err, resp)
+	}
+	defer resp.Body.Close()
+	got := make(chan string, 1)
+	go func() {
+		lines := bufio.NewScanner(resp.Body)
+		for lines.Scan() {
+			if strings.HasPrefix(lines.Text(), "event: change") {
+				got <- lines.Text()
+				return
+			}
+		}
+	}()
+	testenv.Eventually(t, hangGuard, "a change event for bob", func() error {
+		b := &workv1alpha1.ResourceBinding{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "hub-team", Name: "settings-configmap"}, b); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(b.DeepCopy())
+		b.Annotations = map[string]string{"touched": metav1.Now().String()}
+		if err := env.Client.Patch(ctx, b, patch); err != nil {
+			return err
+		}
+		select {
+		case <-got:
+			return nil
+		default:
+			return errNoEventYet
+		}
+	})
+}
+
+type httpError struct {
+	code int
+	body string
+}
+
+func (e *httpError) Error() string { return http.StatusText(e.code) + ": " + e.body }
+
+var errNoEventYet = &httpError{0, "no change event yet"}
