@@ -1,6 +1,6 @@
 // Package agent runs next to a member cluster: it keeps the cluster's hub identity (joining with a bootstrap
-// token once, renewing its certificate after), reports the member's health and status to the hub, and
-// applies the cluster's Works to the member.
+// token once, renewing its certificate after), reports the member's health and status to the hub, applies
+// the cluster's Works to the member, and reports the EndpointSlices of the member's exported Services.
 package agent
 
 import (
@@ -24,6 +24,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/multicluster"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
@@ -154,6 +155,10 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	executor.MemberFor = func(context.Context, string) (*execution.Member, error) { return member, nil }
 	err = executor.SetupWithManager(mgr, "execution", controller.Options{MaxConcurrentReconciles: 8, SkipNameValidation: ptr.To(true)})
 	if err != nil {
+		return err
+	}
+	// The collector reports the member's EndpointSlices of the Services the hub asks this cluster to export.
+	if err := multicluster.SetupAgentCollector(mgr, memberConfig, cluster, clusterstatus.AgentFieldManager); err != nil {
 		return err
 	}
 	hub, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})
