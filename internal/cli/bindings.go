@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -116,7 +117,7 @@ func newStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "status KIND/NAME",
 		Short:   "Show where a template runs, its state in each cluster, and the clusters it is leaving",
-		Example: "  flotilla status deployment/web -n shop",
+		Example: "  flotilla status deployment/web -n shop\n  flotilla status serviceexport/web -n shop   # providers, consumers, endpoints",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
@@ -135,6 +136,9 @@ func newStatusCommand() *cobra.Command {
 			gvk, namespaced, err := templateKind(kube.Discovery(), target.kind)
 			if err != nil {
 				return err
+			}
+			if gvk.GroupKind() == mcsv1alpha1.SchemeGroupVersion.WithKind("ServiceExport").GroupKind() && output == "" {
+				return printServiceExportStatus(cmd.Context(), cmd.OutOrStdout(), c, client.ObjectKey{Namespace: namespace, Name: target.name})
 			}
 			var b binding = &workv1alpha1.ClusterResourceBinding{}
 			key := client.ObjectKey{Name: detector.BindingName(gvk.GroupKind(), target.name)}

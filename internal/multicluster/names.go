@@ -46,7 +46,9 @@ func splitRequestName(s string) (namespace, name string, ok bool) {
 }
 
 // DerivedName is the name of the Service derived from an import of Service NAME in a consumer.
-func DerivedName(name string) string { return shorten(DerivedPrefix+name, validation.DNS1035LabelMaxLength) }
+func DerivedName(name string) string {
+	return shorten(DerivedPrefix+name, validation.DNS1035LabelMaxLength)
+}
 
 // WorkName is the name of the consumer Work of ServiceExport namespace/name in each consumer's cluster
 // namespace. Binding Works are NAMESPACE.NAME-KIND[-HASH] with a kind in lower case; no kind is
