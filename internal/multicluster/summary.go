@@ -85,6 +85,8 @@ func Summarize(ctx context.Context, c client.Reader, export *mcsv1alpha1.Service
 		}
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b ClusterSummary) int { return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Cluster, b.Cluster)) })
+	slices.SortFunc(out, func(a, b ClusterSummary) int {
+		return cmp.Or(cmp.Compare(a.Role, b.Role), cmp.Compare(a.Cluster, b.Cluster))
+	})
 	return out, nil
 }
