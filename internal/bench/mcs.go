@@ -211,4 +211,3 @@ func scaleBench(ctx context.Context, hub client.Client, replicas int32) error {
 	d := benchDeployment(mcsService, benchNamespace, replicas, "")
 	return hub.Patch(ctx, d, patch)
 }
-
