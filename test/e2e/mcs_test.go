@@ -26,7 +26,7 @@ import (
 
 // TestMultiClusterServices: Service web, backed by a Deployment divided over m1 and m2, is exported; m3
 // imports it and holds exactly the providers' pod IPs, each slice labelled with its source cluster. A
-// scale-out follows; providers that disagree on a port are reported on the export; a frozen provider's
+// scale-out follows, and so do a provider leaving and coming back; providers that disagree on a port are reported on the export; a frozen provider's
 // endpoints are withdrawn after the grace period and come back when it returns; deleting the export removes
 // everything it placed in m3 and nothing in the providers.
 func TestMultiClusterServices(t *testing.T) {
@@ -69,6 +69,12 @@ func TestMultiClusterServices(t *testing.T) {
 	}
 
 	scale(t, f, 5)
+	waitImported(t, f, 5, f.m1, f.m2)
+
+	// m2 stops providing when the Service leaves it, and provides again when it comes back.
+	placeOn(t, f, "m1")
+	waitImported(t, f, 5, f.m1)
+	placeOn(t, f, "m1", "m2")
 	waitImported(t, f, 5, f.m1, f.m2)
 
 	// m2 exports the port as 8080: the older export wins and the export says so.
@@ -120,6 +126,19 @@ func TestMultiClusterServices(t *testing.T) {
 		if replicas, _, err := replicasIn(ctx, m, f.ns, "web"); err != nil || replicas <= 0 {
 			t.Errorf("%s lost its Deployment: %d replicas (%v)", m.Name, replicas, err)
 		}
+	}
+}
+
+// placeOn changes the clusters the policy web places the Deployment and Service on.
+func placeOn(t *testing.T, f *fleet, clusters ...string) {
+	t.Helper()
+	p := &policyv1alpha1.PropagationPolicy{}
+	if err := f.hub.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web"}, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.Placement.ClusterAffinity.ClusterNames = clusters
+	if err := f.hub.Client.Update(context.Background(), p); err != nil {
+		t.Fatal(err)
 	}
 }
 
