@@ -53,7 +53,9 @@ func Setup(mgr ctrl.Manager) error {
 
 var serviceKind = schema.GroupKind{Kind: "Service"}
 
-// exportOfBinding is the ServiceExport a binding may feed: bindings of Services are named NAME-service.
+// exportOfBinding is the ServiceExport a binding's Work may feed: bindings of Services are named
+// NAME-service (a Service name of more than 55 characters gets a hashed binding name, and its Works' changes
+// reach the export through its binding's).
 func exportOfBinding(namespace, binding string) []reconcile.Request {
 	name, ok := strings.CutSuffix(binding, "-service")
 	if !ok || namespace == "" || detector.BindingName(serviceKind, name) != binding {
@@ -62,8 +64,14 @@ func exportOfBinding(namespace, binding string) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: namespace, Name: name}}}
 }
 
+// serviceBinding maps a binding to the export of its Service by the resource it binds, which also covers
+// Services whose names are too long to be read back from the binding's name.
 func serviceBinding(_ context.Context, o client.Object) []reconcile.Request {
-	return exportOfBinding(o.GetNamespace(), o.GetName())
+	b, ok := o.(*workv1alpha1.ResourceBinding)
+	if !ok || b.Spec.Resource.APIVersion != "v1" || b.Spec.Resource.Kind != serviceKind.Kind {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Resource.Name}}}
 }
 
 func serviceWork(_ context.Context, o client.Object) []reconcile.Request {
