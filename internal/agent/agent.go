@@ -6,6 +6,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/multicluster"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 // Options configure an agent.
@@ -90,6 +92,9 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 		return err
 	}
 	progress(fmt.Sprintf("agent of cluster %s reporting to the hub every %s", cluster, clusterstatus.HeartbeatPeriod))
+	if err := runTunnel(ctx, cred, cluster, memberConfig, memberKube, progress); err != nil {
+		return err
+	}
 	for {
 		cert, err := cred.Certificate()
 		if err != nil {
@@ -117,6 +122,25 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 			progress(fmt.Sprintf("hub certificate renewed; valid until %s", cert.NotAfter.Format(time.RFC3339)))
 		}
 	}
+}
+
+// runTunnel keeps the cluster's tunnel to the hub open, in the background until ctx ends, so the hub's proxy
+// reaches the member's API server. It says when the agent's member credential cannot impersonate: the tunnel
+// still opens, and the member refuses what the hub forwards until the right is granted.
+func runTunnel(ctx context.Context, cred registration.Credential, cluster string, memberConfig *rest.Config,
+	memberKube kubernetes.Interface, progress func(string)) error {
+	memberProxy, err := tunnel.MemberProxy(memberConfig)
+	if err != nil {
+		return fmt.Errorf("tunnel: %w", err)
+	}
+	if missing, err := registration.MissingImpersonation(ctx, memberKube); err != nil {
+		klog.FromContext(ctx).Error(err, "checking the member credential's impersonation rights")
+	} else if len(missing) > 0 {
+		progress(fmt.Sprintf("warning: the member credential lacks %s: requests through the hub's proxy will be refused by the member",
+			strings.Join(missing, ", ")))
+	}
+	go (&tunnel.Agent{Cluster: cluster, HubConfig: cred.RESTConfig, Member: memberProxy}).Run(ctx)
+	return nil
 }
 
 func (o *Options) renewBefore(lifetime time.Duration) time.Duration {

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -147,4 +149,23 @@ func truncate(s string) string {
 		return s
 	}
 	return fmt.Sprintf("%s... (%d more bytes)", s[:limit], len(s)-limit)
+}
+
+// statusSchema reads what the template's status takes of the fields the hub adds to a customized kind's
+// status, from the template's CRD; nothing for a kind no CRD defines (a native kind).
+func statusSchema(ctx context.Context, c client.Client, template *unstructured.Unstructured) (interpreter.StatusSchema, error) {
+	gvk := template.GroupVersionKind()
+	mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return interpreter.StatusSchema{}, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err = c.Get(ctx, client.ObjectKey{Name: mapping.Resource.Resource + "." + gvk.Group}, crd)
+	if apierrors.IsNotFound(err) {
+		return interpreter.StatusSchema{}, nil
+	}
+	if err != nil {
+		return interpreter.StatusSchema{}, err
+	}
+	return interpreter.StatusSchemaOf(crd, gvk.Version), nil
 }

@@ -109,8 +109,12 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.writeStatus(ctx, b, template, sum); err != nil {
 		return ctrl.Result{}, err
 	}
+	schema, err := statusSchema(ctx, r.Client, template)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	return ctrl.Result{}, r.aggregateTemplate(ctx, template, interpreter.Fleet{Members: sum.members, Divided: division(b.BindingSpec()) != nil,
-		CaughtUp: sum.caughtUp, Applied: sum.applied, Healthy: sum.healthy, Now: time.Now()})
+		CaughtUp: sum.caughtUp, Applied: sum.applied, Healthy: sum.healthy, Now: time.Now(), Schema: schema})
 }
 
 // interpret applies the customization of the template's kind to the Works' reports, in place (the status

@@ -14,7 +14,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchMCSCommand(), newBenchPlotCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchMCSCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -39,6 +39,21 @@ func newBenchRegisterCommand() *cobra.Command {
 		}),
 	}
 	cmd.Flags().IntVar(&o.Clusters, "clusters", 20, "number of simulated agents")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
+func newBenchProxyCommand() *cobra.Command {
+	o := bench.ProxyOptions{}
+	cmd := &cobra.Command{
+		Use:   "proxy",
+		Short: "Latency of a GET in a push member straight to it and through the hub's proxy",
+		Args:  cobra.NoArgs,
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunProxy(ctx, o, out, progress)
+		}),
+	}
+	cmd.Flags().IntVar(&o.Requests, "requests", 200, "GETs timed each way")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd
 }

@@ -30,14 +30,21 @@ import (
 
 func newGetCommand() *cobra.Command {
 	var hub hubFlags
-	var output, namespace, selector string
+	var output, namespace, selector, clusterList string
 	var allNamespaces bool
+	var clusterTimeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "get clusters|bindings|rb|crb [NAME...]",
-		Short: "List member clusters with their health and capacity, or bindings with their placement and evictions",
+		Use:   "get clusters|bindings|rb|crb [NAME...] | get KIND [NAME] [--clusters a,b|all]",
+		Short: "List member clusters, bindings, or any kind in the member clusters through the hub",
+		Long: `flotilla get clusters|bindings|rb|crb lists the hub's clusters and bindings. Any other kind is read in the
+member clusters through the hub's proxy, as the caller: all clusters at once, each within --cluster-timeout,
+printed as each member's API server prints it with a CLUSTER column first; a cluster that fails gets an error
+line and does not fail the others.`,
 		Example: `  flotilla get clusters -o wide
   flotilla get bindings                  # every namespace, and the cluster-scoped bindings
-  flotilla get rb -n shop -l app=web -o wide`,
+  flotilla get rb -n shop -l app=web -o wide
+  flotilla get pods -A --clusters all
+  flotilla get deploy web -n shop --clusters m1,m2 -o yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := validateOutput(output); err != nil {
@@ -62,7 +69,8 @@ func newGetCommand() *cobra.Command {
 			case "rb", "crb":
 				resource = args[0]
 			default:
-				return fmt.Errorf("unknown resource %q: flotilla get knows clusters, bindings, rb and crb", args[0])
+				return fleetGet(cmd, hub, args, fleetQuery{kind: args[0], namespace: namespace, allNamespaces: allNamespaces,
+					selector: sel, output: output, timeout: clusterTimeout}, clusterList)
 			}
 			if resource == "crb" && namespace != "" {
 				return fmt.Errorf("--namespace %q: cluster-scoped bindings (crb) are in no namespace", namespace)
@@ -98,8 +106,10 @@ func newGetCommand() *cobra.Command {
 	}
 	hub.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the bindings of this namespace (default: every namespace)")
-	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "the bindings of every namespace, and the cluster-scoped ones (the default)")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the bindings of this namespace (default: every namespace); for other kinds, the namespace in the members (default: default)")
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "the bindings of every namespace, and the cluster-scoped ones (the default); for other kinds, every namespace of the members")
+	cmd.Flags().StringVar(&clusterList, "clusters", "all", "for kinds read in the members: the clusters to read, comma-separated, or all")
+	cmd.Flags().DurationVar(&clusterTimeout, "cluster-timeout", 10*time.Second, "for kinds read in the members: how long to wait for each cluster")
 	cmd.Flags().StringVarP(&selector, "selector", "l", "", "label selector, for example app=web,tier!=cache")
 	return cmd
 }
@@ -132,7 +142,7 @@ func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
 	header := "NAME\tMODE\tREADY\tVERSION\tNODES\tCPU\tMEMORY\tAGE\tLAST-SEEN"
 	if wide {
-		header += "\tPROVIDER\tREGION\tZONES\tTAINTS"
+		header += "\tTUNNEL\tPROVIDER\tREGION\tZONES\tTAINTS"
 	}
 	fmt.Fprintln(w, header)
 	for _, cl := range clusters {
@@ -155,12 +165,24 @@ func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters
 			for _, t := range cl.Spec.Taints {
 				taints = append(taints, taintString(t))
 			}
-			fmt.Fprintf(w, "\t%s\t%s\t%s\t%s", orDash(cl.Spec.Provider), orDash(cl.Spec.Region),
+			fmt.Fprintf(w, "\t%s\t%s\t%s\t%s\t%s", tunnelState(&cl), orDash(cl.Spec.Provider), orDash(cl.Spec.Region),
 				orDash(strings.Join(cl.Spec.Zones, ",")), orDash(strings.Join(taints, ",")))
 		}
 		fmt.Fprintln(w)
 	}
 	return w.Flush()
+}
+
+// tunnelState is a Pull cluster's TunnelConnected status ("Unknown" before the hub wrote it) and "-" for a
+// Push cluster, which the hub dials directly.
+func tunnelState(cl *clusterv1alpha1.Cluster) string {
+	if cl.Spec.SyncMode != clusterv1alpha1.Pull {
+		return "-"
+	}
+	if cond := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionTunnelConnected); cond != nil {
+		return string(cond.Status)
+	}
+	return "Unknown"
 }
 
 // usage prints allocated/allocatable of one resource, memory in Gi.

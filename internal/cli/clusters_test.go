@@ -8,6 +8,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
 func TestParseTaint(t *testing.T) {
@@ -108,6 +111,25 @@ func TestEventSource(t *testing.T) {
 	} {
 		if got := eventSource(ns); got != want {
 			t.Errorf("eventSource(%q) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+func TestTunnelState(t *testing.T) {
+	connected := metav1.Condition{Type: clusterv1alpha1.ClusterConditionTunnelConnected, Status: metav1.ConditionFalse}
+	tests := []struct {
+		mode       clusterv1alpha1.ClusterSyncMode
+		conditions []metav1.Condition
+		want       string
+	}{
+		{mode: clusterv1alpha1.Push, want: "-"},
+		{mode: clusterv1alpha1.Pull, want: "Unknown"},
+		{mode: clusterv1alpha1.Pull, conditions: []metav1.Condition{connected}, want: "False"},
+	}
+	for _, tt := range tests {
+		cl := &clusterv1alpha1.Cluster{Spec: clusterv1alpha1.ClusterSpec{SyncMode: tt.mode}, Status: clusterv1alpha1.ClusterStatus{Conditions: tt.conditions}}
+		if got := tunnelState(cl); got != tt.want {
+			t.Errorf("tunnelState(%s, %v) = %q, want %q", tt.mode, tt.conditions, got, tt.want)
 		}
 	}
 }

@@ -197,7 +197,11 @@ func TestGetAndDescribeRefuseBadFlags(t *testing.T) {
 		{[]string{"get", "bindings", "-l", "app=web=x"}, `--selector "app=web=x"`},
 		{[]string{"get", "bindings", "-n", "Shop"}, `--namespace "Shop"`},
 		{[]string{"get", "crb", "-n", "shop"}, "cluster-scoped bindings (crb) are in no namespace"},
-		{[]string{"get", "works"}, `unknown resource "works"`},
+		// Other kinds are read in the members: their flags are checked before anything is read too.
+		{[]string{"get", "pods", "a", "b"}, "takes at most one NAME"},
+		{[]string{"get", "pods", "--clusters", "m1,M2"}, `--clusters "m1,M2": cluster "M2"`},
+		{[]string{"get", "pods", "--cluster-timeout", "0s"}, "--cluster-timeout 0s: must be positive"},
+		{[]string{"get", "pods", "web", "-A"}, "cannot be read with --all-namespaces"},
 		{[]string{"get", "bindings", "-o", "table"}, `--output "table"`},
 		{[]string{"describe", "cluster", "m1", "--default-failover-toleration", "-1m"}, "--default-failover-toleration -1m0s: must not be negative"},
 	}

@@ -23,6 +23,7 @@ import (
 // joinOptions configure `flotilla join`.
 type joinOptions struct {
 	mode, hubURL, token, tokenFile, clusterName string
+	skipProxyCheck                              bool
 	caCertHashes                                []string
 	labels, provider, region                    string
 	zones                                       []string
@@ -39,6 +40,7 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.token, "token", "", "bootstrap token from flotilla token create (pull); prefer --token-file or $"+tokenEnv+", which stay out of the process list")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the bootstrap token (pull)")
 	fs.StringSliceVar(&o.caCertHashes, "ca-cert-hash", nil, "pin of a hub CA certificate, sha256:<hex>, from flotilla token create (pull; repeatable: every certificate the hub presents must be pinned)")
+	fs.BoolVar(&o.skipProxyCheck, "skip-proxy-check", false, "push: join even if the member credentials may not impersonate, which the hub's proxy to the cluster needs")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "name of the cluster on the hub (a DNS label of at most 46 characters)")
 	fs.StringVar(&o.labels, "labels", "", "labels for the Cluster, k=v,k2=v2")
 	fs.StringVar(&o.provider, "provider", "", "cloud or infrastructure provider of the cluster")
@@ -116,6 +118,9 @@ func (o *joinOptions) validate(args []string) error {
 	default:
 		errs = append(errs, fmt.Errorf("--mode %q: want pull or push", o.mode))
 	}
+	if o.skipProxyCheck && o.mode != "push" {
+		errs = append(errs, errors.New("--skip-proxy-check is for push mode: a pull member's agent gives the proxy its way in"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -187,7 +192,7 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 				return err
 			}
 			if o.mode == "push" {
-				return o.joinPush(cmd, clusterID, p)
+				return o.joinPush(cmd, member, clusterID, p)
 			}
 			cred := registration.NewCredential(o.agent.DataDir)
 			if cred.Exists() {
@@ -210,7 +215,20 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 	return cmd
 }
 
-func (o *joinOptions) joinPush(cmd *cobra.Command, clusterID string, p *progress) error {
+func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, clusterID string, p *progress) error {
+	// The proxy needs impersonation rights on the member; without them every request through it would fail
+	// with a 403 long after the join, so the join says so now.
+	missing, err := registration.MissingImpersonation(cmd.Context(), member)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		err := registration.ImpersonationError(o.clusterName, missing)
+		if !o.skipProxyCheck {
+			return fmt.Errorf("%w; grant them, or join with --skip-proxy-check to go without the proxy to this cluster", err)
+		}
+		p.step(fmt.Sprintf("warning: %v; the proxy to this cluster will not work", err))
+	}
 	_, hub, _, err := o.hub.clients()
 	if err != nil {
 		return err

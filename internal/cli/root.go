@@ -28,7 +28,7 @@ func NewRoot() *cobra.Command {
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity of the embedded Kubernetes components")
 	root.AddCommand(newUpCommand(), newHubCommand(&verbosity), newTokenCommand(), newJoinCommand(&verbosity), newAgentCommand(&verbosity),
 		newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(), newStatusCommand(), newRebalanceCommand(), newTaintCommand(),
-		newUnjoinCommand(), newDevCommand(&verbosity), newBenchCommand(), newVersionCommand())
+		newUnjoinCommand(), newKubeconfigCommand(), newKubectlCommand(), newDevCommand(&verbosity), newBenchCommand(), newVersionCommand())
 	return root
 }
 

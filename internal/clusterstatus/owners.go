@@ -20,6 +20,7 @@ import (
 //     platform, agent version, API enablements, node and resource summaries, health endpoints) and the
 //     APIsComplete condition;
 //   - the push reporter's credentials check: the CredentialsValid condition;
+//   - the tunnel status writer, on the hub that holds Pull clusters' tunnels: the TunnelConnected condition;
 //   - the health monitor: the Ready condition (and, in the spec, the health taints).
 var (
 	// AgentFieldManager owns the status facts an agent reports.
@@ -28,6 +29,8 @@ var (
 	PushFieldManager = workv1alpha1.ControllerFieldManager("cluster-status")
 	// CredentialsFieldManager owns the CredentialsValid condition of Push clusters.
 	CredentialsFieldManager = workv1alpha1.ControllerFieldManager("push-credentials")
+	// TunnelFieldManager owns the TunnelConnected condition of Pull clusters.
+	TunnelFieldManager = workv1alpha1.ControllerFieldManager("tunnel")
 	// HealthFieldManager owns the Ready condition and the health taints.
 	HealthFieldManager = workv1alpha1.ControllerFieldManager("cluster-health")
 )

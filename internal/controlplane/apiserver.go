@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	aggregatorapiserver "k8s.io/kube-aggregator/pkg/apiserver"
 	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 	"k8s.io/kubernetes/pkg/controlplane/reconcilers"
@@ -77,8 +80,9 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	return s
 }
 
-// runAPIServer completes and validates the options, then serves until ctx ends.
-func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions) error {
+// runAPIServer completes and validates the options, then serves until ctx ends. It is kube-apiserver's own
+// Run (options → Config → server chain) with one step added: the aggregator resolves localServices itself.
+func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, localServices map[string]*url.URL) error {
 	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		return fmt.Errorf("kube-apiserver feature gates: %w", err)
 	}
@@ -90,7 +94,48 @@ func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions) err
 	if errs := completed.Validate(); len(errs) != 0 {
 		return fmt.Errorf("kube-apiserver options: %w", utilerrors.NewAggregate(errs))
 	}
-	return apiserverapp.Run(ctx, completed)
+	if completed.InformerName == nil {
+		if completed.InformerName, err = cache.NewInformerName("kube-apiserver"); err != nil {
+			return err
+		}
+	}
+	config, err := apiserverapp.NewConfig(completed)
+	if err != nil {
+		return err
+	}
+	if len(localServices) != 0 {
+		config.Aggregator.ExtraConfig.ServiceResolver = &localResolver{local: localServices, delegate: config.Aggregator.ExtraConfig.ServiceResolver}
+	}
+	cc, err := config.Complete()
+	if err != nil {
+		return err
+	}
+	server, err := apiserverapp.CreateServerChain(cc)
+	if err != nil {
+		return err
+	}
+	prepared, err := server.PrepareRun()
+	if err != nil {
+		return err
+	}
+	return prepared.Run(ctx)
+}
+
+// localResolver sends the aggregator to an address in this process for the Services it knows, and asks the
+// usual resolver for the others. The hub has no nodes and no kube-proxy: a Service of an APIService the hub
+// process serves itself has no ClusterIP route and no endpoints, so the aggregator could not reach it. The
+// Service still exists (of type ExternalName, which the aggregator's availability check does not require
+// endpoints for) so that the APIService is valid wherever it is read.
+type localResolver struct {
+	local    map[string]*url.URL
+	delegate aggregatorapiserver.ServiceResolver
+}
+
+func (r *localResolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
+	if u, ok := r.local[namespace+"/"+name]; ok {
+		return u, nil
+	}
+	return r.delegate.ResolveEndpoint(namespace, name, port)
 }
 
 // hostsFor lists the names the serving certificate must cover.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +62,9 @@ type Config struct {
 	EncryptedResources []string
 	// SigningDuration, when set, caps the lifetime of certificates the CSR signer issues.
 	SigningDuration time.Duration
+	// LocalServices are Services, keyed "namespace/name", that kube-apiserver's aggregator reaches at a
+	// URL served by this process instead of through the Service: the hub serves its own aggregated API.
+	LocalServices map[string]*url.URL
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }
@@ -162,7 +166,7 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
 	go func() {
 		defer close(cp.apiServerDone)
-		if err := runAPIServer(apiCtx, opts); err != nil && apiCtx.Err() == nil {
+		if err := runAPIServer(apiCtx, opts, c.LocalServices); err != nil && apiCtx.Err() == nil {
 			cp.failed <- fmt.Errorf("kube-apiserver: %w", err)
 		}
 	}()

@@ -145,6 +145,18 @@ func (p PKI) EnsureClientCert(user string) error {
 	return p.ensureLeaf(p.ClientCert(user), p.ClientKey(user), ca, caKey, leafSpec{cn: user})
 }
 
+// EnsureServingCert issues (or reissues, when near expiry, signed by another CA or missing a host) a serving
+// certificate from the cluster CA for hosts, such as that of an API the hub process serves besides
+// kube-apiserver. Hubs that share one API share its PKI, so whichever of them registered that API, clients
+// verify it with the same CA.
+func (p PKI) EnsureServingCert(certFile, keyFile, cn string, hosts []string) error {
+	ca, caKey, err := loadPair(p.CACert(), p.CAKey())
+	if err != nil {
+		return fmt.Errorf("reading CA %s: %w", p.CACert(), err)
+	}
+	return p.ensureLeaf(certFile, keyFile, ca, caKey, leafSpec{cn: cn, hosts: hosts, server: true})
+}
+
 func (p PKI) ensureCA(certFile, keyFile, cn string) (*x509.Certificate, crypto.Signer, error) {
 	if cert, key, err := loadPair(certFile, keyFile); err == nil {
 		return cert, key, nil

@@ -46,6 +46,11 @@ func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured
 		Suspension:                  p.Spec.Suspension.DeepCopy(),
 		PreserveResourcesOnDeletion: p.Spec.PreserveResourcesOnDeletion,
 	}
+	priority, err := d.schedulePriority(ctx, p)
+	if err != nil {
+		return want, err
+	}
+	want.SchedulePriority = priority
 	replicas, requests, ok, err := d.interpreter.Replicas(ctx, t)
 	var failed *interpreter.Error
 	switch {

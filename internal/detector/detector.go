@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -106,6 +107,8 @@ func Setup(mgr ctrl.Manager) error {
 		// Templates whose policy names dependentOverrides wait for those override policies to exist.
 		Watches(&policyv1alpha1.OverridePolicy{}, toAll, builder.WithPredicates(createdOrDeleted)).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, toAll, builder.WithPredicates(createdOrDeleted)).
+		// A schedulePriority naming a PriorityClass that does not exist takes effect when it is created.
+		Watches(&schedulingv1.PriorityClass{}, toAll, builder.WithPredicates(createdOrDeleted)).
 		// A policy may select a kind before its CRD exists; the CRD's arrival is when it takes effect.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll, builder.WithPredicates(crdEstablished)).
 		// A customization changes what a kind's templates need (their replicas). Customizations change

@@ -150,8 +150,9 @@ func (d *Detector) claimedTemplates(ctx context.Context, p Policy) ([]string, er
 }
 
 // honoured is the Honoured condition of a policy: False, naming the selector, when one selects Flotilla's own
-// kinds (never propagated) or a kind the hub does not serve (its templates wait until it does), and naming
-// them when dependent override policies are missing (its templates wait until they exist).
+// kinds (never propagated) or a kind the hub does not serve (its templates wait until it does), naming them
+// when dependent override policies are missing (its templates wait until they exist), and naming the
+// PriorityClass of schedulePriority when it is missing (its templates are scheduled at priority 0).
 func (d *Detector) honoured(ctx context.Context, p Policy) (metav1.Condition, error) {
 	missing, err := d.missingOverrides(ctx, p)
 	if err != nil {
@@ -160,6 +161,13 @@ func (d *Detector) honoured(ctx context.Context, p Policy) (metav1.Condition, er
 	if len(missing) > 0 {
 		return metav1.Condition{Type: policyv1alpha1.ConditionHonoured, Status: metav1.ConditionFalse, Reason: ReasonDependentOverridesMissing,
 			Message: fmt.Sprintf("dependentOverrides: %s not found; the templates wait until they exist", strings.Join(missing, ", "))}, nil
+	}
+	cond, err := d.priorityHonoured(ctx, p)
+	if err != nil {
+		return metav1.Condition{}, err
+	}
+	if cond != nil {
+		return *cond, nil
 	}
 	return d.selectorsHonoured(p.Spec), nil
 }

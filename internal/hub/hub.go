@@ -22,14 +22,17 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 const (
@@ -45,15 +48,26 @@ type Hub struct {
 	AdminKubeconfig string
 	// Identity names this hub process in the leader Lease: unique per process.
 	Identity string
+	// Tunnels are the tunnels Pull clusters' agents hold open to this hub process; the hub's proxy reaches
+	// those members through them.
+	Tunnels *tunnel.Registry
 
 	controlPlane *controlplane.ControlPlane
 	manager      ctrl.Manager
+
+	// The proxy to members (proxy.go); only the embedded hub serves it.
+	proxyLn     net.Listener
+	proxyCache  cache.Cache
+	proxyServer *proxy.Server
+	// pullBackend reaches pull members for the proxy; nil: they answer 503, no tunnel.
+	pullBackend proxy.Backend
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
 // admin.kubeconfig is written. The controllers start with Run.
 func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err error) {
-	h := &Hub{}
+	h := &Hub{Tunnels: tunnel.NewRegistry()}
+	h.pullBackend = &proxy.PullBackend{Tunnels: h.Tunnels}
 	defer func() {
 		if err != nil {
 			h.stop()
@@ -96,6 +110,9 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
 			return nil, err
 		}
+		if err := h.startProxy(ctx); err != nil {
+			return nil, err
+		}
 	}
 	selected, err := Controllers.Select(o.Controllers)
 	if err != nil {
@@ -118,7 +135,7 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		}
 	}
 	progress("controllers elect their leader as " + h.Identity)
-	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, Version: o.Version}, selected); err != nil {
+	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, Version: o.Version, Tunnels: h.Tunnels}, selected); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -156,6 +173,10 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 	}
 	if o.EtcdTLS != (controlplane.EtcdTLS{}) {
 		cfg.EtcdTLS = &o.EtcdTLS
+	}
+	var err error
+	if cfg.LocalServices, err = h.proxyListener(); err != nil {
+		return err
 	}
 	cp, err := controlplane.Start(ctx, cfg)
 	if err != nil {
@@ -215,6 +236,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	if h.controlPlane != nil {
 		failed = h.controlPlane.Failed()
 	}
+	proxyFailed := make(chan error, 1)
+	if h.proxyServer != nil {
+		go func() { proxyFailed <- h.runProxy(ctx) }()
+	}
 	select {
 	case <-ctx.Done():
 		cancel()
@@ -222,6 +247,13 @@ func (h *Hub) Run(ctx context.Context) error {
 	case err := <-failed:
 		cancel()
 		<-managerDone
+		return err
+	case err := <-proxyFailed:
+		// nil: ctx ended, as in the first case.
+		cancel()
+		if managerErr := <-managerDone; err == nil {
+			return managerErr
+		}
 		return err
 	case err := <-managerDone:
 		if err == nil {
@@ -232,6 +264,11 @@ func (h *Hub) Run(ctx context.Context) error {
 }
 
 func (h *Hub) stop() {
+	h.Tunnels.Close()
+	if h.proxyLn != nil {
+		// Serving closes it too; this covers a hub that failed before serving.
+		_ = h.proxyLn.Close()
+	}
 	if h.controlPlane != nil {
 		h.controlPlane.Stop()
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 // Controller is one of Flotilla's hub controllers. Setup registers it with the manager; it runs only while
@@ -33,6 +34,8 @@ type Settings struct {
 	Identity string
 	// Version is Flotilla's version.
 	Version string
+	// Tunnels are the Pull clusters' tunnels this hub process holds.
+	Tunnels *tunnel.Registry
 }
 
 // Registry is the ordered set of controllers a hub can run.
@@ -49,6 +52,9 @@ var Controllers = Registry{
 	}},
 	{Name: "push-status", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupPushReporter(mgr, "hub:"+s.Identity, s.Version)
+	}},
+	{Name: "tunnel-status", Setup: func(mgr ctrl.Manager, s Settings) error {
+		return clusterstatus.SetupTunnelStatus(mgr, s.Tunnels)
 	}},
 	{Name: "detector", Setup: func(mgr ctrl.Manager, _ Settings) error { return detector.Setup(mgr) }},
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error { return scheduler.Setup(mgr, s.DefaultFailoverToleration) }},

@@ -173,14 +173,14 @@ func propagated(template *unstructured.Unstructured, fleet Fleet) condition {
 // setConditions puts conditions into status.conditions, replacing those of the same type and keeping the
 // others. A condition whose status did not change keeps its lastTransitionTime, and one that did not change
 // at all keeps every timestamp, so an unchanged fleet leaves the template's status byte for byte as it was.
-// Each kind gets only the timestamp fields its condition type has: the API server drops others, and the
-// status would then never look written.
-func setConditions(status map[string]any, gk schema.GroupKind, now time.Time, want ...condition) {
+// Each kind gets only the timestamp fields its condition type has (updated names the one besides
+// lastTransitionTime, if any): the API server drops others, and the status would then never look written.
+func setConditions(status map[string]any, updated string, now time.Time, want ...condition) {
 	list, _ := status["conditions"].([]any)
 	stamp := now.UTC().Format(time.RFC3339)
 	for _, c := range want {
 		entry := map[string]any{"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message, "lastTransitionTime": stamp}
-		updated := stamp // Deployment's lastUpdateTime, Job's lastProbeTime
+		updatedAt := stamp // Deployment's lastUpdateTime, Job's lastProbeTime
 		at := -1
 		for i, item := range list {
 			if old, _ := item.(map[string]any); old != nil && old["type"] == c.Type {
@@ -189,14 +189,14 @@ func setConditions(status map[string]any, gk schema.GroupKind, now time.Time, wa
 					entry["lastTransitionTime"] = old["lastTransitionTime"]
 				}
 				if old["status"] == c.Status && old["reason"] == c.Reason && old["message"] == c.Message {
-					if t, ok := old[updatedField(gk)].(string); ok {
-						updated = t
+					if t, ok := old[updated].(string); ok {
+						updatedAt = t
 					}
 				}
 			}
 		}
-		if f := updatedField(gk); f != "" {
-			entry[f] = updated
+		if updated != "" {
+			entry[updated] = updatedAt
 		}
 		if at >= 0 {
 			list[at] = entry

@@ -108,14 +108,19 @@ func (i *Interpreter) Observe(ctx context.Context, obj *unstructured.Unstructure
 }
 
 // AggregateStatus folds the fleet's statuses into the template's status; nil when the kind has no
-// aggregation.
+// aggregation. A customized kind's status is its customization's, with the hub's conditions and
+// observedGeneration where the kind's status schema takes them (fleetstatus.go).
 func (i *Interpreter) AggregateStatus(ctx context.Context, template *unstructured.Unstructured, fleet Fleet) (map[string]any, error) {
 	c, err := i.customization(ctx, template, OpStatusAggregation)
 	if err != nil {
 		return nil, err
 	}
 	if c != nil {
-		return c.AggregateStatus(template, fleet.Members)
+		status, err := c.AggregateStatus(template, fleet.Members)
+		if err == nil {
+			addFleetStatus(status, template, fleet)
+		}
+		return status, err
 	}
 	return AggregateStatus(template, fleet), nil
 }

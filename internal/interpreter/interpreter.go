@@ -13,7 +13,9 @@
 // highest: 3 replicas on three clusters show 3 once every cluster runs 3. Summed they would show 9, which
 // kstatus reads as 6 pods pending termination (never Current) and the API server refuses beside 3 updated.
 // The members' conditions are folded too (a Deployment's Available and Progressing, a Job's Complete and
-// Failed), and every aggregated template carries flotilla.io/Propagated: applied and healthy everywhere.
+// Failed), and every aggregated template carries flotilla.io/Propagated: applied and healthy everywhere. A
+// customized kind's status is its customization's, with the hub's conditions and observedGeneration where
+// the kind's status schema takes them (fleetstatus.go).
 package interpreter
 
 import (

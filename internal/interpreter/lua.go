@@ -18,9 +18,10 @@ import (
 //
 // Scripts run sandboxed: only the base (without dofile, loadfile, load, loadstring, require, module, print,
 // collectgarbage, getfenv and setfenv), table, string, math and kube libraries; no os, io, package, coroutine
-// or debug. Each call gets a fresh interpreter with a bounded call stack and data stack, string.rep refuses
-// results over luaMaxString, and the time limit every evaluation has (evalTimeout) stops the instruction
-// loop: a script cannot run forever nor grow a table or string past what that time allows.
+// or debug. Each call gets a fresh interpreter with a bounded call stack and data stack, string.rep,
+// string.gsub and string.format refuse results over luaMaxString (luastrings.go), and the time limit every
+// evaluation has (evalTimeout) stops the instruction loop: a script cannot run forever nor grow a table or
+// string past what that time allows.
 type Lua struct{}
 
 var _ Language = Lua{}
@@ -97,7 +98,7 @@ const (
 	luaCallStack     = 200     // nested Lua calls
 	luaRegistry      = 1024    // data stack slots to start with
 	luaRegistryMax   = 1 << 16 // and at most
-	luaMaxString     = 1 << 20 // bytes string.rep may produce
+	luaMaxString     = 1 << 20 // bytes string.rep, gsub and format may produce
 	luaChunkName     = "luaScript"
 	luaRemovedGlobal = "dofile loadfile load loadstring require module print collectgarbage getfenv setfenv _printregs"
 )
@@ -149,7 +150,7 @@ func (p luaProgram) load(ctx context.Context, o *observedPaths) (*lua.LState, er
 	for _, name := range strings.Fields(luaRemovedGlobal) {
 		L.SetGlobal(name, lua.LNil)
 	}
-	L.GetGlobal(lua.StringLibName).(*lua.LTable).RawSetString("rep", L.NewFunction(boundedRep))
+	boundStrings(L)
 	openKube(L, o)
 	L.SetContext(ctx)
 	L.Push(L.NewFunctionFromProto(p.proto))
@@ -162,17 +163,6 @@ func (p luaProgram) load(ctx context.Context, o *observedPaths) (*lua.LState, er
 		return nil, fmt.Errorf("the script does not define function %s", p.fn.name)
 	}
 	return L, nil
-}
-
-// boundedRep is string.rep refusing a result over luaMaxString bytes, which one call could otherwise make
-// as large as memory allows before the time limit is checked again.
-func boundedRep(L *lua.LState) int {
-	s, n := L.CheckString(1), L.CheckInt(2)
-	if n > 0 && len(s) > 0 && n > luaMaxString/len(s) {
-		L.RaiseError("string.rep: the result would exceed %d bytes", luaMaxString)
-	}
-	L.Push(lua.LString(strings.Repeat(s, max(n, 0))))
-	return 1
 }
 
 func (p luaProgram) Eval(ctx context.Context, vars map[string]any) (any, error) {

@@ -21,6 +21,8 @@ type Fleet struct {
 	Applied, Healthy metav1.Condition
 	// Now stamps the conditions that change.
 	Now time.Time
+	// Schema says what the status of a customized kind takes of the fields the hub adds (fleetstatus.go).
+	Schema StatusSchema
 }
 
 // Member is one target cluster's copy of a template.
@@ -98,7 +100,7 @@ func AggregateStatus(template *unstructured.Unstructured, fleet Fleet) map[strin
 	if gk == jobKind && jobFinished(status) {
 		// A finished Job's status is final: the API server refuses to take back Complete or Failed, or to
 		// count active pods again. Only Flotilla's own condition still follows the fleet.
-		setConditions(status, gk, fleet.Now, propagated(template, fleet))
+		setConditions(status, updatedField(gk), fleet.Now, propagated(template, fleet))
 		return status
 	}
 	for _, c := range fields {
@@ -115,8 +117,8 @@ func AggregateStatus(template *unstructured.Unstructured, fleet Fleet) map[strin
 	if fleet.CaughtUp && gk != jobKind { // a Job's status has no observedGeneration
 		status["observedGeneration"] = template.GetGeneration()
 	}
-	setConditions(status, gk, fleet.Now, kindConditions(gk, status, fleet)...)
-	setConditions(status, gk, fleet.Now, propagated(template, fleet))
+	setConditions(status, updatedField(gk), fleet.Now, kindConditions(gk, status, fleet)...)
+	setConditions(status, updatedField(gk), fleet.Now, propagated(template, fleet))
 	return status
 }
 

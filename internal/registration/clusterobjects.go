@@ -50,18 +50,19 @@ func ensureOwnedObjects(ctx context.Context, c client.Client, cluster *clusterv1
 			ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: ns},
 		},
 	}
-	var bindings []client.Object
+	var rbac []client.Object
 	if cluster.Spec.SyncMode == clusterv1alpha1.Pull {
-		roles, b := agentRBAC(cluster.Name, CurrentAgentUser(cluster), owner)
-		objs, bindings = append(objs, roles...), b
+		roles, bindings := agentRBAC(cluster.Name, CurrentAgentUser(cluster), owner)
+		rbac = append(roles, bindings...)
 	}
 	for _, o := range objs {
 		if err := createIfMissing(ctx, c, o); err != nil {
 			return err
 		}
 	}
-	// Bindings are applied, not only created: a re-registration moves them to the new agent user.
-	for _, o := range bindings {
+	// RBAC is applied, not only created: a re-registration moves the bindings to the new agent user and gives
+	// the roles the rules of this version.
+	for _, o := range rbac {
 		if err := apply(ctx, c, o); err != nil {
 			return err
 		}
@@ -76,6 +77,7 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 	work := workv1alpha1.GroupVersion.Group
 	roles = []client.Object{
 		&rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
 			Rules: []rbacv1.PolicyRule{
 				// update: to remove the execution finalizer once a deleted Work's objects are gone.
@@ -90,11 +92,15 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 			},
 		},
 		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owner},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get"}},
 				// patch: the agent applies the status facts it owns (server-side apply), never a whole status.
 				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"patch"}},
+				// create: the agent opens its tunnel with an upgraded POST on its own cluster's connect
+				// subresource of the hub's aggregated proxy API (internal/tunnel).
+				{APIGroups: []string{proxyGroup}, Resources: []string{"clusters/attach"}, ResourceNames: []string{cluster}, Verbs: []string{"create"}},
 			},
 		},
 	}
@@ -114,6 +120,9 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 	}
 	return roles, bindings
 }
+
+// proxyGroup is the hub's aggregated API group whose clusters/attach subresource agents open their tunnel on.
+const proxyGroup = "proxy.flotilla.io"
 
 func createIfMissing(ctx context.Context, c client.Client, obj client.Object) error {
 	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -78,7 +79,10 @@ func Setup(mgr ctrl.Manager, failoverAfter time.Duration) error {
 }
 
 func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], list func() client.ObjectList) error {
-	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(bindingChanged)).
+	// The priority queue is controller-runtime's default; it is asked for here because schedulePriority
+	// relies on it (priority.go).
+	return ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(controller.Options{UsePriorityQueue: ptr.To(true)}).
+		Watches(r.New(), bindingEvents, builder.WithPredicates(bindingChanged)).
 		Watches(&clusterv1alpha1.Cluster{}, clusterEvents(mgr.GetClient(), list)).
 		Complete(r)
 }

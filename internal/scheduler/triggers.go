@@ -8,12 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -124,10 +122,9 @@ func roomChanged(spec *workv1alpha1.ResourceBindingSpec, old, updated *clusterv1
 
 // clusterEvents enqueues the bindings a Cluster event can move: every binding when a cluster joins, leaves
 // or changes what placements read; when only its room changed, those placed by capacity whose room there
-// changed; none on a heartbeat.
+// changed; none on a heartbeat. Each at its priority.
 func clusterEvents(c client.Reader, list func() client.ObjectList) handler.Funcs {
-	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
-	enqueue := func(ctx context.Context, q queue, moves func(spec *workv1alpha1.ResourceBindingSpec) bool) {
+	enqueueAll := func(ctx context.Context, q queue, moves func(spec *workv1alpha1.ResourceBindingSpec) bool) {
 		l := list()
 		if err := c.List(ctx, l); err != nil {
 			return
@@ -139,7 +136,7 @@ func clusterEvents(c client.Reader, list func() client.ObjectList) handler.Funcs
 				workv1alpha1.Object
 			})
 			if ok && (moves == nil || moves(b.BindingSpec())) {
-				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+				enqueue(q, b)
 			}
 		}
 	}
@@ -147,10 +144,10 @@ func clusterEvents(c client.Reader, list func() client.ObjectList) handler.Funcs
 		// The clusters listed when the hub starts bring nothing back: every binding is listed then too.
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) {
 			if !e.IsInInitialList {
-				enqueue(ctx, q, nil)
+				enqueueAll(ctx, q, nil)
 			}
 		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q queue) { enqueue(ctx, q, nil) },
+		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q queue) { enqueueAll(ctx, q, nil) },
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			old, okOld := e.ObjectOld.(*clusterv1alpha1.Cluster)
 			updated, okNew := e.ObjectNew.(*clusterv1alpha1.Cluster)
@@ -159,9 +156,9 @@ func clusterEvents(c client.Reader, list func() client.ObjectList) handler.Funcs
 			}
 			switch changeOf(old, updated) {
 			case placementChange:
-				enqueue(ctx, q, nil)
+				enqueueAll(ctx, q, nil)
 			case capacityChange:
-				enqueue(ctx, q, func(spec *workv1alpha1.ResourceBindingSpec) bool { return roomChanged(spec, old, updated) })
+				enqueueAll(ctx, q, func(spec *workv1alpha1.ResourceBindingSpec) bool { return roomChanged(spec, old, updated) })
 			}
 		},
 	}

@@ -22,6 +22,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
+	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -100,6 +101,10 @@ func TestHubRestartKeepsObjects(t *testing.T) {
 	if hubIdentity(t, first) == hubIdentity(t, restarted) {
 		t.Fatal("a restarted hub reuses its predecessor's identity")
 	}
+	// The proxy listens on another loopback port after the restart; the hub's aggregator follows it.
+	testenv.Eventually(t, time.Minute, "the restarted hub serves the proxy API", func() error {
+		return h.Kube.Discovery().RESTClient().Get().AbsPath("/apis", proxy.GroupName, "v1alpha1", "clusters").Do(ctx).Error()
+	})
 
 	if err := restarted.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

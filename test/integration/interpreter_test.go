@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -43,15 +44,39 @@ func widgetsCustomization(health string) *configv1alpha1.InterpreterCustomizatio
 	}
 }
 
+// hubSays waits until kstatus, reading the hub's template, says want with a message containing message.
+func hubSays(t *testing.T, template *unstructured.Unstructured, want status.Status, message string) {
+	t.Helper()
+	testenv.Eventually(t, hangGuard, "kstatus says "+string(want)+" of the hub's "+template.GetName(), func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(template), template); err != nil {
+			return err
+		}
+		res, err := status.Compute(template)
+		if err != nil {
+			return err
+		}
+		if res.Status != want || !strings.Contains(res.Message, message) {
+			return fmt.Errorf("kstatus %s (%s) for the status %v", res.Status, res.Message, template.Object["status"])
+		}
+		return nil
+	})
+}
+
 // TestInterpreterCustomization: an InterpreterCustomization makes a CRD's objects divided over clusters like
-// a Deployment, judged healthy and summed on the hub by its expressions; a bad expression is refused at
-// admission, and one that fails at run time marks the binding with the Interpreted condition.
+// a Deployment, judged healthy and summed on the hub by its expressions (with the hub's conditions and
+// observedGeneration, which kstatus reads); a bad expression is refused at admission, and one that fails at
+// run time marks the binding with the Interpreted condition.
 func TestInterpreterCustomization(t *testing.T) {
 	ctx := context.Background()
 	const namespace = "interpreter"
 	crd := widgetCRD(interpreterGroup, "Widget")
 	for i := range crd.Spec.Versions {
 		crd.Spec.Versions[i].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+		// The status keeps any field and types observedGeneration as an integer: the hub writes its own.
+		crd.Spec.Versions[i].Schema = &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+			Type: "object", XPreserveUnknownFields: ptrTo(true), Properties: map[string]apiextensionsv1.JSONSchemaProps{
+				"status": {Type: "object", XPreserveUnknownFields: ptrTo(true), Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"observedGeneration": {Type: "integer", Format: "int64"}}}}}}
 	}
 	createCRD(t, crd)
 	createNamespace(t, namespace)
@@ -185,6 +210,8 @@ func TestInterpreterCustomization(t *testing.T) {
 			}
 			return nil
 		})
+		// The customization's aggregation alone says nothing kstatus reads: it would call the Widget Current.
+		hubSays(t, widget, status.InProgressStatus, "not healthy yet in interpreter-b")
 		report("interpreter-b", 4)
 		bindingSays(t, "healthy everywhere", func(b *workv1alpha1.ResourceBinding) error {
 			if !meta.IsStatusConditionTrue(b.Status.Conditions, workv1alpha1.ConditionHealthy) {
@@ -203,6 +230,10 @@ func TestInterpreterCustomization(t *testing.T) {
 			}
 			return nil
 		})
+		hubSays(t, widget, status.CurrentStatus, "")
+		if og, _, _ := unstructured.NestedInt64(widget.Object, "status", "observedGeneration"); og != widget.GetGeneration() {
+			t.Errorf("observedGeneration %d, want the template's %d", og, widget.GetGeneration())
+		}
 	})
 
 	t.Run("a changed customization reaches the template's binding", func(t *testing.T) {

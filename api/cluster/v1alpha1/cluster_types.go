@@ -45,6 +45,11 @@ const ClusterConditionAPIsComplete = "APIsComplete"
 // read a file).
 const ClusterConditionCredentialsValid = "CredentialsValid"
 
+// ClusterConditionTunnelConnected is the condition type of Pull clusters that says whether the cluster's agent
+// holds its tunnel to the hub open (True: the hub reaches the member's API server through it; False: the
+// agent is not connected, reason NotConnected). The hub writes it when the tunnel opens or closes.
+const ClusterConditionTunnelConnected = "TunnelConnected"
+
 // MaxClusterNameLength is the longest cluster name: flotilla-cluster-<name> must be a valid namespace name
 // (63 characters).
 const MaxClusterNameLength = 46
@@ -153,7 +158,8 @@ type LocalSecretReference struct {
 // renewed every 10 seconds.
 type ClusterStatus struct {
 	// Conditions: Ready (True: healthy; False: readyz failing; Unknown: heartbeat lost) and APIsComplete
-	// (True: apiEnablements lists every served API; False: discovery failed in part), each with a reason.
+	// (True: apiEnablements lists every served API; False: discovery failed in part), and for Pull clusters
+	// TunnelConnected (True: the agent's tunnel to the hub is open), each with a reason.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

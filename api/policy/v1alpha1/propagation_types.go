@@ -150,10 +150,9 @@ type PropagationSpec struct {
 	// +optional
 	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
 
-	// SchedulePriority orders the templates in the scheduling queue. Flotilla's scheduler has no priority
-	// queue, so the field is refused at admission rather than accepted and ignored.
+	// SchedulePriority orders the templates in the scheduling queue: when many wait to be placed, those of
+	// higher priority go first. Omitted: priority 0, in arrival order among equals.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="false",message="schedulePriority is not supported: Flotilla schedules bindings in arrival order; remove the field"
 	SchedulePriority *SchedulePriority `json:"schedulePriority,omitempty"`
 }
 
@@ -210,9 +209,13 @@ type SchedulePriority struct {
 	// +kubebuilder:validation:Enum=KubePriorityClass
 	PriorityClassSource string `json:"priorityClassSource"`
 
-	// PriorityClassName is the name of the PriorityClass on the hub.
+	// PriorityClassName is the name of a scheduling.k8s.io PriorityClass on the hub, whose value is the
+	// templates' priority. While it does not exist they are scheduled at priority 0 and the policy's
+	// Honoured condition names it.
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	PriorityClassName string `json:"priorityClassName"`
 }
 

@@ -136,6 +136,20 @@ type ResourceBindingSpec struct {
 	// PreserveResourcesOnDeletion keeps member objects when the template is deleted.
 	// +optional
 	PreserveResourcesOnDeletion *bool `json:"preserveResourcesOnDeletion,omitempty"`
+
+	// SchedulePriority is the binding's place in the scheduler's queue, resolved by the detector from its
+	// policy's schedulePriority: when many bindings wait, those of higher priority are placed first.
+	// Omitted: priority 0 (no schedulePriority, or its PriorityClass does not exist; the policy's Honoured
+	// condition says which).
+	// +optional
+	SchedulePriority *SchedulePriority `json:"schedulePriority,omitempty"`
+}
+
+// SchedulePriority is a binding's priority in the scheduling queue.
+type SchedulePriority struct {
+	// Priority is the value of the PriorityClass its policy names. Higher is placed first.
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
 }
 
 // ObjectReference identifies a template on the hub.

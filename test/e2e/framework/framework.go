@@ -48,6 +48,8 @@ type Cluster struct {
 	proc    *testenv.Process
 	// agent is the pull agent JoinPull started for this member, which runs beside it; nil otherwise.
 	agent *testenv.Process
+	// agentDir is that agent's data directory.
+	agentDir string
 	// shared is the fleet that owns the process; nil when the test t owns it.
 	shared *Shared
 }
@@ -139,6 +141,18 @@ func (c *Cluster) KillAndRestart() {
 	c.start()
 }
 
+// RestartAgent kills the pull agent JoinPull started for this member and starts it again on its data
+// directory, as `flotilla agent` (no token: it is joined).
+func (c *Cluster) RestartAgent() {
+	c.t.Helper()
+	c.mustOwn("RestartAgent")
+	if c.agent == nil {
+		c.t.Fatalf("%s has no agent to restart", c.Name)
+	}
+	c.agent.Kill()
+	c.agent = c.shared.spawn(c.t, "agent-"+c.Name, "agent", "--agent-data-dir", c.agentDir, "--cluster-kubeconfig", c.Kubeconfig)
+}
+
 // Freeze stops the process (SIGSTOP) without ending it, as a hung machine would, and with it the pull agent
 // that runs beside a member joined by JoinPull: the agent lives on the member's machine, and one left running
 // would still renew the cluster's Lease. Resume continues both.
@@ -216,7 +230,8 @@ func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.
 			join[i] = member.Kubeconfig
 		}
 	}
-	join = append(join, "--agent-data-dir", filepath.Join(dir, "agent-"+member.Name))
+	member.agentDir = filepath.Join(dir, "agent-"+member.Name)
+	join = append(join, "--agent-data-dir", member.agentDir)
 	agent := hub.shared.spawn(t, "agent-"+member.Name, append(join, rest...)...)
 	member.agent = agent
 	testenv.Eventually(t, readyTimeout, member.Name+" joins", func() error {

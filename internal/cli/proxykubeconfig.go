@@ -1,0 +1,143 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/flotilla-io/flotilla/internal/proxy"
+	"github.com/flotilla-io/flotilla/internal/registration"
+)
+
+// proxyKubeconfigOptions configure `flotilla kubeconfig` and `flotilla kubectl`.
+type proxyKubeconfigOptions struct {
+	hub hubFlags
+	out string
+}
+
+func newKubeconfigCommand() *cobra.Command {
+	o := &proxyKubeconfigOptions{}
+	cmd := &cobra.Command{
+		Use:   "kubeconfig CLUSTER",
+		Short: "Print a kubeconfig that reaches a member cluster through the hub, as you",
+		Long: `Print (or write with --out) a kubeconfig whose server is the hub's proxy to CLUSTER and whose
+credentials are yours on the hub (from --kubeconfig and --context). Any Kubernetes client then works
+against the member through the hub: the hub's RBAC on clusters/proxy decides whether you reach CLUSTER,
+the member's RBAC what you may do there, as the same user and groups.`,
+		Example: `  flotilla kubeconfig member1 --out member1.kubeconfig
+  kubectl --kubeconfig member1.kubeconfig get pods -A`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kubeconfig, err := o.kubeconfig(args[0])
+			if err != nil {
+				return err
+			}
+			data, err := clientcmd.Write(*kubeconfig)
+			if err != nil {
+				return err
+			}
+			if o.out == "" {
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			}
+			// It may hold the caller's hub credentials.
+			return os.WriteFile(o.out, data, 0o600)
+		},
+	}
+	o.hub.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.out, "out", "", "write the kubeconfig to this file (mode 0600) instead of printing it")
+	return cmd
+}
+
+func newKubectlCommand() *cobra.Command {
+	o := &proxyKubeconfigOptions{}
+	cmd := &cobra.Command{
+		Use:   "kubectl CLUSTER -- ARGS...",
+		Short: "Run kubectl against a member cluster through the hub, as you",
+		Long: `Run kubectl (from PATH) with ARGS against CLUSTER through the hub's proxy, with the kubeconfig
+flotilla kubeconfig CLUSTER prints.`,
+		Example: `  flotilla kubectl member1 -- get pods -A`,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kubectl, err := exec.LookPath("kubectl")
+			if err != nil {
+				return fmt.Errorf("kubectl is not on PATH: install it, or use any other client with the kubeconfig of flotilla kubeconfig %s", args[0])
+			}
+			kubeconfig, err := o.kubeconfig(args[0])
+			if err != nil {
+				return err
+			}
+			dir, err := os.MkdirTemp("", "flotilla-kubectl-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(dir)
+			path := filepath.Join(dir, "kubeconfig")
+			if err := clientcmd.WriteToFile(*kubeconfig, path); err != nil {
+				return err
+			}
+			run := exec.CommandContext(cmd.Context(), kubectl, append([]string{"--kubeconfig", path}, args[1:]...)...)
+			run.Stdin, run.Stdout, run.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			return run.Run()
+		},
+	}
+	o.hub.addFlags(cmd.Flags())
+	return cmd
+}
+
+// kubeconfig is the caller's hub context alone, its files embedded, with the server moved to the proxy path
+// of cluster.
+func (o *proxyKubeconfigOptions) kubeconfig(cluster string) (*clientcmdapi.Config, error) {
+	if err := registration.ValidateClusterName(cluster); err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", cluster, err)
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.hub.kubeconfig
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.hub.context}).RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("hub kubeconfig: %w", err)
+	}
+	if o.hub.context != "" {
+		raw.CurrentContext = o.hub.context
+	}
+	hubContext, ok := raw.Contexts[raw.CurrentContext]
+	if !ok {
+		return nil, errors.New("hub kubeconfig: no current context; name one with --context")
+	}
+	hubCluster, ok := raw.Clusters[hubContext.Cluster]
+	if !ok {
+		return nil, fmt.Errorf("hub kubeconfig: context %s names no known cluster", raw.CurrentContext)
+	}
+	user, ok := raw.AuthInfos[hubContext.AuthInfo]
+	if !ok {
+		return nil, fmt.Errorf("hub kubeconfig: context %s names no known user", raw.CurrentContext)
+	}
+	server, err := url.Parse(hubCluster.Server)
+	if err != nil {
+		return nil, fmt.Errorf("hub kubeconfig: server %q: %w", hubCluster.Server, err)
+	}
+	server.Path = strings.TrimSuffix(server.Path, "/") + proxy.Path(cluster)
+
+	name := "flotilla-" + cluster
+	target := hubCluster.DeepCopy()
+	target.Server = server.String()
+	out := &clientcmdapi.Config{
+		Clusters:       map[string]*clientcmdapi.Cluster{name: target},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{name: user.DeepCopy()},
+		Contexts:       map[string]*clientcmdapi.Context{name: {Cluster: name, AuthInfo: name, Namespace: hubContext.Namespace}},
+		CurrentContext: name,
+	}
+	// Certificates and keys named by path are read now: the kubeconfig works from any directory.
+	if err := clientcmdapi.FlattenConfig(out); err != nil {
+		return nil, fmt.Errorf("hub kubeconfig: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,114 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"path"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/apimachinery/pkg/util/proxy"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/client-go/transport"
+)
+
+// proxyREST serves clusters/NAME/proxy/PATH: the request goes to PATH on the member's API server, as the hub
+// with the caller's identity impersonated. The hub's RBAC on clusters/proxy (resourceNames: the cluster)
+// has decided by now that the caller may reach this cluster; the member's RBAC decides what it may do there.
+type proxyREST struct {
+	clusters *clusterREST
+	backends Backend
+}
+
+var _ rest.Connecter = &proxyREST{}
+
+func (r *proxyREST) New() runtime.Object { return &ClusterProxyOptions{} }
+func (r *proxyREST) Destroy()            {}
+
+// NewConnectOptions asks the installer for the path below .../proxy in ClusterProxyOptions.Path.
+func (r *proxyREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &ClusterProxyOptions{}, true, "path"
+}
+
+// ConnectMethods are every method a Kubernetes API client uses.
+func (r *proxyREST) ConnectMethods() []string {
+	return []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
+}
+
+// Connect finds the cluster and how to reach it, and returns the handler that forwards the request.
+func (r *proxyREST) Connect(ctx context.Context, name string, opts runtime.Object, responder rest.Responder) (http.Handler, error) {
+	caller, ok := request.UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewUnauthorized("no authenticated user")
+	}
+	cluster, err := r.clusters.cluster(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	target, err := r.backends.For(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	location := *target.URL
+	location.Path = path.Join("/", location.Path, opts.(*ClusterProxyOptions).Path)
+	if strings.HasSuffix(opts.(*ClusterProxyOptions).Path, "/") && !strings.HasSuffix(location.Path, "/") {
+		location.Path += "/"
+	}
+	return &forwarder{caller: caller, target: target, location: &location, responder: responder}, nil
+}
+
+// forwarder sends one request to a member.
+type forwarder struct {
+	caller    user.Info
+	target    *Target
+	location  *url.URL
+	responder rest.Responder
+}
+
+func (f *forwarder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	out, err := impersonating(req, f.caller)
+	if err != nil {
+		f.responder.Error(err)
+		return
+	}
+	// UpgradeAwareHandler is how kube-apiserver proxies to pods and nodes: it streams watches and logs, and
+	// joins the two connections of exec, attach and port-forward after the protocol switch.
+	h := proxy.NewUpgradeAwareHandler(f.location, f.target.Transport, false, httpstream.IsUpgradeRequest(req), proxy.NewErrorResponder(f.responder))
+	h.UpgradeTransport = f.target.UpgradeTransport
+	h.UseLocationHost = true
+	h.ServeHTTP(w, out)
+}
+
+// impersonating returns a copy of req that carries the caller's identity as impersonation headers and none
+// of the caller's credentials or identity headers. A request that names an identity to impersonate is
+// refused: only the hub chooses who the member sees.
+func impersonating(req *http.Request, caller user.Info) (*http.Request, error) {
+	for key := range req.Header {
+		if strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(key), "Impersonate-") {
+			return nil, apierrors.NewForbidden(clustersResource, "", fmt.Errorf("header %s: the proxy impersonates the authenticated caller; it takes no identity from the request", key))
+		}
+	}
+	out := req.Clone(req.Context())
+	out.Header.Del("Authorization")
+	for key := range out.Header {
+		// The front proxy's identity headers are for this server, not for the member.
+		if strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(key), "X-Remote-") {
+			out.Header.Del(key)
+		}
+	}
+	// client-go's impersonating round tripper sets the headers as every Kubernetes client does (extra keys
+	// escaped); MirrorRequest hands back the request it would have sent.
+	imp := transport.ImpersonationConfig{UserName: caller.GetName(), UID: caller.GetUID(), Groups: caller.GetGroups(), Extra: caller.GetExtra()}
+	resp, err := transport.NewImpersonatingRoundTripper(imp, proxy.MirrorRequest).RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Request, nil
+}

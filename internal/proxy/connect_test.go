@@ -1,0 +1,56 @@
+package proxy
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authentication/user"
+)
+
+func TestImpersonating(t *testing.T) {
+	caller := &user.DefaultInfo{Name: "alice", UID: "u-1", Groups: []string{"team-a", "system:authenticated"},
+		Extra: map[string][]string{"example.org/Key with space": {"v"}}}
+	tests := []struct {
+		name    string
+		headers http.Header
+		refused bool
+		want    http.Header
+	}{{
+		name:    "the caller's credentials and the front proxy's identity headers stay behind",
+		headers: http.Header{"Authorization": {"Bearer hub-token"}, "X-Remote-User": {"alice"}, "X-Remote-Group": {"team-a"}, "Accept": {"application/json"}},
+		want: http.Header{
+			"Accept":           {"application/json"},
+			"Impersonate-User": {"alice"}, "Impersonate-Uid": {"u-1"}, "Impersonate-Group": {"team-a", "system:authenticated"},
+			"Impersonate-Extra-Example.org%2fkey%20with%20space": {"v"},
+		},
+	}, {
+		name:    "a caller-chosen user is refused",
+		headers: http.Header{"Impersonate-User": {"system:admin"}},
+		refused: true,
+	}, {
+		name:    "a caller-chosen extra is refused",
+		headers: http.Header{"impersonate-extra-scopes": {"all"}},
+		refused: true,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, "https://hub/apis/proxy.flotilla.io/v1alpha1/clusters/m1/proxy/api", nil)
+			req.Header = tt.headers
+			out, err := impersonating(req, caller)
+			if tt.refused {
+				if !apierrors.IsForbidden(err) {
+					t.Fatalf("want Forbidden, got %v (%v)", err, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(out.Header, tt.want) {
+				t.Fatalf("headers\n got %v\nwant %v", out.Header, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,30 @@
+// Package proxy is the hub's way to its members' API servers: the aggregated API group proxy.flotilla.io,
+// served by the hub process and registered as an APIService in the hub's kube-apiserver.
+//
+//	/apis/proxy.flotilla.io/v1alpha1/clusters              get and list: the hub's Clusters
+//	/apis/proxy.flotilla.io/v1alpha1/clusters/NAME/proxy/P  the member's API server at path P
+//
+// The hub's kube-apiserver authenticates the caller (any way the hub accepts) and passes the identity on in
+// the front proxy's headers; this server trusts them from the front proxy's client certificate only
+// (delegated authentication) and asks the hub's RBAC whether the caller may use clusters/proxy on NAME
+// (delegated authorization). The member then sees the same user, groups, uid and extras by impersonation,
+// under the hub's own credential for that member, so the member's RBAC decides what the caller may do
+// there. The caller's Authorization header is never forwarded, and a request that names an identity to
+// impersonate is refused (the hub's own impersonation filter has already handled hub-side impersonation).
+//
+// # The seam: Backend
+//
+// How the proxy reaches a member is a Backend, chosen by the Cluster's sync mode (Backends):
+//
+//	type Backend interface {
+//		For(ctx context.Context, cluster *clusterv1alpha1.Cluster) (*Target, error)
+//	}
+//
+// A Target is the member's base URL with two transports that authenticate as the hub: one for ordinary
+// requests and watches, one for protocol upgrades (exec, attach, port-forward). TargetFor builds both from a
+// rest.Config; a tunnel gives that config a Dial that opens connections through the tunnel. PushBackend
+// serves push members from the credentials in their Secret (which need the right to impersonate users,
+// groups, uids and userextras). Pull members are reached through the tunnel their agent opens: until a
+// Backend for them is set in Backends.Pull, a request to one gets 503 with a Status that says there is no
+// tunnel for that cluster. A Backend's errors that are API statuses reach the caller as they are.
+package proxy

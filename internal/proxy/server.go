@@ -1,0 +1,176 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	"k8s.io/apiserver/pkg/registry/rest"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	"k8s.io/apiserver/pkg/util/compatibility"
+	restclient "k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/tunnel"
+)
+
+// ServiceName is the Service, in flotilla-system, that the proxy's APIService points at. It is of type
+// ExternalName and never resolved: the hub's aggregator is told where the proxy listens in the hub process.
+const ServiceName = "flotilla-proxy"
+
+// ServiceHost is the name the proxy's serving certificate covers: the one the aggregator verifies.
+const ServiceHost = ServiceName + "." + clusterv1alpha1.SystemNamespace + ".svc"
+
+// Config is what the proxy server needs.
+type Config struct {
+	// Listener is where it serves; the hub's aggregator is sent there.
+	Listener net.Listener
+	// CertFile and KeyFile are its serving certificate, for ServiceHost; CABundle verifies it (the
+	// APIService carries it to the aggregator).
+	CertFile, KeyFile string
+	CABundle          []byte
+	// AuthKubeconfig is the kubeconfig of the hub that authentication (the front proxy's CA and headers, from
+	// kube-system/extension-apiserver-authentication) and authorization (SubjectAccessReviews) are
+	// delegated to.
+	AuthKubeconfig string
+	// Hub reads Clusters and the Secrets of push members.
+	Hub client.Reader
+	// Backends reach the members.
+	Backends Backends
+	// Tunnels, when set, serve clusters/NAME/attach: Pull clusters' agents open their tunnels there.
+	Tunnels *tunnel.Registry
+}
+
+// Server is the proxy's API server, ready to run.
+type Server struct {
+	server   *genericapiserver.GenericAPIServer
+	caBundle []byte
+}
+
+// New builds the proxy's API server with a serving certificate of its own.
+func New(c Config) (*Server, error) {
+	scheme, codecs, err := newScheme()
+	if err != nil {
+		return nil, err
+	}
+	serving := genericoptions.NewSecureServingOptions()
+	serving.Listener = c.Listener
+	serving.BindPort = c.Listener.Addr().(*net.TCPAddr).Port
+	serving.ServerCert.CertDirectory = ""
+	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: c.CertFile, KeyFile: c.KeyFile}
+
+	config := genericapiserver.NewConfig(codecs)
+	config.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
+	config.ExternalAddress = c.Listener.Addr().String()
+	config.LoopbackClientConfig = &restclient.Config{Host: "https://" + c.Listener.Addr().String()}
+	// The group has no kinds of its own to describe and accepts no writes that need a schema (server-side
+	// apply), so it serves no OpenAPI and builds none for its paths.
+	config.SkipOpenAPIInstallation = true
+	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition { return nil }, openapinamer.NewDefinitionNamer(scheme))
+	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + GroupName}
+	// Watches and exec sessions through the proxy last up to the hub's own limit.
+	config.RequestTimeout = time.Minute
+	// An agent's tunnel lasts as long as the agent runs: no timeout, and no in-flight seat held.
+	config.LongRunningFunc = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString(tunnel.Subresource))
+	if err := serving.ApplyTo(&config.SecureServing); err != nil {
+		return nil, err
+	}
+	authn := genericoptions.NewDelegatingAuthenticationOptions()
+	authn.RemoteKubeConfigFile = c.AuthKubeconfig
+	if err := authn.ApplyTo(&config.Authentication, config.SecureServing, nil); err != nil {
+		return nil, err
+	}
+	authz := genericoptions.NewDelegatingAuthorizationOptions()
+	authz.RemoteKubeConfigFile = c.AuthKubeconfig
+	if err := authz.ApplyTo(&config.Authorization); err != nil {
+		return nil, err
+	}
+
+	server, err := config.Complete(nil).New("flotilla-proxy", genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return nil, err
+	}
+	clusters := newClusterREST(c.Hub)
+	group := genericapiserver.NewDefaultAPIGroupInfo(GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
+	group.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{
+		"clusters":       clusters,
+		"clusters/proxy": &proxyREST{clusters: clusters, backends: c.Backends},
+	}
+	if c.Tunnels != nil {
+		group.VersionedResourcesStorageMap[SchemeGroupVersion.Version]["clusters/"+tunnel.Subresource] = &attachREST{hub: c.Hub, tunnels: c.Tunnels}
+	}
+	if err := server.InstallAPIGroup(&group); err != nil {
+		return nil, err
+	}
+	return &Server{server: server, caBundle: c.CABundle}, nil
+}
+
+// Run serves until ctx ends.
+func (s *Server) Run(ctx context.Context) error {
+	return s.server.PrepareRun().RunWithContext(ctx)
+}
+
+// Register creates or updates the Service and APIService that send the hub's aggregator to this server.
+func (s *Server) Register(ctx context.Context, cfg *restclient.Config) error {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := apiregistrationv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	hub, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName, Namespace: clusterv1alpha1.SystemNamespace},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: ServiceHost, Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return apply(ctx, hub, svc.DeepCopy()) }); err != nil {
+		return fmt.Errorf("proxy Service: %w", err)
+	}
+	port := int32(443)
+	apiService := &apiregistrationv1.APIService{
+		ObjectMeta: metav1.ObjectMeta{Name: SchemeGroupVersion.Version + "." + GroupName},
+		Spec: apiregistrationv1.APIServiceSpec{
+			Group: GroupName, Version: SchemeGroupVersion.Version,
+			Service:              &apiregistrationv1.ServiceReference{Namespace: clusterv1alpha1.SystemNamespace, Name: ServiceName, Port: &port},
+			CABundle:             s.caBundle,
+			GroupPriorityMinimum: 1000,
+			VersionPriority:      15,
+		},
+	}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return apply(ctx, hub, apiService.DeepCopy()) }); err != nil {
+		return fmt.Errorf("proxy APIService: %w", err)
+	}
+	return nil
+}
+
+// apply creates obj, or overwrites the one there. Hubs that share one API register the same objects: each
+// start may rewrite them, and a conflict is retried.
+func apply(ctx context.Context, hub client.Client, obj client.Object) error {
+	err := hub.Create(ctx, obj)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	current := obj.DeepCopyObject().(client.Object)
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
+		return err
+	}
+	obj.SetResourceVersion(current.GetResourceVersion())
+	return hub.Update(ctx, obj)
+}
