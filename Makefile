@@ -86,9 +86,10 @@ bench-smoke: build
 	$(BIN)/flotilla bench propagation --members 2 --objects 20 --out $(BENCH_OUT)/propagation.json
 	$(BIN)/flotilla bench scale --clusters 2 --objects 2 --settle 10s --out $(BENCH_OUT)/scale.json
 	$(BIN)/flotilla bench register --clusters 2
+	$(BIN)/flotilla bench mcs --changes 2 --out $(BENCH_OUT)/mcs.json
 	$(BIN)/flotilla bench proxy --requests 20 --out $(BENCH_OUT)/proxy.json
 	$(BIN)/flotilla bench failover --members 2 --objects 2 --cluster-grace-period 20s --toleration 5s --timeout 3m --out $(BENCH_OUT)/failover.json
-	$(BIN)/flotilla bench plot --out-dir $(BENCH_OUT) $(BENCH_OUT)/propagation.json $(BENCH_OUT)/scale.json $(BENCH_OUT)/failover.json
+	$(BIN)/flotilla bench plot --out-dir $(BENCH_OUT) $(BENCH_OUT)/propagation.json $(BENCH_OUT)/scale.json $(BENCH_OUT)/failover.json $(BENCH_OUT)/mcs.json
 
 # Every process a test starts must end with it. (The brackets keep the pattern from matching this shell.)
 LEFTOVERS := $(BIN)/flotill[a] |/(integration|existingcluster|e2e)\.tes[t]

@@ -1,6 +1,6 @@
 // Package agent runs next to a member cluster: it keeps the cluster's hub identity (joining with a bootstrap
-// token once, renewing its certificate after), reports the member's health and status to the hub, and
-// applies the cluster's Works to the member.
+// token once, renewing its certificate after), reports the member's health and status to the hub, applies
+// the cluster's Works to the member, and reports the EndpointSlices of the member's exported Services.
 package agent
 
 import (
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -21,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/multicluster"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
@@ -182,6 +186,20 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	}
 	hub, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
+		return err
+	}
+	// The collector reports the member's EndpointSlices of the Services the hub asks this cluster to export.
+	// A cluster registered by an older hub has no right to read export requests: its agent runs without the
+	// collector rather than fail to start its Works' execution waiting for a cache it may not fill.
+	err = hub.List(ctx, &mcsv1alpha1.ServiceExportList{}, client.InNamespace(namespace), client.Limit(1))
+	switch {
+	case err == nil:
+		if err := multicluster.SetupAgentCollector(mgr, memberConfig, cluster, clusterstatus.AgentFieldManager); err != nil {
+			return err
+		}
+	case apierrors.IsForbidden(err) || meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		klog.FromContext(ctx).Info("not reporting multi-cluster service endpoints: the hub does not let this agent read export requests", "reason", err.Error())
+	default:
 		return err
 	}
 	user, err := cred.User()

@@ -23,6 +23,7 @@ func Plot(dir string, files []string) ([]string, error) {
 	var propagations []PropagationResult
 	var scales []ScaleResult
 	var failovers []FailoverResult
+	var services []MCSResult
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -32,6 +33,7 @@ func Plot(dir string, files []string) ([]string, error) {
 			Waves    json.RawMessage `json:"waves"`
 			Steady   json.RawMessage `json:"steady"`
 			Failover json.RawMessage `json:"failover"`
+			Stages   json.RawMessage `json:"stages"`
 		}
 		if err := json.Unmarshal(data, &kind); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
@@ -55,8 +57,14 @@ func Plot(dir string, files []string) ([]string, error) {
 				return nil, fmt.Errorf("%s: %w", f, err)
 			}
 			failovers = append(failovers, r)
+		case kind.Stages != nil:
+			var r MCSResult
+			if err := json.Unmarshal(data, &r); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			services = append(services, r)
 		default:
-			return nil, fmt.Errorf("%s: not the output of bench propagation, scale or failover", f)
+			return nil, fmt.Errorf("%s: not the output of bench propagation, scale, failover or mcs", f)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -111,6 +119,16 @@ func Plot(dir string, files []string) ([]string, error) {
 			return nil, err
 		}
 		if err := save(p, fmt.Sprintf("failover-%dx%d.png", r.Objects, r.Members)); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range services {
+		p, err := barChart(fmt.Sprintf("Multi-cluster service, %d scale-outs of one pod over %d members: seconds", r.Changes, r.Members),
+			[]string{stagePodsRunning, stageConsumer, stagePropagation}, r.Stages)
+		if err != nil {
+			return nil, err
+		}
+		if err := save(p, fmt.Sprintf("mcs-%dx%d.png", r.Changes, r.Members)); err != nil {
 			return nil, err
 		}
 	}

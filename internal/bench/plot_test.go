@@ -21,6 +21,7 @@ func TestPlot(t *testing.T) {
 		ScaleResult{Clusters: 100, Steady: SteadyState{HubRSSMiB: 500}},
 		FailoverResult{Members: 3, Objects: 10, GracePeriodSeconds: 20, TolerationSeconds: 20,
 			Failover: map[string]map[string]float64{stageRescheduled: {"p50": 40}, stageReplacementAvailable: {"p50": 42, "max": 45}}},
+		MCSResult{Members: 3, Changes: 20, Stages: map[string]map[string]float64{stageConsumer: {"p50": 1.4, "max": 2.9}}},
 	} {
 		f := filepath.Join(dir, string(rune('a'+i))+".json")
 		if err := writeJSON(f, r); err != nil {
@@ -33,7 +34,7 @@ func TestPlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"propagation-10x1-pull-burst.png", "propagation-10x2-pull-burst.png", "throughput-by-members.png", "hub-rss-by-clusters.png",
-		"failover-10x3.png"}
+		"failover-10x3.png", "mcs-20x3.png"}
 	if len(written) != len(want) {
 		t.Fatalf("wrote %v, want %v", written, want)
 	}

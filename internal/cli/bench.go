@@ -14,7 +14,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchPlotCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchMCSCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -153,5 +153,25 @@ func newBenchPlotCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dir, "out-dir", ".", "directory for the PNG files")
+	return cmd
+}
+
+func newBenchMCSCommand() *cobra.Command {
+	o := bench.MCSOptions{Changes: 20, Timeout: 2 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "mcs",
+		Short: "Endpoint propagation of a multi-cluster Service: provider scale-out to complete EndpointSlices in a consumer",
+		Long: `Start a hub and three pull members, export Service web whose Deployment is divided over member1
+and member2 to member3, then scale the Deployment out one pod at a time, --changes times. For each
+change it times, from the change on the hub, the providers running the new pod with an IP and
+member3's imported EndpointSlices holding exactly the providers' pod IPs.`,
+		Args: cobra.NoArgs,
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunMCS(ctx, o, out, progress)
+		}),
+	}
+	cmd.Flags().IntVar(&o.Changes, "changes", o.Changes, "number of scale-outs timed")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for one change")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd
 }

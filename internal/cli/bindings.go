@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -115,7 +116,7 @@ func newStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "status KIND/NAME",
 		Short:   "Show where a template runs, its state in each cluster, and the clusters it is leaving",
-		Example: "  flotilla status deployment/web -n shop",
+		Example: "  flotilla status deployment/web -n shop\n  flotilla status serviceexport/web -n shop   # providers, consumers, endpoints",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch output {
@@ -130,6 +131,15 @@ func newStatusCommand() *cobra.Command {
 			_, c, kube, err := hub.clients()
 			if err != nil {
 				return err
+			}
+			if output == "" {
+				gvk, _, err := templateKind(kube.Discovery(), target.kind)
+				if err != nil {
+					return err
+				}
+				if gvk.GroupKind() == mcsv1alpha1.SchemeGroupVersion.WithKind("ServiceExport").GroupKind() {
+					return printServiceExportStatus(cmd.Context(), cmd.OutOrStdout(), c, client.ObjectKey{Namespace: namespace, Name: target.name})
+				}
 			}
 			b, err := templateBinding(cmd.Context(), c, kube, target, namespace)
 			if err != nil {

@@ -163,7 +163,7 @@ func StartMember(ctx context.Context, o *MemberOptions, progress func(string)) (
 	if err != nil {
 		return nil, err
 	}
-	if err := startKubelets(kubeletCtx, kwokKubeconfig, kwokID); err != nil {
+	if err := startKubelets(kubeletCtx, kwokKubeconfig, kwokID, o.Name); err != nil {
 		return nil, err
 	}
 	progress(fmt.Sprintf("%d simulated nodes (%s CPU, %s memory, %d pods each)", o.Nodes, o.NodeCPU, o.NodeMemory, o.NodePods))

@@ -3,6 +3,7 @@ package devenv
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,7 +68,7 @@ func ensureNodes(ctx context.Context, kube kubernetes.Interface, member string, 
 
 // startKubelets starts kwok, which plays the kubelet for every simulated node: it keeps the nodes Ready and
 // their leases fresh, runs bound pods to Running and Ready with a pod IP, and completes their deletion.
-func startKubelets(ctx context.Context, kubeconfig, identity string) error {
+func startKubelets(ctx context.Context, kubeconfig, identity, member string) error {
 	stages, err := defaultStages()
 	if err != nil {
 		return err
@@ -115,7 +116,7 @@ func startKubelets(ctx context.Context, kubeconfig, identity string) error {
 		TypedClient:                typed,
 		TypedKwokClient:            kwokTyped,
 		ManageAllNodes:             true,
-		CIDR:                       "10.244.0.0/16",
+		CIDR:                       podCIDR(member),
 		NodeIP:                     "10.0.0.1",
 		LocalStages:                stages,
 		PodPlayStageParallelism:    8,
@@ -143,4 +144,13 @@ func defaultStages() (map[internalversion.StageResourceRef][]*internalversion.St
 		out[stage.Spec.ResourceRef] = append(out[stage.Spec.ResourceRef], stage)
 	}
 	return out, nil
+}
+
+// podCIDR is the range kwok gives the member's pod IPs: one /16 in 10.64.0.0-10.191.255.255 chosen by the
+// member's name. Members must not share pod IPs: a multi-cluster Service imports one member's pod IPs into
+// another, which, as on real clusters, needs pod ranges that do not overlap.
+func podCIDR(member string) string {
+	h := fnv.New32a()
+	h.Write([]byte(member))
+	return fmt.Sprintf("10.%d.0.0/16", 64+h.Sum32()%128)
 }

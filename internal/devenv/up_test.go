@@ -32,3 +32,16 @@ func TestUpOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestPodCIDRsDoNotOverlap: the members of the local fleet and of the e2e fleet give their pods distinct
+// ranges, so a multi-cluster Service's imported addresses say which member they belong to.
+func TestPodCIDRsDoNotOverlap(t *testing.T) {
+	seen := map[string]string{}
+	for _, m := range []string{"m1", "m2", "m3", MemberName(1), MemberName(2), MemberName(3), MemberName(4)} {
+		cidr := podCIDR(m)
+		if other, ok := seen[cidr]; ok {
+			t.Errorf("%s and %s share pod range %s", m, other, cidr)
+		}
+		seen[cidr] = m
+	}
+}

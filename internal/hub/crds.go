@@ -19,9 +19,11 @@ import (
 
 	"github.com/flotilla-io/flotilla/api/crds"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/multicluster"
 )
 
-// CRDs returns the CustomResourceDefinitions embedded in the binary.
+// CRDs returns the CustomResourceDefinitions embedded in the binary: Flotilla's and the Multi-Cluster
+// Services API's.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	files, err := fs.Glob(crds.FS, "*.yaml")
 	if err != nil {
@@ -40,7 +42,11 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
 		out = append(out, crd)
 	}
-	return out, nil
+	mcs, err := multicluster.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, mcs...), nil
 }
 
 // InstallCRDs installs or upgrades Flotilla's CRDs and waits until every one is

@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/multicluster"
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
@@ -62,6 +63,8 @@ var Controllers = Registry{
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupPush(mgr) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},
+	{Name: "multicluster", Setup: func(mgr ctrl.Manager, _ Settings) error { return multicluster.Setup(mgr) }},
+	{Name: "multicluster-push-collector", Setup: func(mgr ctrl.Manager, _ Settings) error { return multicluster.SetupPushCollector(mgr) }},
 }
 
 // Names lists the registered controller names.

@@ -18,8 +18,8 @@ import (
 // EnsureClusterObjects creates what a registered cluster needs on the hub: the Cluster (when missing), its
 // namespace flotilla-cluster-NAME, its Lease, and, for Pull clusters, RBAC that lets the agent identity do
 // exactly this: read Works and write their status in its namespace, renew its Lease, record events there,
-// read its Cluster and write its status. Everything is owned by the Cluster, so deleting the Cluster removes
-// it all.
+// read its export requests and write its EndpointSlice reports there, read its Cluster and write its status.
+// Everything is owned by the Cluster, so deleting the Cluster removes it all.
 func EnsureClusterObjects(ctx context.Context, c client.Client, desired *clusterv1alpha1.Cluster) (*clusterv1alpha1.Cluster, error) {
 	cluster := &clusterv1alpha1.Cluster{}
 	err := c.Get(ctx, client.ObjectKey{Name: desired.Name}, cluster)
@@ -85,6 +85,10 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 				{APIGroups: []string{work}, Resources: []string{"works/status"}, Verbs: []string{"get", "update", "patch"}},
 				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{cluster}, Verbs: []string{"get", "update"}},
 				{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+				// Multi-cluster services: the hub's export requests to read, the member's EndpointSlices to report.
+				{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceexports"}, Verbs: []string{"get", "list", "watch"}},
+				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
+					Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			},
 		},
 		&rbacv1.ClusterRole{

@@ -9,6 +9,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
@@ -16,7 +17,8 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// New returns a scheme with the built-in kinds, CustomResourceDefinitions and every Flotilla kind.
+// New returns a scheme with the built-in kinds, CustomResourceDefinitions, every Flotilla kind
+// and the Multi-Cluster Services kinds.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -25,6 +27,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(configv1alpha1.AddToScheme(s))
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	utilruntime.Must(workv1alpha1.AddToScheme(s))
+	utilruntime.Must(mcsv1alpha1.AddToScheme(s))
 	return s
 }
 
