@@ -10,7 +10,7 @@ KUBE_VERSION  := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                  -X k8s.io/component-base/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(KUBE_VERSION)))) \
                  -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
-LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli.Version=$(VERSION) $(KUBE_LDFLAGS)
+LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli/agentcmd.Version=$(VERSION) $(KUBE_LDFLAGS)
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
@@ -18,9 +18,10 @@ UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
 all: build
 
-## build: compile bin/flotilla
+## build: compile bin/flotilla and bin/flotilla-agent (the agent verbs alone, without the control plane)
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla ./cmd/flotilla
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
 
 ## run: the main job — a local fleet (hub + 3 members) with its data in DATA_DIR (default ~/.flotilla/up)
 run: build

@@ -1,4 +1,4 @@
-package cli
+package agentcmd
 
 import (
 	"fmt"
@@ -12,17 +12,17 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
-// hubFlags are kubectl's --kubeconfig and --context, for the hub.
-type hubFlags struct {
+// HubFlags are kubectl's --kubeconfig and --context, for the hub.
+type HubFlags struct {
 	kubeconfig, context string
 }
 
-func (f *hubFlags) addFlags(fs *pflag.FlagSet) {
+func (f *HubFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the hub (default $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig context of the hub")
 }
 
-func (f *hubFlags) restConfig() (*rest.Config, error) {
+func (f *HubFlags) RestConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
@@ -32,9 +32,9 @@ func (f *hubFlags) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
-// clients returns a controller-runtime client (every Flotilla kind) and a typed client for the hub.
-func (f *hubFlags) clients() (*rest.Config, client.Client, kubernetes.Interface, error) {
-	cfg, err := f.restConfig()
+// Clients returns a controller-runtime client (every Flotilla kind) and a typed client for the hub.
+func (f *HubFlags) Clients() (*rest.Config, client.Client, kubernetes.Interface, error) {
+	cfg, err := f.RestConfig()
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,4 +1,4 @@
-package cli
+package agentcmd
 
 import (
 	"errors"
@@ -17,6 +17,7 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/logging"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -27,7 +28,7 @@ type joinOptions struct {
 	labels, provider, region                    string
 	zones                                       []string
 	agent                                       agent.Options
-	hub                                         hubFlags
+	hub                                         HubFlags
 }
 
 // tokenEnv holds the bootstrap token when neither --token nor --token-file is given: unlike a flag, it is
@@ -45,7 +46,7 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.region, "region", "", "region of the cluster")
 	fs.StringSliceVar(&o.zones, "zone", nil, "zone of the cluster (repeatable)")
 	addAgentFlags(fs, &o.agent)
-	o.hub.addFlags(fs)
+	o.hub.AddFlags(fs)
 }
 
 func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
@@ -146,7 +147,7 @@ func (o *joinOptions) readToken() error {
 	return nil
 }
 
-func newJoinCommand(verbosity *int) *cobra.Command {
+func NewJoinCommand(verbosity *int) *cobra.Command {
 	o := &joinOptions{}
 	cmd := &cobra.Command{
 		Use:   "join [HUB_URL]",
@@ -168,12 +169,12 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			if err := o.validate(args); err != nil {
 				return err
 			}
-			if err := setupLogging(*verbosity); err != nil {
+			if err := logging.Setup(*verbosity, ""); err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := SignalContext()
 			defer cancel()
-			p := newProgress(cmd.OutOrStdout())
+			p := NewProgress(cmd.OutOrStdout())
 			memberConfig, err := o.agent.MemberConfig()
 			if err != nil {
 				return err
@@ -191,27 +192,27 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			}
 			cred := registration.NewCredential(o.agent.DataDir)
 			if cred.Exists() {
-				p.step("already joined (credential in " + cred.Path + "); starting the agent")
+				p.Step("already joined (credential in " + cred.Path + "); starting the agent")
 			} else {
 				err := registration.Join(ctx, registration.JoinRequest{
 					HubURL: o.hubURL, Token: o.token, CACertHashes: o.caCertHashes, ClusterName: o.clusterName, ClusterID: clusterID,
 					Labels: o.labels, Provider: o.provider, Region: o.region, Zones: o.zones, CertTTL: o.agent.CertTTL,
-				}, cred, p.step)
+				}, cred, p.Step)
 				if err != nil {
 					return err
 				}
-				p.step(fmt.Sprintf("cluster %s joined; hub credential in %s", o.clusterName, cred.Path))
+				p.Step(fmt.Sprintf("cluster %s joined; hub credential in %s", o.clusterName, cred.Path))
 			}
 			o.agent.Version = Version
-			return agent.Run(ctx, &o.agent, p.step)
+			return agent.Run(ctx, &o.agent, p.Step)
 		},
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
 }
 
-func (o *joinOptions) joinPush(cmd *cobra.Command, clusterID string, p *progress) error {
-	_, hub, _, err := o.hub.clients()
+func (o *joinOptions) joinPush(cmd *cobra.Command, clusterID string, p *Progress) error {
+	_, hub, _, err := o.hub.Clients()
 	if err != nil {
 		return err
 	}
@@ -227,11 +228,11 @@ func (o *joinOptions) joinPush(cmd *cobra.Command, clusterID string, p *progress
 	if err != nil {
 		return err
 	}
-	p.step(fmt.Sprintf("cluster %s joined in push mode (%s); the hub reports its status", cluster.Name, cluster.Spec.APIEndpoint))
+	p.Step(fmt.Sprintf("cluster %s joined in push mode (%s); the hub reports its status", cluster.Name, cluster.Spec.APIEndpoint))
 	return nil
 }
 
-func newAgentCommand(verbosity *int) *cobra.Command {
+func NewAgentCommand(verbosity *int) *cobra.Command {
 	o := &agent.Options{}
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -244,13 +245,13 @@ func newAgentCommand(verbosity *int) *cobra.Command {
 			if err := validateAgentOptions(o, ""); err != nil {
 				return err
 			}
-			if err := setupLogging(*verbosity); err != nil {
+			if err := logging.Setup(*verbosity, ""); err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := SignalContext()
 			defer cancel()
 			o.Version = Version
-			return agent.Run(ctx, o, newProgress(cmd.OutOrStdout()).step)
+			return agent.Run(ctx, o, NewProgress(cmd.OutOrStdout()).Step)
 		},
 	}
 	addAgentFlags(cmd.Flags(), o)
