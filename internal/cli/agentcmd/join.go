@@ -3,6 +3,7 @@ package agentcmd
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -54,6 +55,7 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.StringVar(&o.DataDir, "agent-data-dir", "", "where the agent keeps its hub credential (default $HOME/.flotilla/agents/CLUSTER)")
 	fs.DurationVar(&o.CertTTL, "cert-ttl", 7*24*time.Hour, "lifetime the agent asks for its hub certificate (at least 10m)")
 	fs.DurationVar(&o.RenewBefore, "renew-before", 0, "renew the certificate this long before it expires (default: with a fifth of its life left)")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", "HOST:PORT where the agent serves its Prometheus metrics at /metrics, plain HTTP without authentication (e.g. 127.0.0.1:8080, or the pod's address); 0 serves none")
 	_ = fs.MarkHidden("renew-before")
 }
 
@@ -70,6 +72,11 @@ func validateAgentOptions(o *agent.Options, cluster string) error {
 	}
 	if o.RenewBefore < 0 || o.RenewBefore >= o.CertTTL {
 		return fmt.Errorf("--renew-before %s: must be less than --cert-ttl %s", o.RenewBefore, o.CertTTL)
+	}
+	if o.MetricsBindAddress != "0" && o.MetricsBindAddress != "" {
+		if _, port, err := net.SplitHostPort(o.MetricsBindAddress); err != nil || port == "" {
+			return fmt.Errorf("--metrics-bind-address %q: want HOST:PORT, or 0 for none", o.MetricsBindAddress)
+		}
 	}
 	return nil
 }

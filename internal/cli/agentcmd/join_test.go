@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/flotilla-io/flotilla/internal/agent"
 )
 
 func TestJoinValidate(t *testing.T) {
@@ -37,6 +39,10 @@ func TestJoinValidate(t *testing.T) {
 		{"push with a token", joinOptions{mode: "push", clusterName: "m1", token: "abcdef.0123456789abcdef"}, nil, "push mode takes no hub URL"},
 		{"push without member kubeconfig", joinOptions{mode: "push", clusterName: "m1"}, nil, "push mode needs --cluster-kubeconfig"},
 		{"unknown mode", joinOptions{mode: "both", clusterName: "m1"}, nil, `--mode "both"`},
+		{"metrics address without a port", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHashes: []string{hash}, clusterName: "m1",
+			agent: agent.Options{MetricsBindAddress: "localhost"}}, []string{"https://hub"}, "--metrics-bind-address"},
+		{"metrics address", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHashes: []string{hash}, clusterName: "m1",
+			agent: agent.Options{MetricsBindAddress: "127.0.0.1:8080"}}, []string{"https://hub"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
