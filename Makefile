@@ -24,7 +24,7 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
 
 ## image: OCI images of flotilla and flotilla-agent, built without a Docker daemon (hack/image), written to
-## bin/images as docker-loadable tarballs (NAME.tar) and OCI layouts (NAME.oci) for linux/amd64
+## bin/images as docker-loadable tarballs (NAME.tar) and OCI layouts (NAME.oci), for linux/amd64 (IMAGE_ARCH=arm64 cross-builds)
 IMAGE_DIR      := $(BIN)/images
 IMAGE_ARCH     ?= amd64
 IMAGE_SOURCE   ?= https://github.com/flotilla-io/flotilla
@@ -42,7 +42,7 @@ image-binaries:
 
 ## test-image: build the images and read them back: entrypoint, user, platform, labels, and version run from the binary inside
 test-image: image
-	FLOTILLA_IMAGES=$(IMAGE_DIR) FLOTILLA_IMAGE_VERSION=$(VERSION) $(GO) test -count=1 ./hack/image
+	FLOTILLA_IMAGES=$(IMAGE_DIR) FLOTILLA_IMAGE_VERSION=$(VERSION) FLOTILLA_IMAGE_ARCH=$(IMAGE_ARCH) $(GO) test -count=1 ./hack/image
 
 ## run: the main job — a local fleet (hub + 3 members) with its data in DATA_DIR (default ~/.flotilla/up)
 run: build

@@ -25,7 +25,10 @@ import (
 // as OCI layout, and checks what a cluster relies on: the entrypoint, a non-root numeric user, the platform,
 // the OCI labels, a CA bundle, and a static binary that runs version.
 func TestImages(t *testing.T) {
-	dir, version := os.Getenv("FLOTILLA_IMAGES"), os.Getenv("FLOTILLA_IMAGE_VERSION")
+	dir, version, arch := os.Getenv("FLOTILLA_IMAGES"), os.Getenv("FLOTILLA_IMAGE_VERSION"), os.Getenv("FLOTILLA_IMAGE_ARCH")
+	if arch == "" {
+		arch = "amd64"
+	}
 	if dir == "" {
 		t.Skip("FLOTILLA_IMAGES is not set: make test-image builds the images and runs this test")
 	}
@@ -44,9 +47,9 @@ func TestImages(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, img := range []v1.Image{fromTar, fromLayout} {
-				checkConfig(t, img, n, version)
+				checkConfig(t, img, n, version, arch)
 			}
-			checkFiles(t, fromLayout, n, version)
+			checkFiles(t, fromLayout, n, version, arch)
 		})
 	}
 }
@@ -73,7 +76,7 @@ func layoutImage(dir, ref string) (v1.Image, error) {
 	return nil, fmt.Errorf("%s holds no image named %q", dir, ref)
 }
 
-func checkConfig(t *testing.T, img v1.Image, n, version string) {
+func checkConfig(t *testing.T, img v1.Image, n, version, arch string) {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -85,8 +88,8 @@ func checkConfig(t *testing.T, img v1.Image, n, version string) {
 	if got, want := cfg.Config.User, fmt.Sprintf("%d:%d", UID, GID); got != want || strings.HasPrefix(got, "0") {
 		t.Errorf("user %q, want %q: numeric and not root", got, want)
 	}
-	if cfg.OS != "linux" || cfg.Architecture != "amd64" {
-		t.Errorf("platform %s/%s, want linux/amd64", cfg.OS, cfg.Architecture)
+	if cfg.OS != "linux" || cfg.Architecture != arch {
+		t.Errorf("platform %s/%s, want linux/%s", cfg.OS, cfg.Architecture, arch)
 	}
 	for _, label := range []string{"version", "source", "revision"} {
 		key := "org.opencontainers.image." + label
@@ -104,7 +107,7 @@ func checkConfig(t *testing.T, img v1.Image, n, version string) {
 
 // checkFiles extracts the image's files and runs the binary's version command from them, on a machine that
 // can run the image's platform.
-func checkFiles(t *testing.T, img v1.Image, n, version string) {
+func checkFiles(t *testing.T, img v1.Image, n, version, arch string) {
 	t.Helper()
 	root := t.TempDir()
 	if err := extract(img, root); err != nil {
@@ -118,8 +121,8 @@ func checkFiles(t *testing.T, img v1.Image, n, version string) {
 		t.Errorf("%s holds no certificate", CABundle)
 	}
 	binary := filepath.Join(root, BinaryPath(n))
-	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
-		t.Skipf("cannot run a linux/amd64 binary on %s/%s", runtime.GOOS, runtime.GOARCH)
+	if runtime.GOOS != "linux" || runtime.GOARCH != arch {
+		t.Skipf("cannot run a linux/%s binary on %s/%s", arch, runtime.GOOS, runtime.GOARCH)
 	}
 	// An empty environment and working directory stand in for the image's: no libc, no loader, nothing from
 	// the build machine.
