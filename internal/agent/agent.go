@@ -85,7 +85,7 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 	if err != nil {
 		return err
 	}
-	metrics.Register()
+	metrics.RegisterAgent()
 	memberKube, err := kubernetes.NewForConfig(memberConfig)
 	if err != nil {
 		return err

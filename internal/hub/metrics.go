@@ -20,7 +20,7 @@ import (
 func serveMetrics(cache client.Reader) error {
 	var err error
 	serveMetricsOnce.Do(func() {
-		metrics.Register()
+		metrics.RegisterHub()
 		for _, c := range []prometheus.Collector{metrics.Bridge{Source: crmetrics.Registry}, metrics.Fleet{Reader: cache}} {
 			if err = legacyregistry.Registerer().Register(c); err != nil {
 				return

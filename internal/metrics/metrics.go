@@ -45,13 +45,17 @@ var (
 	}, []string{"stage"})
 )
 
-var registerOnce sync.Once
+var hubOnce, agentOnce sync.Once
 
-// Register adds Flotilla's counters and histograms to controller-runtime's registry, once per process, and
-// returns it. The agent serves that registry; the hub bridges it (Bridge).
-func Register() prometheus.Registerer {
-	registerOnce.Do(func() {
-		crmetrics.Registry.MustRegister(Evictions, WorkApplyErrors, PropagationSeconds, Heartbeats)
-	})
-	return crmetrics.Registry
+// RegisterHub adds every Flotilla metric to controller-runtime's registry, once per process; the hub bridges
+// that registry (Bridge).
+func RegisterHub() {
+	hubOnce.Do(func() { crmetrics.Registry.MustRegister(Evictions, PropagationSeconds, Heartbeats) })
+	RegisterAgent()
+}
+
+// RegisterAgent adds the metrics an agent moves, its apply errors, to controller-runtime's registry, which
+// the agent serves on its metrics address; the hub's metrics would only show zeros there.
+func RegisterAgent() {
+	agentOnce.Do(func() { crmetrics.Registry.MustRegister(WorkApplyErrors) })
 }
