@@ -10,17 +10,39 @@ KUBE_VERSION  := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                  -X k8s.io/component-base/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(KUBE_VERSION)))) \
                  -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
-LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli.Version=$(VERSION) $(KUBE_LDFLAGS)
+LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli/agentcmd.Version=$(VERSION) $(KUBE_LDFLAGS)
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
-.PHONY: all build run generate verify check-imports test-deps test test-unit test-integration test-e2e bench-smoke no-leftovers clean
+.PHONY: all build run generate verify check-imports test-deps test test-unit test-integration test-e2e bench-smoke no-leftovers clean image image-binaries test-image
 
 all: build
 
-## build: compile bin/flotilla
+## build: compile bin/flotilla and bin/flotilla-agent (the agent verbs alone, without the control plane)
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla ./cmd/flotilla
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
+
+## image: OCI images of flotilla and flotilla-agent, built without a Docker daemon (hack/image), written to
+## bin/images as docker-loadable tarballs (NAME.tar) and OCI layouts (NAME.oci), for linux/amd64 (IMAGE_ARCH=arm64 cross-builds)
+IMAGE_DIR      := $(BIN)/images
+IMAGE_ARCH     ?= amd64
+IMAGE_SOURCE   ?= https://github.com/flotilla-io/flotilla
+IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+IMAGE_BIN      := $(IMAGE_DIR)/linux-$(IMAGE_ARCH)
+image: image-binaries
+	$(GO) run ./hack/image --out-dir $(IMAGE_DIR) --arch $(IMAGE_ARCH) --version $(VERSION) --source $(IMAGE_SOURCE) --revision $(IMAGE_REVISION) \
+	  --image flotilla=$(IMAGE_BIN)/flotilla --image flotilla-agent=$(IMAGE_BIN)/flotilla-agent
+
+# Static binaries (no cgo: the image has no libc), without symbol tables, which the images do not need.
+image-binaries:
+	mkdir -p $(IMAGE_BIN)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -ldflags "$(LDFLAGS) -s -w" -o $(IMAGE_BIN)/flotilla ./cmd/flotilla
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -ldflags "$(LDFLAGS) -s -w" -o $(IMAGE_BIN)/flotilla-agent ./cmd/flotilla-agent
+
+## test-image: build the images and read them back: entrypoint, user, platform, labels, and version run from the binary inside
+test-image: image
+	FLOTILLA_IMAGES=$(IMAGE_DIR) FLOTILLA_IMAGE_VERSION=$(VERSION) FLOTILLA_IMAGE_ARCH=$(IMAGE_ARCH) $(GO) test -count=1 ./hack/image
 
 ## run: the main job — a local fleet (hub + 3 members) with its data in DATA_DIR (default ~/.flotilla/up)
 run: build
@@ -61,7 +83,7 @@ test-deps:
 	  echo "Chromium is missing: the dashboard's browser tests will skip (apt-get install chromium)"
 
 ## test: every tier — verify, unit, integration, e2e, a tiny run of each benchmark — and no process left behind
-test: test-deps verify test-unit test-integration test-e2e bench-smoke no-leftovers
+test: test-deps verify test-unit test-image test-integration test-e2e bench-smoke no-leftovers
 
 ## test-unit: fast tests of pure logic, and a short run of each fuzz target
 test-unit:

@@ -29,6 +29,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/metrics"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
@@ -45,6 +46,9 @@ type Options struct {
 	CertTTL, RenewBefore time.Duration
 	// Version is the agent's version, reported in the cluster's status.
 	Version string
+	// MetricsBindAddress is where the agent serves its Prometheus metrics (plain HTTP, no authentication:
+	// bind it to the pod's or the loopback address); "0" serves none.
+	MetricsBindAddress string
 }
 
 // MemberConfig returns the client configuration for the member cluster. Requests time out within a
@@ -87,6 +91,7 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 	if err != nil {
 		return err
 	}
+	metrics.RegisterAgent()
 	memberKube, err := kubernetes.NewForConfig(memberConfig)
 	if err != nil {
 		return err
@@ -101,7 +106,7 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 			return err
 		}
 		renewAt := cert.NotAfter.Add(-o.renewBefore(cert.NotAfter.Sub(cert.NotBefore)))
-		if err := report(ctx, cred, memberConfig, memberKube, cluster, o.Version, time.Until(renewAt)); err != nil {
+		if err := report(ctx, cred, memberConfig, memberKube, cluster, o, time.Until(renewAt)); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -153,7 +158,7 @@ func (o *Options) renewBefore(lifetime time.Duration) time.Duration {
 // report runs, with the current credential, for d or until ctx ends: the status reporter, and the executor
 // that applies the cluster's Works to the member.
 func report(ctx context.Context, cred registration.Credential, memberConfig *rest.Config, memberKube kubernetes.Interface,
-	cluster, version string, d time.Duration) error {
+	cluster string, o *Options, d time.Duration) error {
 	hubConfig, err := cred.RESTConfig()
 	if err != nil {
 		return err
@@ -161,11 +166,15 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	// client-go's default of 5 requests/s made a burst of Works queue for seconds on the agent's side; the
 	// hub's API priority and fairness, not a client limit, is what protects it from many agents.
 	hubConfig.QPS, hubConfig.Burst = 100, 200
+	metricsAddress := o.MetricsBindAddress
+	if metricsAddress == "" {
+		metricsAddress = "0" // controller-runtime would read empty as :8080
+	}
 	namespace := clusterv1alpha1.ClusterNamespace(cluster)
 	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: metricsAddress},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
@@ -206,7 +215,7 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	if err != nil {
 		return err
 	}
-	reporter := &clusterstatus.Reporter{Hub: hub, Member: memberKube, Cluster: cluster, Holder: user, AgentVersion: version}
+	reporter := &clusterstatus.Reporter{Hub: hub, Member: memberKube, Cluster: cluster, Holder: user, AgentVersion: o.Version}
 	periodCtx, cancel := context.WithTimeout(ctx, max(d, 0))
 	defer cancel()
 	managerDone := make(chan error, 1)

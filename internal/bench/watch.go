@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/logging"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -61,7 +61,7 @@ func workDir(name string) (string, func(), error) {
 	if err != nil {
 		return "", nil, err
 	}
-	if err := controlplane.SetupLogging(0, filepath.Join(dir, "bench.log")); err != nil {
+	if err := logging.Setup(0, filepath.Join(dir, "bench.log")); err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err
 	}

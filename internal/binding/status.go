@@ -106,6 +106,7 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		sum.interpreted = interpreted
 	}
 	healthSince(sum.items, b.BindingStatus().AggregatedStatus, metav1.Now())
+	observePropagation(template, sum.items, works.Items)
 	if err := r.writeStatus(ctx, b, template, sum); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -20,6 +20,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/metrics"
 )
 
 // WorkName is the name of a binding's Work in every cluster namespace: NAMESPACE.NAME for a namespaced
@@ -115,6 +116,9 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		}
 		work.Spec = want
 		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
+			if err == nil {
+				metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
+			}
 			return err
 		}
 		// Created by an earlier render the cache has not caught up with: read it from the API server and
@@ -135,7 +139,11 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	} else {
 		metav1.SetMetaDataAnnotation(&work.ObjectMeta, workv1alpha1.AnnotationOverrides, annotation)
 	}
-	return r.Client.Patch(ctx, work, patch, client.FieldOwner(renderManager))
+	if err := r.Client.Patch(ctx, work, patch, client.FieldOwner(renderManager)); err != nil {
+		return err
+	}
+	metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
+	return nil
 }
 
 // encodeManifests encodes rendered manifests as the API server stores them, so that an unchanged Work

@@ -5,11 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 func newAcceptCommand(accept bool) *cobra.Command {
-	var hub hubFlags
+	var hub agentcmd.HubFlags
 	var message, request string
 	use, short, done := "accept NAME", "Accept a cluster's pending join (hubs with --require-approval, or a name already registered)", "accepted"
 	if !accept {
@@ -24,7 +25,7 @@ requester, cluster ID and labels, and --request names the one to accept. An acce
 and location it asked for. Accepting a join for a registered name re-registers it to the new agent when it
 presents the same cluster ID; the previous agent's certificate loses its rights.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, c, _, err := hub.clients()
+			_, c, _, err := hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -39,7 +40,7 @@ presents the same cluster ID; the previous agent's certificate loses its rights.
 			return nil
 		},
 	}
-	hub.addFlags(cmd.Flags())
+	hub.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&message, "message", "", "message the agent prints")
 	cmd.Flags().StringVar(&request, "request", "", "name of the one join request (CSR) to decide")
 	return cmd

@@ -19,6 +19,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 )
 
 // printBindings prints bindings as a table: where each template runs, how it is doing, and which clusters it
@@ -111,7 +112,7 @@ func conditionStatus(s *workv1alpha1.ResourceBindingStatus, t string) string {
 }
 
 func newStatusCommand() *cobra.Command {
-	var hub hubFlags
+	var hub agentcmd.HubFlags
 	var namespace, output string
 	cmd := &cobra.Command{
 		Use:     "status KIND/NAME",
@@ -128,7 +129,7 @@ func newStatusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, c, kube, err := hub.clients()
+			_, c, kube, err := hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -162,7 +163,7 @@ func newStatusCommand() *cobra.Command {
 			return printStatus(cmd.OutOrStdout(), b, overrides, time.Now())
 		},
 	}
-	hub.addFlags(cmd.Flags())
+	hub.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the template")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "print the binding as yaml or json")
 	return cmd

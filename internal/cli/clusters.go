@@ -26,10 +26,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 )
 
 func newGetCommand() *cobra.Command {
-	var hub hubFlags
+	var hub agentcmd.HubFlags
 	var output, namespace, selector, clusterList string
 	var allNamespaces bool
 	var clusterTimeout time.Duration
@@ -75,7 +76,7 @@ line and does not fail the others.`,
 			if resource == "crb" && namespace != "" {
 				return fmt.Errorf("--namespace %q: cluster-scoped bindings (crb) are in no namespace", namespace)
 			}
-			_, c, _, err := hub.clients()
+			_, c, _, err := hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -104,7 +105,7 @@ line and does not fail the others.`,
 			return printBindings(cmd.OutOrStdout(), bindings, output == "wide", time.Now())
 		},
 	}
-	hub.addFlags(cmd.Flags())
+	hub.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the bindings of this namespace (default: every namespace); for other kinds, the namespace in the members (default: default)")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "the bindings of every namespace, and the cluster-scoped ones (the default); for other kinds, every namespace of the members")
@@ -255,7 +256,7 @@ func labelsString(l map[string]string) string {
 }
 
 func newTaintCommand() *cobra.Command {
-	var hub hubFlags
+	var hub agentcmd.HubFlags
 	cmd := &cobra.Command{
 		Use:   "taint cluster NAME KEY[=VALUE]:EFFECT | KEY:EFFECT-",
 		Short: "Add or remove a taint on a cluster",
@@ -270,7 +271,7 @@ func newTaintCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			_, c, _, err := hub.clients()
+			_, c, _, err := hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -307,7 +308,7 @@ func newTaintCommand() *cobra.Command {
 			return nil
 		},
 	}
-	hub.addFlags(cmd.Flags())
+	hub.AddFlags(cmd.Flags())
 	return cmd
 }
 

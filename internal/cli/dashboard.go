@@ -13,13 +13,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/dashboard"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // dashboardOptions are the flags of flotilla dashboard.
 type dashboardOptions struct {
-	hub       hubFlags
+	hub       agentcmd.HubFlags
 	port      int
 	namespace string
 }
@@ -50,22 +51,22 @@ updates watch that namespace. The hub serves the same pages at /dashboard/ on it
 			return o.run(cmd.Context(), func(url string) { fmt.Fprintf(cmd.OutOrStdout(), "dashboard at %s\n", url) })
 		},
 	}
-	o.hub.addFlags(cmd.Flags())
+	o.hub.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&o.port, "port", 8080, "port on 127.0.0.1 (0: any free port)")
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace to watch when you may not watch every namespace (default: the kubeconfig context's)")
 	return cmd
 }
 
 func (o *dashboardOptions) run(ctx context.Context, ready func(url string)) error {
-	cfg, err := o.hub.restConfig()
+	cfg, err := o.hub.RestConfig()
 	if err != nil {
 		return err
 	}
 	namespace := o.namespace
 	if namespace == "" {
 		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = o.hub.kubeconfig
-		namespace, _, _ = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.hub.context}).Namespace()
+		rules.ExplicitPath = o.hub.Kubeconfig
+		namespace, _, _ = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.hub.Context}).Namespace()
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {

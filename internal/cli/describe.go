@@ -14,12 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 func newDescribeCommand() *cobra.Command {
-	var hub hubFlags
+	var hub agentcmd.HubFlags
 	var failoverAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "describe cluster NAME",
@@ -32,7 +33,7 @@ func newDescribeCommand() *cobra.Command {
 			if failoverAfter < 0 {
 				return fmt.Errorf("--default-failover-toleration %s: must not be negative", failoverAfter)
 			}
-			_, c, kube, err := hub.clients()
+			_, c, kube, err := hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -94,7 +95,7 @@ func newDescribeCommand() *cobra.Command {
 			return w.Flush()
 		},
 	}
-	hub.addFlags(cmd.Flags())
+	hub.AddFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&failoverAfter, "default-failover-toleration", scheduler.DefaultFailoverToleration,
 		"the hub's --default-failover-toleration, to say when workloads without their own toleration of a health taint move")
 	return cmd

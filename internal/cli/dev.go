@@ -9,8 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/devenv"
+	"github.com/flotilla-io/flotilla/internal/logging"
 )
 
 func newDevCommand(verbosity *int) *cobra.Command {
@@ -45,21 +47,21 @@ DATA_DIR/kubeconfig is written once a Deployment can become Available. Restartin
 			if err := prepareLogs(o.DataDir, logFile, *verbosity); err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := agentcmd.SignalContext()
 			defer cancel()
-			p := newProgress(cmd.OutOrStdout())
-			p.step(fmt.Sprintf("starting member %s in %s (component logs: %s)", o.Name, o.DataDir, logFile))
-			m, err := devenv.StartMember(ctx, o, p.step)
+			p := agentcmd.NewProgress(cmd.OutOrStdout())
+			p.Step(fmt.Sprintf("starting member %s in %s (component logs: %s)", o.Name, o.DataDir, logFile))
+			m, err := devenv.StartMember(ctx, o, p.Step)
 			if err != nil {
 				return err
 			}
-			p.step(fmt.Sprintf("member %s ready at %s: export KUBECONFIG=%s", o.Name, m.URL, m.Kubeconfig))
+			p.Step(fmt.Sprintf("member %s ready at %s: export KUBECONFIG=%s", o.Name, m.URL, m.Kubeconfig))
 			select {
 			case <-ctx.Done():
 			case err = <-m.Failed():
 			}
 			m.Stop()
-			p.step("member stopped")
+			p.Step("member stopped")
 			return err
 		},
 	}
@@ -90,9 +92,9 @@ func newDevEtcdCommand(verbosity *int) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := agentcmd.SignalContext()
 			defer cancel()
-			p := newProgress(cmd.OutOrStdout())
+			p := agentcmd.NewProgress(cmd.OutOrStdout())
 			e, err := controlplane.StartEtcd(controlplane.EtcdConfig{
 				Name: "default", Dir: filepath.Join(dataDir, "etcd"),
 				ClientURL: "http://127.0.0.1:" + strconv.Itoa(port),
@@ -102,10 +104,10 @@ func newDevEtcdCommand(verbosity *int) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p.step("etcd ready: --etcd-servers " + e.ClientURL)
+			p.Step("etcd ready: --etcd-servers " + e.ClientURL)
 			<-ctx.Done()
 			e.Close()
-			p.step("etcd stopped")
+			p.Step("etcd stopped")
 			return nil
 		},
 	}
@@ -119,5 +121,5 @@ func prepareLogs(dir, logFile string, verbosity int) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	return controlplane.SetupLogging(verbosity, logFile)
+	return logging.Setup(verbosity, logFile)
 }

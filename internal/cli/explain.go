@@ -15,12 +15,13 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 func newExplainCommand() *cobra.Command {
-	var hub hubFlags
+	var hub agentcmd.HubFlags
 	var namespace, cluster string
 	cmd := &cobra.Command{
 		Use:   "explain KIND/NAME",
@@ -35,7 +36,7 @@ TaintToleration, APIEnablement, FailoverRecords), the spread constraints, the re
 			if err != nil {
 				return err
 			}
-			_, c, kube, err := hub.clients()
+			_, c, kube, err := hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -56,7 +57,7 @@ TaintToleration, APIEnablement, FailoverRecords), the spread constraints, the re
 			return printExplanation(cmd.OutOrStdout(), b, names)
 		},
 	}
-	hub.addFlags(cmd.Flags())
+	hub.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the template")
 	cmd.Flags().StringVar(&cluster, "cluster", "", "explain only this cluster")
 	return cmd

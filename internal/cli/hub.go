@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/hub"
+	"github.com/flotilla-io/flotilla/internal/logging"
 )
 
 func newHubCommand(verbosity *int) *cobra.Command {
@@ -31,7 +33,7 @@ Flotilla's controllers. With --etcd-servers several hubs share one etcd (--etcd-
   kubectl --kubeconfig /tmp/hub/admin.kubeconfig get crd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Version = Version
+			o.Version = agentcmd.Version
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -41,7 +43,7 @@ Flotilla's controllers. With --etcd-servers several hubs share one etcd (--etcd-
 				if err := prepareLogs(o.DataDir, logFile, *verbosity); err != nil {
 					return err
 				}
-			} else if err := setupLogging(*verbosity); err != nil {
+			} else if err := logging.Setup(*verbosity, ""); err != nil {
 				return err
 			}
 			if os.Getenv("GOGC") == "" {
@@ -50,23 +52,23 @@ Flotilla's controllers. With --etcd-servers several hubs share one etcd (--etcd-
 				// with a few members for a few percent more CPU under load. GOGC overrides it.
 				debug.SetGCPercent(50)
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := agentcmd.SignalContext()
 			defer cancel()
-			p := newProgress(cmd.OutOrStdout())
+			p := agentcmd.NewProgress(cmd.OutOrStdout())
 			if logFile != "" {
-				p.step("starting the hub in " + o.DataDir + " (component logs: " + logFile + ")")
+				p.Step("starting the hub in " + o.DataDir + " (component logs: " + logFile + ")")
 			}
-			h, err := hub.Start(ctx, o, p.step)
+			h, err := hub.Start(ctx, o, p.Step)
 			if err != nil {
 				return err
 			}
 			if h.AdminKubeconfig != "" {
-				p.step(fmt.Sprintf("hub ready: export KUBECONFIG=%s", h.AdminKubeconfig))
+				p.Step(fmt.Sprintf("hub ready: export KUBECONFIG=%s", h.AdminKubeconfig))
 			} else {
-				p.step("hub ready on the cluster of " + o.Kubeconfig)
+				p.Step("hub ready on the cluster of " + o.Kubeconfig)
 			}
 			err = h.Run(ctx)
-			p.step("hub stopped")
+			p.Step("hub stopped")
 			return err
 		},
 	}

@@ -13,13 +13,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // proxyKubeconfigOptions configure `flotilla kubeconfig` and `flotilla kubectl`.
 type proxyKubeconfigOptions struct {
-	hub hubFlags
+	hub agentcmd.HubFlags
 	out string
 }
 
@@ -52,7 +53,7 @@ the member's RBAC what you may do there, as the same user and groups.`,
 			return os.WriteFile(o.out, data, 0o600)
 		},
 	}
-	o.hub.addFlags(cmd.Flags())
+	o.hub.AddFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.out, "out", "", "write the kubeconfig to this file (mode 0600) instead of printing it")
 	return cmd
 }
@@ -89,7 +90,7 @@ flotilla kubeconfig CLUSTER prints.`,
 			return run.Run()
 		},
 	}
-	o.hub.addFlags(cmd.Flags())
+	o.hub.AddFlags(cmd.Flags())
 	return cmd
 }
 
@@ -100,13 +101,13 @@ func (o *proxyKubeconfigOptions) kubeconfig(cluster string) (*clientcmdapi.Confi
 		return nil, fmt.Errorf("cluster %q: %w", cluster, err)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.hub.kubeconfig
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.hub.context}).RawConfig()
+	rules.ExplicitPath = o.hub.Kubeconfig
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.hub.Context}).RawConfig()
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig: %w", err)
 	}
-	if o.hub.context != "" {
-		raw.CurrentContext = o.hub.context
+	if o.hub.Context != "" {
+		raw.CurrentContext = o.hub.Context
 	}
 	hubContext, ok := raw.Contexts[raw.CurrentContext]
 	if !ok {

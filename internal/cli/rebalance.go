@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 )
 
 // kindName is a KIND/NAME argument, such as deployment/web.
@@ -50,7 +51,7 @@ func templateKind(d discovery.DiscoveryInterface, kind string) (schema.GroupVers
 
 // rebalanceOptions are the flags and arguments of flotilla rebalance.
 type rebalanceOptions struct {
-	hub       hubFlags
+	hub       agentcmd.HubFlags
 	namespace string
 	output    string
 	ttl       int32
@@ -93,7 +94,7 @@ func newRebalanceCommand() *cobra.Command {
 			if err := o.validate(args); err != nil {
 				return err
 			}
-			_, c, kube, err := o.hub.clients()
+			_, c, kube, err := o.hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -123,7 +124,7 @@ func newRebalanceCommand() *cobra.Command {
 			return nil
 		},
 	}
-	o.hub.addFlags(cmd.Flags())
+	o.hub.AddFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "default", "namespace of namespaced templates")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "print the created Rebalancer as yaml or json instead of its name")
 	cmd.Flags().Int32Var(&o.ttl, "ttl", 300, "seconds the Rebalancer stays after it finished, so its results can be read")

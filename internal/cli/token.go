@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -20,7 +21,7 @@ func newTokenCommand() *cobra.Command {
 
 // tokenCreateOptions configure `flotilla token create`.
 type tokenCreateOptions struct {
-	hub         hubFlags
+	hub         agentcmd.HubFlags
 	ttl         time.Duration
 	description string
 	labels      string
@@ -82,7 +83,7 @@ its first join is approved.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			cfg, _, kube, err := o.hub.clients()
+			cfg, _, kube, err := o.hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -104,7 +105,7 @@ its first join is approved.`,
 			return nil
 		},
 	}
-	o.hub.addFlags(cmd.Flags())
+	o.hub.AddFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.DurationVar(&o.ttl, "ttl", 24*time.Hour, "how long the token can be used to join")
 	fs.StringVar(&o.description, "description", "flotilla join token", "what the token is for")
@@ -118,13 +119,13 @@ its first join is approved.`,
 }
 
 func newTokenListCommand() *cobra.Command {
-	var hub hubFlags
+	var hub agentcmd.HubFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the bootstrap tokens (without their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, _, kube, err := hub.clients()
+			_, _, kube, err := hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -141,18 +142,18 @@ func newTokenListCommand() *cobra.Command {
 			return w.Flush()
 		},
 	}
-	hub.addFlags(cmd.Flags())
+	hub.AddFlags(cmd.Flags())
 	return cmd
 }
 
 func newTokenDeleteCommand() *cobra.Command {
-	var hub hubFlags
+	var hub agentcmd.HubFlags
 	cmd := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Delete a bootstrap token; clusters that joined with it stay joined",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, _, kube, err := hub.clients()
+			_, _, kube, err := hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -163,6 +164,6 @@ func newTokenDeleteCommand() *cobra.Command {
 			return nil
 		},
 	}
-	hub.addFlags(cmd.Flags())
+	hub.AddFlags(cmd.Flags())
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 )
 
@@ -29,18 +30,18 @@ same --data-dir brings the same fleet back with everything in it.`,
 			if err := o.Validate(home); err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := agentcmd.SignalContext()
 			defer cancel()
-			p := newProgress(cmd.OutOrStdout())
-			p.step(fmt.Sprintf("starting a hub and %d members in %s", o.Members, o.DataDir))
-			env, err := devenv.Up(ctx, o, p.step)
+			p := agentcmd.NewProgress(cmd.OutOrStdout())
+			p.Step(fmt.Sprintf("starting a hub and %d members in %s", o.Members, o.DataDir))
+			env, err := devenv.Up(ctx, o, p.Step)
 			if err != nil {
 				return err
 			}
 			defer func() {
-				p.step("stopping the fleet")
+				p.Step("stopping the fleet")
 				env.Stop()
-				p.step("stopped")
+				p.Step("stopped")
 			}()
 			clusters := &clusterv1alpha1.ClusterList{}
 			if err := env.Hub.List(ctx, clusters); err != nil {

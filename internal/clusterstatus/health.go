@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/metrics"
 )
 
 // Reasons of the Ready condition.
@@ -82,6 +83,7 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := m.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			m.heartbeats.forget(req.Name)
+			metrics.Heartbeats.Forget(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -108,6 +110,7 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	} else {
 		if err == nil && lease.Spec.RenewTime != nil {
 			renewed = &hb.observed
+			metrics.Heartbeats.Observe(cluster.Name, hb.observed)
 		}
 		ready, taint = Evaluate(cluster, renewed, now, m.GracePeriod)
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/metrics"
 )
 
 // Reconcile claims or releases one template and keeps its binding.
@@ -40,6 +41,9 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if missing, err := d.missingOverrides(ctx, *policy); err != nil || len(missing) > 0 {
 		return reconcile.Result{}, err
 	}
+	// The propagation metric starts from here: the first time the hub sees this generation of a template
+	// a policy claims.
+	metrics.Propagation.Seen(t.GetUID(), t.GetGeneration())
 	// The binding first: the claim's label change brings the template back, and by then the cache most
 	// likely holds the binding, so that pass writes nothing.
 	result, err := d.ensureBinding(ctx, t, policy)

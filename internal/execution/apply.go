@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/metrics"
 )
 
 // ownership is what the member holds under a manifest's name, as far as applying it goes.
@@ -100,6 +102,8 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 	conditions []metav1.Condition, statusLimit int) (workv1alpha1.ManifestStatus, int64) {
 	ms := workv1alpha1.ManifestStatus{Identifier: identifier(obj, ordinal), Health: workv1alpha1.ResourceUnknown, Conditions: conditions}
 	fail := func(reason string, err error) (workv1alpha1.ManifestStatus, int64) {
+		cluster, _ := clusterv1alpha1.ClusterOfNamespace(w.Namespace)
+		metrics.WorkApplyErrors.WithLabelValues(cluster, reason).Inc()
 		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
 		return ms, 0
 	}

@@ -282,7 +282,8 @@ func (h *Hub) stop() {
 }
 
 // newManager builds the controller manager: every selected controller, leader election on a Lease in
-// flotilla-system held under this hub's identity, no metrics listener of its own.
+// flotilla-system held under this hub's identity, no metrics listener of its own: its metrics are served by
+// the API server (metrics.go).
 func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manager, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -317,6 +318,9 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 		if err := c.Setup(mgr, s); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", c.Name, err)
 		}
+	}
+	if err := serveMetrics(mgr.GetCache()); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return mgr, nil
 }

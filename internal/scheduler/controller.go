@@ -24,6 +24,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/metrics"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -139,6 +140,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			return ctrl.Result{}, err
 		}
 		r.recordEvictions(b, spec, status, want, started)
+		for _, task := range started {
+			metrics.Evictions.WithLabelValues(task.Reason).Inc()
+		}
 		b.SetGeneration(generation)
 		spec.Clusters, spec.GracefulEvictionTasks, spec.FailoverRecords = want.Clusters, want.GracefulEvictionTasks, want.FailoverRecords
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/cli"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
+	"github.com/flotilla-io/flotilla/internal/logging"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -115,7 +116,7 @@ func startLogging(dataDir string) error {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return err
 	}
-	return controlplane.SetupLogging(2, filepath.Join(dataDir, "hub.log"))
+	return logging.Setup(2, filepath.Join(dataDir, "hub.log"))
 }
 
 // StartHub starts a hub in this process (hub.StartLocal) with its data in dataDir and returns it with a

@@ -1,8 +1,9 @@
-package cli
+package agentcmd
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/logging"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -28,7 +30,7 @@ type joinOptions struct {
 	labels, provider, region                    string
 	zones                                       []string
 	agent                                       agent.Options
-	hub                                         hubFlags
+	hub                                         HubFlags
 }
 
 // tokenEnv holds the bootstrap token when neither --token nor --token-file is given: unlike a flag, it is
@@ -47,7 +49,7 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.region, "region", "", "region of the cluster")
 	fs.StringSliceVar(&o.zones, "zone", nil, "zone of the cluster (repeatable)")
 	addAgentFlags(fs, &o.agent)
-	o.hub.addFlags(fs)
+	o.hub.AddFlags(fs)
 }
 
 func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
@@ -55,6 +57,7 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.StringVar(&o.DataDir, "agent-data-dir", "", "where the agent keeps its hub credential (default $HOME/.flotilla/agents/CLUSTER)")
 	fs.DurationVar(&o.CertTTL, "cert-ttl", 7*24*time.Hour, "lifetime the agent asks for its hub certificate (at least 10m)")
 	fs.DurationVar(&o.RenewBefore, "renew-before", 0, "renew the certificate this long before it expires (default: with a fifth of its life left)")
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", "HOST:PORT where the agent serves its Prometheus metrics at /metrics, plain HTTP without authentication (e.g. 127.0.0.1:8080, or the pod's address); 0 serves none")
 	_ = fs.MarkHidden("renew-before")
 }
 
@@ -71,6 +74,11 @@ func validateAgentOptions(o *agent.Options, cluster string) error {
 	}
 	if o.RenewBefore < 0 || o.RenewBefore >= o.CertTTL {
 		return fmt.Errorf("--renew-before %s: must be less than --cert-ttl %s", o.RenewBefore, o.CertTTL)
+	}
+	if o.MetricsBindAddress != "0" && o.MetricsBindAddress != "" {
+		if _, port, err := net.SplitHostPort(o.MetricsBindAddress); err != nil || port == "" {
+			return fmt.Errorf("--metrics-bind-address %q: want HOST:PORT, or 0 for none", o.MetricsBindAddress)
+		}
 	}
 	return nil
 }
@@ -151,7 +159,7 @@ func (o *joinOptions) readToken() error {
 	return nil
 }
 
-func newJoinCommand(verbosity *int) *cobra.Command {
+func NewJoinCommand(verbosity *int) *cobra.Command {
 	o := &joinOptions{}
 	cmd := &cobra.Command{
 		Use:   "join [HUB_URL]",
@@ -173,12 +181,12 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			if err := o.validate(args); err != nil {
 				return err
 			}
-			if err := setupLogging(*verbosity); err != nil {
+			if err := logging.Setup(*verbosity, ""); err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := SignalContext()
 			defer cancel()
-			p := newProgress(cmd.OutOrStdout())
+			p := NewProgress(cmd.OutOrStdout())
 			memberConfig, err := o.agent.MemberConfig()
 			if err != nil {
 				return err
@@ -196,26 +204,26 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			}
 			cred := registration.NewCredential(o.agent.DataDir)
 			if cred.Exists() {
-				p.step("already joined (credential in " + cred.Path + "); starting the agent")
+				p.Step("already joined (credential in " + cred.Path + "); starting the agent")
 			} else {
 				err := registration.Join(ctx, registration.JoinRequest{
 					HubURL: o.hubURL, Token: o.token, CACertHashes: o.caCertHashes, ClusterName: o.clusterName, ClusterID: clusterID,
 					Labels: o.labels, Provider: o.provider, Region: o.region, Zones: o.zones, CertTTL: o.agent.CertTTL,
-				}, cred, p.step)
+				}, cred, p.Step)
 				if err != nil {
 					return err
 				}
-				p.step(fmt.Sprintf("cluster %s joined; hub credential in %s", o.clusterName, cred.Path))
+				p.Step(fmt.Sprintf("cluster %s joined; hub credential in %s", o.clusterName, cred.Path))
 			}
 			o.agent.Version = Version
-			return agent.Run(ctx, &o.agent, p.step)
+			return agent.Run(ctx, &o.agent, p.Step)
 		},
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
 }
 
-func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, clusterID string, p *progress) error {
+func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, clusterID string, p *Progress) error {
 	// The proxy needs impersonation rights on the member; without them every request through it would fail
 	// with a 403 long after the join, so the join says so now.
 	missing, err := registration.MissingImpersonation(cmd.Context(), member)
@@ -227,9 +235,9 @@ func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, 
 		if !o.skipProxyCheck {
 			return fmt.Errorf("%w; grant them, or join with --skip-proxy-check to go without the proxy to this cluster", err)
 		}
-		p.step(fmt.Sprintf("warning: %v; the proxy to this cluster will not work", err))
+		p.Step(fmt.Sprintf("warning: %v; the proxy to this cluster will not work", err))
 	}
-	_, hub, _, err := o.hub.clients()
+	_, hub, _, err := o.hub.Clients()
 	if err != nil {
 		return err
 	}
@@ -245,11 +253,11 @@ func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, 
 	if err != nil {
 		return err
 	}
-	p.step(fmt.Sprintf("cluster %s joined in push mode (%s); the hub reports its status", cluster.Name, cluster.Spec.APIEndpoint))
+	p.Step(fmt.Sprintf("cluster %s joined in push mode (%s); the hub reports its status", cluster.Name, cluster.Spec.APIEndpoint))
 	return nil
 }
 
-func newAgentCommand(verbosity *int) *cobra.Command {
+func NewAgentCommand(verbosity *int) *cobra.Command {
 	o := &agent.Options{}
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -262,13 +270,13 @@ func newAgentCommand(verbosity *int) *cobra.Command {
 			if err := validateAgentOptions(o, ""); err != nil {
 				return err
 			}
-			if err := setupLogging(*verbosity); err != nil {
+			if err := logging.Setup(*verbosity, ""); err != nil {
 				return err
 			}
-			ctx, cancel := signalContext()
+			ctx, cancel := SignalContext()
 			defer cancel()
 			o.Version = Version
-			return agent.Run(ctx, o, newProgress(cmd.OutOrStdout()).step)
+			return agent.Run(ctx, o, NewProgress(cmd.OutOrStdout()).Step)
 		},
 	}
 	addAgentFlags(cmd.Flags(), o)

@@ -1,4 +1,4 @@
-package cli
+package agentcmd
 
 import (
 	"fmt"
@@ -8,10 +8,11 @@ import (
 	"k8s.io/component-base/version"
 )
 
-// Version is Flotilla's version, set at build time with -ldflags "-X .../internal/cli.Version=v0.1.0".
+// Version is Flotilla's version, set at build time with -ldflags "-X .../internal/cli/agentcmd.Version=v0.1.0".
 var Version = "v0.0.0-dev"
 
-func newVersionCommand() *cobra.Command {
+// NewVersionCommand prints the binary's name and version, the Kubernetes version it was built from and Go's.
+func NewVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print Flotilla's version and the Kubernetes version it embeds",
@@ -21,7 +22,7 @@ func newVersionCommand() *cobra.Command {
 			if info, ok := debug.ReadBuildInfo(); ok {
 				goVersion = info.GoVersion
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "flotilla %s (kubernetes %s, %s)\n", Version, version.Get().GitVersion, goVersion)
+			fmt.Fprintf(cmd.OutOrStdout(), "%s %s (kubernetes %s, %s)\n", cmd.Root().Name(), Version, version.Get().GitVersion, goVersion)
 		},
 	}
 }

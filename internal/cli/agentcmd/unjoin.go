@@ -1,4 +1,4 @@
-package cli
+package agentcmd
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 
 // unjoinOptions are the flags of flotilla unjoin.
 type unjoinOptions struct {
-	hub             hubFlags
+	hub             HubFlags
 	deleteResources bool
 	timeout         time.Duration
 }
@@ -36,7 +36,7 @@ func (o *unjoinOptions) validate() error {
 	return nil
 }
 
-func newUnjoinCommand() *cobra.Command {
+func NewUnjoinCommand() *cobra.Command {
 	o := &unjoinOptions{}
 	cmd := &cobra.Command{
 		Use:   "unjoin NAME",
@@ -59,7 +59,7 @@ Running unjoin again finishes an unjoin that was interrupted.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			_, c, _, err := o.hub.clients()
+			_, c, _, err := o.hub.Clients()
 			if err != nil {
 				return err
 			}
@@ -68,7 +68,7 @@ Running unjoin again finishes an unjoin that was interrupted.`,
 			return unjoin(ctx, c, args[0], o.deleteResources, cmd.OutOrStdout())
 		},
 	}
-	o.hub.addFlags(cmd.Flags())
+	o.hub.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.deleteResources, "delete-resources", false, "delete the objects Flotilla placed in the member before the cluster goes")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the member objects to be deleted and the cluster's namespace to go")
 	return cmd

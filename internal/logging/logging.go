@@ -1,4 +1,6 @@
-package controlplane
+// Package logging sets up the process's logs: klog, controller-runtime's logger and log/slog in one place, so
+// the embedded Kubernetes components, Flotilla's controllers and the agent log alike.
+package logging
 
 import (
 	"flag"
@@ -10,10 +12,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// SetupLogging configures klog once for the whole process: the embedded Kubernetes components and Flotilla's
+// Setup configures klog once for the whole process: the embedded Kubernetes components and Flotilla's
 // controllers all log through it, and so does everything that logs through log/slog. With a file, component
 // logs go there and the terminal keeps only the command's own progress lines.
-func SetupLogging(verbosity int, file string) error {
+func Setup(verbosity int, file string) error {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	settings := map[string]string{"v": strconv.Itoa(verbosity)}
