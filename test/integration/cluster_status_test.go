@@ -123,7 +123,11 @@ func TestClusterStatusWritersKeepEachOthersFields(t *testing.T) {
 	if !strings.Contains(health, `"k:{\"type\":\"Ready\"}"`) || strings.Contains(health, "kubernetesVersion") || strings.Contains(health, "APIsComplete") {
 		t.Errorf("the health monitor's fields: %s", health)
 	}
-	if len(owners) != 2 {
-		t.Errorf("status managers %v, want the agent and the health monitor", owners)
+	// A Pull cluster without an agent's tunnel also has the tunnel controller's TunnelConnected=False.
+	if tunnel := owners[clusterstatus.TunnelFieldManager]; !strings.Contains(tunnel, `"k:{\"type\":\"TunnelConnected\"}"`) || strings.Contains(tunnel, "Ready") || strings.Contains(tunnel, "kubernetesVersion") {
+		t.Errorf("the tunnel controller's fields: %s", tunnel)
+	}
+	if len(owners) != 3 {
+		t.Errorf("status managers %v, want the agent, the health monitor and the tunnel controller", owners)
 	}
 }
