@@ -70,6 +70,11 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		if err != nil {
 			return nil, fmt.Errorf("--kubeconfig %s: %w", o.Kubeconfig, err)
 		}
+		if !o.AllowWorkloads {
+			if err := CheckNoWorkloads(ctx, h.Config); err != nil {
+				return nil, err
+			}
+		}
 		host, _ := os.Hostname()
 		h.Identity = host + "_" + string(uuid.NewUUID())
 	}
