@@ -40,8 +40,8 @@ func TestChartsLint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := install.Render(c, "a", "flotilla-system", nil); err == nil || !strings.Contains(err.Error(), "hub.url is required") {
-		t.Errorf("the agent chart renders without a hub URL: %v", err)
+	if _, err := install.Render(c, "a", "flotilla-system", nil); err == nil || !strings.Contains(err.Error(), " is required") {
+		t.Errorf("the agent chart renders without its required values: %v", err)
 	}
 }
 
