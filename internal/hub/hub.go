@@ -109,6 +109,11 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if err := h.publishForAgents(ctx); err != nil {
 		return nil, err
 	}
+	if o.RegisterHost != "" {
+		if err := h.registerHost(ctx, o, progress); err != nil {
+			return nil, err
+		}
+	}
 	if o.Embedded() && len(o.EtcdServers) == 0 {
 		if err := releaseOwnStaleLease(ctx, h.Config, h.Identity, o.DataDir); err != nil {
 			return nil, err

@@ -2,18 +2,24 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/charts"
 	"github.com/flotilla-io/flotilla/internal/install"
+	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
 var agentValues = map[string]any{
@@ -113,4 +119,26 @@ func nestedStrings(t *testing.T, obj map[string]any, name string) []string {
 	}
 	t.Fatalf("no container %s", name)
 	return nil
+}
+
+// TestHubRegistersHost: `flotilla hub --kubeconfig HOST --allow-workloads --register-host NAME` registers the
+// cluster it runs on as a Push member, which becomes Ready; a dev member plays the host.
+func TestHubRegistersHost(t *testing.T) {
+	m := startMember(t, "host")
+	p := testenv.StartProcess(t, "hub-on-host", "hub", "--kubeconfig", m.kubeconfig, "--allow-workloads", "--register-host", "host")
+	waitOutput(t, p, 2*time.Minute, "the host cluster is registered as host (push mode")
+	hubClient, err := client.New(m.config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the host cluster is Ready", func() error {
+		cluster := &clusterv1alpha1.Cluster{}
+		if err := hubClient.Get(context.Background(), client.ObjectKey{Name: "host"}, cluster); err != nil {
+			return err
+		}
+		if cluster.Spec.SyncMode != clusterv1alpha1.Push || !meta.IsStatusConditionTrue(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
+			return fmt.Errorf("mode %s, conditions %v", cluster.Spec.SyncMode, cluster.Status.Conditions)
+		}
+		return nil
+	})
 }
