@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"os"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -37,10 +38,13 @@ import (
 
 // Options configure an agent.
 type Options struct {
-	// DataDir keeps the agent's hub credential.
+	// DataDir keeps the agent's hub credential when it runs outside the member.
 	DataDir string
 	// ClusterKubeconfig reaches the member cluster; empty means the in-cluster configuration.
 	ClusterKubeconfig string
+	// CredentialSecret names the Secret of the agent's namespace that keeps its hub credential when it runs
+	// in the member.
+	CredentialSecret string
 	// CertTTL is the lifetime asked for each certificate; RenewBefore is how long before expiry it is renewed
 	// (0: when a fifth of its life is left).
 	CertTTL, RenewBefore time.Duration
@@ -54,10 +58,11 @@ type Options struct {
 // MemberConfig returns the client configuration for the member cluster. Requests time out within a
 // heartbeat period, so a hung member stops the heartbeat instead of the agent.
 func (o *Options) MemberConfig() (*rest.Config, error) {
-	cfg, err := rest.InClusterConfig()
+	var cfg *rest.Config
+	var err error
 	if o.ClusterKubeconfig != "" {
 		cfg, err = clientcmd.BuildConfigFromFlags("", o.ClusterKubeconfig)
-	} else if err != nil {
+	} else if cfg, err = inClusterConfig(); err != nil {
 		return nil, fmt.Errorf("--cluster-kubeconfig is required outside a cluster: %w", err)
 	}
 	if err != nil {
@@ -65,6 +70,25 @@ func (o *Options) MemberConfig() (*rest.Config, error) {
 	}
 	cfg.Timeout = clusterstatus.HeartbeatPeriod
 	return cfg, nil
+}
+
+// InCluster reports whether the agent runs in the member: no --cluster-kubeconfig, and the environment a
+// kubelet gives a pod.
+func (o *Options) InCluster() bool {
+	return o.ClusterKubeconfig == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != ""
+}
+
+// Credential returns where the agent keeps its hub credential: in its Secret when it runs in the member (a
+// new pod keeps the identity), else in its data directory.
+func (o *Options) Credential(member kubernetes.Interface) (registration.Credential, error) {
+	if !o.InCluster() {
+		return registration.NewCredential(o.DataDir), nil
+	}
+	namespace, err := inClusterNamespace()
+	if err != nil {
+		return registration.Credential{}, err
+	}
+	return registration.NewSecretCredential(member, namespace, o.CredentialSecret), nil
 }
 
 // ClusterID returns the member's identity: the UID of its kube-system namespace.
@@ -79,20 +103,25 @@ func ClusterID(ctx context.Context, member kubernetes.Interface) (string, error)
 // Run runs a joined agent until ctx ends: it reports the member's status every heartbeat period and renews
 // the hub certificate before it expires, then reports with the new one.
 func Run(ctx context.Context, o *Options, progress func(string)) error {
-	cred := registration.NewCredential(o.DataDir)
-	if !cred.Exists() {
-		return registration.ErrNotJoined
-	}
-	cluster, err := cred.ClusterName()
-	if err != nil {
-		return err
-	}
 	memberConfig, err := o.MemberConfig()
 	if err != nil {
 		return err
 	}
 	metrics.RegisterAgent()
 	memberKube, err := kubernetes.NewForConfig(memberConfig)
+	if err != nil {
+		return err
+	}
+	cred, err := o.Credential(memberKube)
+	if err != nil {
+		return err
+	}
+	if joined, err := cred.Exists(); err != nil {
+		return err
+	} else if !joined {
+		return registration.ErrNotJoined
+	}
+	cluster, err := cred.ClusterName()
 	if err != nil {
 		return err
 	}

@@ -211,7 +211,11 @@ func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, mem
 	}
 	agentDir := filepath.Join(o.DataDir, "agents", name)
 	args := []string{"agent", "--agent-data-dir", agentDir, "--cluster-kubeconfig", kubeconfig}
-	if !registration.NewCredential(agentDir).Exists() {
+	joined, err := registration.NewCredential(agentDir).Exists()
+	if err != nil {
+		return err
+	}
+	if !joined {
 		// Each member gets a token of its own that allows exactly its name, labels and location, spent by
 		// its join.
 		token, err := registration.CreateToken(ctx, kube, time.Hour, "flotilla up "+name, registration.Grant{

@@ -87,6 +87,11 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		if err != nil {
 			return nil, fmt.Errorf("--kubeconfig %s: %w", o.Kubeconfig, err)
 		}
+		if !o.AllowWorkloads {
+			if err := CheckNoWorkloads(ctx, h.Config); err != nil {
+				return nil, err
+			}
+		}
 		host, _ := os.Hostname()
 		h.Identity = host + "_" + string(uuid.NewUUID())
 	}
@@ -126,6 +131,11 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	}
 	if err := h.publishForAgents(ctx); err != nil {
 		return nil, err
+	}
+	if o.RegisterHost != "" {
+		if err := h.registerHost(ctx, o, progress); err != nil {
+			return nil, err
+		}
 	}
 	if o.Embedded() && len(o.EtcdServers) == 0 {
 		if err := releaseOwnStaleLease(ctx, h.Config, h.Identity, o.DataDir); err != nil {

@@ -25,6 +25,10 @@ type Options struct {
 	Kubeconfig string
 	// Context is the kubeconfig context to use with Kubeconfig.
 	Context string
+	// AllowWorkloads uses a Kubeconfig cluster even when it runs workloads (see CheckNoWorkloads).
+	AllowWorkloads bool
+	// RegisterHost, when set, registers the cluster of Kubeconfig as a Push member of this name.
+	RegisterHost string
 	// BindAddress and SecurePort are where the embedded kube-apiserver listens.
 	BindAddress string
 	SecurePort  int
@@ -78,6 +82,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "directory for the embedded hub's PKI, etcd data, logs and admin.kubeconfig (default $HOME/.flotilla/hub)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "use the cluster of this kubeconfig as the hub: install the CRDs there and run only Flotilla's controllers")
 	fs.StringVar(&o.Context, "context", o.Context, "kubeconfig context to use with --kubeconfig")
+	fs.StringVar(&o.RegisterHost, "register-host", o.RegisterHost, "with --kubeconfig: also register that cluster as a member of this name, in push mode (templates then run there)")
+	fs.BoolVar(&o.AllowWorkloads, "allow-workloads", o.AllowWorkloads, "use the cluster of --kubeconfig even though it has Nodes or a running kube-controller-manager: templates would run there as workloads")
 	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "IP address the hub API listens on")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port the hub API listens on")
 	fs.StringVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "IP address members and clients use to reach the hub (default 127.0.0.1)")
@@ -103,6 +109,9 @@ func (o *Options) Embedded() bool { return o.Kubeconfig == "" }
 func (o *Options) Validate() error {
 	var errs []error
 	if o.Embedded() {
+		if o.AllowWorkloads || o.RegisterHost != "" {
+			errs = append(errs, errors.New("--allow-workloads and --register-host apply only to --kubeconfig"))
+		}
 		if o.DataDir == "" {
 			home, err := os.UserHomeDir()
 			if err != nil {

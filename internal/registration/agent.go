@@ -49,27 +49,57 @@ type JoinRequest struct {
 	CertTTL time.Duration
 }
 
-// Credential is the agent's hub identity, kept as a kubeconfig in the agent's data directory.
+// Credential is the agent's hub identity, kept as a kubeconfig: in the agent's data directory, or in a
+// Secret of the agent's namespace when it runs in the member (credential_secret.go).
 type Credential struct {
-	Path string
+	// Path says where the credential is kept, for messages: a file, or namespace/name of a Secret.
+	Path  string
+	store credentialStore
+}
+
+// credentialStore keeps the credential's kubeconfig. load returns nil data, and no error, when nothing is
+// stored yet; any error reading is returned, never taken for "not joined".
+type credentialStore interface {
+	load() ([]byte, error)
+	save(data []byte) error
 }
 
 // NewCredential returns the credential kept in dataDir.
 func NewCredential(dataDir string) Credential {
-	return Credential{Path: filepath.Join(dataDir, "hub.kubeconfig")}
+	path := filepath.Join(dataDir, "hub.kubeconfig")
+	return Credential{Path: path, store: fileStore(path)}
 }
 
 // Exists reports whether the agent has joined before.
-func (c Credential) Exists() bool { _, err := os.Stat(c.Path); return err == nil }
+func (c Credential) Exists() (bool, error) {
+	data, err := c.store.load()
+	return len(data) > 0, err
+}
+
+func (c Credential) kubeconfig() ([]byte, error) {
+	data, err := c.store.load()
+	if err == nil && len(data) == 0 {
+		err = fmt.Errorf("no credential in %s: %w", c.Path, ErrNotJoined)
+	}
+	return data, err
+}
 
 // RESTConfig returns a client configuration for the hub under the agent's identity.
 func (c Credential) RESTConfig() (*rest.Config, error) {
-	return clientcmd.BuildConfigFromFlags("", c.Path)
+	data, err := c.kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	return clientcmd.RESTConfigFromKubeConfig(data)
 }
 
 // Certificate returns the agent's current client certificate.
 func (c Credential) Certificate() (*x509.Certificate, error) {
-	cfg, err := clientcmd.LoadFromFile(c.Path)
+	data, err := c.kubeconfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.Load(data)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +149,29 @@ func (c Credential) save(hubURL string, caPEM, certPEM []byte, key *ecdsa.Privat
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
+	return c.store.save(data)
+}
+
+// fileStore keeps the credential in a file readable only by the agent's user.
+type fileStore string
+
+func (f fileStore) load() ([]byte, error) {
+	data, err := os.ReadFile(string(f))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
+
+func (f fileStore) save(data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(string(f)), 0o700); err != nil {
 		return err
 	}
-	tmp := c.Path + ".tmp"
+	tmp := string(f) + ".tmp"
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, c.Path)
+	return os.Rename(tmp, string(f))
 }
 
 // Join verifies the hub's CA against the pin, files the join CSR with the bootstrap token, waits for the

@@ -17,14 +17,20 @@ type Process = process.Process
 // test binary itself acting as flotilla (which requires TestMain to call Main).
 func StartProcess(t testing.TB, name string, args ...string) *Process {
 	t.Helper()
+	return StartProcessEnv(t, nil, name, args...)
+}
+
+// StartProcessEnv is StartProcess with extra environment variables (KEY=VALUE) for the child.
+func StartProcessEnv(t testing.TB, env []string, name string, args ...string) *Process {
+	t.Helper()
 	if binary := os.Getenv("FLOTILLA_BIN"); binary != "" {
-		return StartBinary(t, binary, name, args...)
+		return start(t, binary, env, name, args...)
 	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, self, []string{reexecVar + "=1"}, name, args...)
+	return start(t, self, append([]string{reexecVar + "=1"}, env...), name, args...)
 }
 
 // StartBinary runs binary with args as a child of the test, like StartProcess.

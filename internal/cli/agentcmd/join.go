@@ -31,6 +31,7 @@ type joinOptions struct {
 	zones                                       []string
 	agent                                       agent.Options
 	hub                                         HubFlags
+	install                                     installOptions
 }
 
 // tokenEnv holds the bootstrap token when neither --token nor --token-file is given: unlike a flag, it is
@@ -50,11 +51,13 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.zones, "zone", nil, "zone of the cluster (repeatable)")
 	addAgentFlags(fs, &o.agent)
 	o.hub.AddFlags(fs)
+	o.install.addFlags(fs)
 }
 
 func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.StringVar(&o.ClusterKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the member cluster (default: in-cluster)")
-	fs.StringVar(&o.DataDir, "agent-data-dir", "", "where the agent keeps its hub credential (default $HOME/.flotilla/agents/CLUSTER)")
+	fs.StringVar(&o.DataDir, "agent-data-dir", "", "where the agent keeps its hub credential outside the member (default $HOME/.flotilla/agents/CLUSTER)")
+	fs.StringVar(&o.CredentialSecret, "credential-secret", "flotilla-agent-credential", "in the member (in-cluster, no --cluster-kubeconfig): the Secret of the agent's namespace that keeps its hub credential")
 	fs.DurationVar(&o.CertTTL, "cert-ttl", 7*24*time.Hour, "lifetime the agent asks for its hub certificate (at least 10m)")
 	fs.DurationVar(&o.RenewBefore, "renew-before", 0, "renew the certificate this long before it expires (default: with a fifth of its life left)")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", "HOST:PORT where the agent serves its Prometheus metrics at /metrics, plain HTTP without authentication (e.g. 127.0.0.1:8080, or the pod's address); 0 serves none")
@@ -62,7 +65,14 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 }
 
 func validateAgentOptions(o *agent.Options, cluster string) error {
-	if o.DataDir == "" {
+	if o.InCluster() {
+		if o.DataDir != "" {
+			return errors.New("--agent-data-dir: in the member the agent keeps its credential in --credential-secret")
+		}
+		if o.CredentialSecret == "" {
+			return errors.New("--credential-secret is required in the member")
+		}
+	} else if o.DataDir == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
 			return fmt.Errorf("--agent-data-dir is required: %w", err)
@@ -115,6 +125,9 @@ func (o *joinOptions) validate(args []string) error {
 		}
 		if err := validateAgentOptions(&o.agent, o.clusterName); err != nil {
 			errs = append(errs, err)
+		}
+		if o.install.enabled && o.agent.ClusterKubeconfig == "" {
+			errs = append(errs, errors.New("--install needs --cluster-kubeconfig: the member to install the agent into"))
 		}
 	case "push":
 		if len(args) > 0 || o.token != "" || o.tokenFile != "" || len(o.caCertHashes) > 0 {
@@ -172,9 +185,15 @@ token does not allow are dropped unless an administrator accepts the join. A joi
 already registered waits for flotilla accept on the hub. The agent keeps its hub credential in --agent-data-dir; restart it later with
 flotilla agent, no token needed.
 
+With --install, the agent runs in the member instead: the objects of the flotilla-agent chart (a
+Deployment, its ServiceAccount and RBAC, the token in a Secret) are applied through --cluster-kubeconfig,
+and the agent joins from there, keeping its credential in a Secret. flotilla unjoin --uninstall removes them.
+
 Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub reach the member itself.`,
 		Example: `  FLOTILLA_TOKEN=abcdef.0123456789abcdef flotilla join https://hub:6443 --ca-cert-hash sha256:... \
     --cluster-name m1 --cluster-kubeconfig /tmp/m1/kubeconfig --labels env=prod --region eu-west-1
+  flotilla join https://hub.example.com:6443 --install --cluster-kubeconfig m2.kubeconfig --token-file token \
+    --ca-cert-hash sha256:... --cluster-name m2
   flotilla join --mode push --cluster-name m3 --cluster-kubeconfig /tmp/m3/kubeconfig --kubeconfig hub.kubeconfig`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -202,8 +221,18 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			if o.mode == "push" {
 				return o.joinPush(cmd, member, clusterID, p)
 			}
-			cred := registration.NewCredential(o.agent.DataDir)
-			if cred.Exists() {
+			if o.install.enabled {
+				return o.installAgent(ctx, memberConfig, p)
+			}
+			cred, err := o.agent.Credential(member)
+			if err != nil {
+				return err
+			}
+			joined, err := cred.Exists()
+			if err != nil {
+				return err
+			}
+			if joined {
 				p.Step("already joined (credential in " + cred.Path + "); starting the agent")
 			} else {
 				err := registration.Join(ctx, registration.JoinRequest{
@@ -264,7 +293,7 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 		Short: "Run the agent of a member cluster that already joined",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.DataDir == "" {
+			if o.DataDir == "" && !o.InCluster() {
 				return errors.New("--agent-data-dir is required: the directory flotilla join kept the credential in")
 			}
 			if err := validateAgentOptions(o, ""); err != nil {

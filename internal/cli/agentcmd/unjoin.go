@@ -24,14 +24,23 @@ import (
 
 // unjoinOptions are the flags of flotilla unjoin.
 type unjoinOptions struct {
-	hub             HubFlags
-	deleteResources bool
-	timeout         time.Duration
+	hub              HubFlags
+	deleteResources  bool
+	timeout          time.Duration
+	uninstall        bool
+	memberKubeconfig string
+	install          installOptions
 }
 
 func (o *unjoinOptions) validate() error {
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout %s: must be positive", o.timeout)
+	}
+	if o.uninstall {
+		if o.memberKubeconfig == "" {
+			return errors.New("--uninstall needs --cluster-kubeconfig: the member to remove the agent from")
+		}
+		return o.install.validate()
 	}
 	return nil
 }
@@ -65,11 +74,17 @@ Running unjoin again finishes an unjoin that was interrupted.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
-			return unjoin(ctx, c, args[0], o.deleteResources, cmd.OutOrStdout())
+			if err := unjoin(ctx, c, args[0], o.deleteResources, cmd.OutOrStdout()); err != nil || !o.uninstall {
+				return err
+			}
+			return o.uninstallAgent(ctx, cmd.OutOrStdout())
 		},
 	}
 	o.hub.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.deleteResources, "delete-resources", false, "delete the objects Flotilla placed in the member before the cluster goes")
+	cmd.Flags().BoolVar(&o.uninstall, "uninstall", false, "then remove the agent flotilla join --install put in the member (its release's objects only; the namespace stays)")
+	cmd.Flags().StringVar(&o.memberKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the member, for --uninstall")
+	o.install.addTargetFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the member objects to be deleted and the cluster's namespace to go")
 	return cmd
 }

@@ -1,0 +1,77 @@
+// Package install renders Flotilla's Helm charts (embedded in the binary from charts/) and installs the
+// agent chart's objects into a member cluster, so that `flotilla join --install` and `helm install` create
+// the same objects from one source.
+package install
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/charts"
+)
+
+// Load returns the embedded chart name (charts.Hub or charts.Agent).
+func Load(name string) (*chart.Chart, error) {
+	var files []*loader.BufferedFile
+	err := fs.WalkDir(charts.FS, name, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := fs.ReadFile(charts.FS, p)
+		if err != nil {
+			return err
+		}
+		files = append(files, &loader.BufferedFile{Name: strings.TrimPrefix(p, name+"/"), Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return loader.LoadFiles(files)
+}
+
+// Render renders chart c as `helm install RELEASE --namespace NAMESPACE` would with values, and returns its
+// objects in Helm's install order (namespaced objects without a namespace get NAMESPACE).
+func Render(c *chart.Chart, release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	vals, err := chartutil.ToRenderValues(c, values,
+		chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := engine.Render(c, vals)
+	if err != nil {
+		return nil, fmt.Errorf("rendering chart %s: %w", c.Name(), err)
+	}
+	manifests := map[string]string{}
+	for name, content := range rendered {
+		if path.Ext(name) == ".yaml" && strings.TrimSpace(content) != "" {
+			manifests[name] = content
+		}
+	}
+	_, sorted, err := releaseutil.SortManifests(manifests, nil, releaseutil.InstallOrder)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", c.Name(), err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, m := range sorted {
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(m.Content), &obj.Object); err != nil {
+			return nil, fmt.Errorf("chart %s, %s: %w", c.Name(), m.Name, err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
+}
