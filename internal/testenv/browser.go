@@ -14,8 +14,10 @@ import (
 
 // The dashboard's browser tests drive Debian's chromium, headless, through chromedp.
 
-// LiveWithin is how soon a change must show on an open dashboard page, without a reload.
-const LiveWithin = 2 * time.Second
+// LiveWithin is how long the browser tests wait for a change to show on an open page without a reload. The
+// dashboard's goal is a second; the tests allow more because CI shares two cores with four control planes,
+// and they prove the page updates by itself, not how fast.
+const LiveWithin = 5 * time.Second
 
 // Browser starts a headless Chromium at 1366×768, or skips the test saying how to install it.
 func Browser(t *testing.T) context.Context {
