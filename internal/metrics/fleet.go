@@ -20,6 +20,9 @@ var (
 	bindingsDesc = prometheus.NewDesc("flotilla_bindings",
 		"Bindings by kind and by the status of each of their conditions Scheduled, FullyApplied and Healthy (Unknown when the condition is missing).",
 		[]string{"kind", "condition", "status"}, nil)
+	tunnelsDesc = prometheus.NewDesc("flotilla_tunnels",
+		"Pull clusters by their TunnelConnected condition: whether the agent's tunnel to the hub, which the proxy reaches the member through, is open (Unknown: not reported yet).",
+		[]string{"connected"}, nil)
 	fleetErrorDesc = prometheus.NewDesc("flotilla_fleet_metrics_error", "Reading the fleet's state for its metrics failed.", nil, nil)
 	heartbeatDesc  = prometheus.NewDesc("flotilla_cluster_heartbeat_age_seconds",
 		"Seconds since the hub last saw the cluster's heartbeat Lease renewed (by its agent, or by the hub for a Push cluster).", []string{"cluster"}, nil)
@@ -44,6 +47,7 @@ type Fleet struct {
 // Describe sends the fleet's metric descriptions.
 func (Fleet) Describe(ch chan<- *prometheus.Desc) {
 	ch <- clustersDesc
+	ch <- tunnelsDesc
 	ch <- bindingsDesc
 }
 
@@ -59,6 +63,16 @@ func (f Fleet) Collect(ch chan<- prometheus.Metric) {
 	ready := countConditions(len(clusters.Items), func(i int) []metav1.Condition { return clusters.Items[i].Status.Conditions }, clusterv1alpha1.ClusterConditionReady)
 	for _, s := range conditionStatuses {
 		ch <- prometheus.MustNewConstMetric(clustersDesc, prometheus.GaugeValue, ready[s], string(s))
+	}
+	var pull []clusterv1alpha1.Cluster
+	for _, c := range clusters.Items {
+		if c.Spec.SyncMode == clusterv1alpha1.Pull {
+			pull = append(pull, c)
+		}
+	}
+	tunnels := countConditions(len(pull), func(i int) []metav1.Condition { return pull[i].Status.Conditions }, clusterv1alpha1.ClusterConditionTunnelConnected)
+	for _, s := range conditionStatuses {
+		ch <- prometheus.MustNewConstMetric(tunnelsDesc, prometheus.GaugeValue, tunnels[s], string(s))
 	}
 	rbs, crbs := &workv1alpha1.ResourceBindingList{}, &workv1alpha1.ClusterResourceBindingList{}
 	for _, list := range []client.ObjectList{rbs, crbs} {
