@@ -288,6 +288,7 @@ func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, 
 
 func NewAgentCommand(verbosity *int) *cobra.Command {
 	o := &agent.Options{}
+	var logFormat logging.Format
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the agent of a member cluster that already joined",
@@ -299,7 +300,7 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 			if err := validateAgentOptions(o, ""); err != nil {
 				return err
 			}
-			if err := logging.Setup(*verbosity, ""); err != nil {
+			if err := logging.SetupFormat(*verbosity, "", logFormat); err != nil {
 				return err
 			}
 			ctx, cancel := SignalContext()
@@ -309,5 +310,6 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 		},
 	}
 	addAgentFlags(cmd.Flags(), o)
+	logging.AddFormatFlag(cmd.Flags(), &logFormat)
 	return cmd
 }
