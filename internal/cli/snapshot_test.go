@@ -30,6 +30,7 @@ func TestCommandLineRefusesBadInput(t *testing.T) {
 	}{
 		{[]string{"hub", "--log-format", "xml"}, `"xml" is not a log format: use text or json`},
 		{[]string{"agent", "--log-format", "logfmt"}, `"logfmt" is not a log format`},
+		{[]string{"join", "--log-format", "JSON"}, `"JSON" is not a log format`},
 		{[]string{"hub", "snapshot", "save", filepath.Join(dir, "new.db")}, "--data-dir is required"},
 		{[]string{"hub", "snapshot", "save", existing, "--data-dir", dir}, "a snapshot never overwrites a file"},
 		{[]string{"hub", "snapshot", "save", filepath.Join(dir, "new.db"), "--data-dir", dir}, "no hub runs on " + dir},
