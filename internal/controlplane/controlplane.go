@@ -131,6 +131,10 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 	}
 	c.Progress("PKI ready in " + cp.pki.Dir)
 
+	// A snapshot must not find the endpoint of an embedded etcd this directory no longer runs.
+	if err := os.Remove(filepath.Join(c.DataDir, etcdEndpointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
 	cp.EtcdServers, cp.EtcdTLS = c.EtcdServers, c.EtcdTLS
 	if len(cp.EtcdServers) == 0 {
 		ports, err := FreePorts(2)
