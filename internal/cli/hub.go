@@ -15,6 +15,7 @@ import (
 
 func newHubCommand(verbosity *int) *cobra.Command {
 	o := hub.NewOptions()
+	var logFormat logging.Format
 	cmd := &cobra.Command{
 		Use:   "hub",
 		Short: "Run the Flotilla hub: an embedded Kubernetes API with Flotilla's APIs and controllers",
@@ -40,10 +41,11 @@ Flotilla's controllers. With --etcd-servers several hubs share one etcd (--etcd-
 			logFile := ""
 			if o.Embedded() {
 				logFile = filepath.Join(o.DataDir, "hub.log")
-				if err := prepareLogs(o.DataDir, logFile, *verbosity); err != nil {
+				if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 					return err
 				}
-			} else if err := logging.Setup(*verbosity, ""); err != nil {
+			}
+			if err := logging.SetupFormat(*verbosity, logFile, logFormat); err != nil {
 				return err
 			}
 			if os.Getenv("GOGC") == "" {
@@ -73,5 +75,7 @@ Flotilla's controllers. With --etcd-servers several hubs share one etcd (--etcd-
 		},
 	}
 	o.AddFlags(cmd.Flags())
+	logging.AddFormatFlag(cmd.Flags(), &logFormat)
+	cmd.AddCommand(newHubSnapshotCommand())
 	return cmd
 }

@@ -131,6 +131,10 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 	}
 	c.Progress("PKI ready in " + cp.pki.Dir)
 
+	// A snapshot must not find the endpoint of an embedded etcd this directory no longer runs.
+	if err := os.Remove(filepath.Join(c.DataDir, etcdEndpointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
 	cp.EtcdServers, cp.EtcdTLS = c.EtcdServers, c.EtcdTLS
 	if len(cp.EtcdServers) == 0 {
 		ports, err := FreePorts(2)
@@ -139,7 +143,7 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 		}
 		serverTLS, clientTLS := cp.pki.EtcdServerTLS(), cp.pki.EtcdClientTLS()
 		cp.etcd, err = StartEtcd(EtcdConfig{
-			Name:      "default",
+			Name:      embeddedEtcdName,
 			Dir:       filepath.Join(c.DataDir, "etcd"),
 			ClientURL: "https://127.0.0.1:" + strconv.Itoa(ports[0]),
 			PeerURL:   "https://127.0.0.1:" + strconv.Itoa(ports[1]),
@@ -150,6 +154,9 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 			return nil, err
 		}
 		cp.EtcdServers, cp.EtcdTLS = []string{cp.etcd.ClientURL}, &clientTLS
+		if err := writeFileAtomic(filepath.Join(c.DataDir, etcdEndpointFile), []byte(cp.etcd.ClientURL+"\n"), 0o600); err != nil {
+			return nil, err
+		}
 		c.Progress("etcd serving at " + cp.etcd.ClientURL + " (TLS, client certificates of " + cp.pki.EtcdCACert() + ")")
 	}
 

@@ -27,6 +27,9 @@ const (
 	etcdDefragPeriod = 10 * time.Minute
 )
 
+// etcdClusterToken tells apart etcd clusters that could reach each other's members.
+const etcdClusterToken = "flotilla"
+
 // etcdDefragMinFree is the free space below which defragmenting is not worth the pause it causes.
 var etcdDefragMinFree int64 = 64 << 20
 
@@ -89,7 +92,7 @@ func StartEtcd(c EtcdConfig) (*Etcd, error) {
 	if len(c.InitialCluster) > 0 {
 		cfg.InitialCluster = strings.Join(c.InitialCluster, ",")
 	}
-	cfg.InitialClusterToken = "flotilla"
+	cfg.InitialClusterToken = etcdClusterToken
 	cfg.LogLevel = "warn"
 	cfg.LogOutputs = []string{"stderr"}
 	if c.LogFile != "" {

@@ -21,21 +21,28 @@ func startTLSEtcd(t *testing.T) (*Etcd, PKI) {
 	if err := p.Ensure([]string{"localhost", "127.0.0.1"}); err != nil {
 		t.Fatal(err)
 	}
+	e := startEtcdIn(t, p, filepath.Join(t.TempDir(), "etcd"))
+	t.Cleanup(e.Close)
+	return e, p
+}
+
+// startEtcdIn starts an embedded etcd member on dir that serves with the etcd certificates of p.
+func startEtcdIn(t *testing.T, p PKI, dir string) *Etcd {
+	t.Helper()
 	ports, err := FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	serverTLS := p.EtcdServerTLS()
 	e, err := StartEtcd(EtcdConfig{
-		Name: "default", Dir: filepath.Join(t.TempDir(), "etcd"),
+		Name: embeddedEtcdName, Dir: dir,
 		ClientURL: "https://127.0.0.1:" + strconv.Itoa(ports[0]), PeerURL: "https://127.0.0.1:" + strconv.Itoa(ports[1]),
 		LogFile: filepath.Join(t.TempDir(), "etcd.log"), TLS: &serverTLS,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
-	return e, p
+	return e
 }
 
 func etcdClient(t *testing.T, endpoint string, tlsConfig *tls.Config) *clientv3.Client {

@@ -174,6 +174,7 @@ func (o *joinOptions) readToken() error {
 
 func NewJoinCommand(verbosity *int) *cobra.Command {
 	o := &joinOptions{}
+	var logFormat logging.Format
 	cmd := &cobra.Command{
 		Use:   "join [HUB_URL]",
 		Short: "Register a member cluster with the hub",
@@ -200,7 +201,7 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			if err := o.validate(args); err != nil {
 				return err
 			}
-			if err := logging.Setup(*verbosity, ""); err != nil {
+			if err := logging.SetupFormat(*verbosity, "", logFormat); err != nil {
 				return err
 			}
 			ctx, cancel := SignalContext()
@@ -249,6 +250,7 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 		},
 	}
 	o.addFlags(cmd.Flags())
+	logging.AddFormatFlag(cmd.Flags(), &logFormat)
 	return cmd
 }
 
@@ -288,6 +290,7 @@ func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, 
 
 func NewAgentCommand(verbosity *int) *cobra.Command {
 	o := &agent.Options{}
+	var logFormat logging.Format
 	cmd := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the agent of a member cluster that already joined",
@@ -299,7 +302,7 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 			if err := validateAgentOptions(o, ""); err != nil {
 				return err
 			}
-			if err := logging.Setup(*verbosity, ""); err != nil {
+			if err := logging.SetupFormat(*verbosity, "", logFormat); err != nil {
 				return err
 			}
 			ctx, cancel := SignalContext()
@@ -309,5 +312,6 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 		},
 	}
 	addAgentFlags(cmd.Flags(), o)
+	logging.AddFormatFlag(cmd.Flags(), &logFormat)
 	return cmd
 }
