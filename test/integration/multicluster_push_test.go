@@ -46,10 +46,28 @@ func consumerSlices(w *workv1alpha1.Work) (map[string]*discoveryv1.EndpointSlice
 	return out, nil
 }
 
+// consumerImportClusters reads the status.clusters of the ServiceImport a consumer Work places.
+func consumerImportClusters(w *workv1alpha1.Work) ([]string, error) {
+	for _, m := range w.Spec.Workload.Manifests {
+		imp := &mcsv1alpha1.ServiceImport{}
+		if err := json.Unmarshal(m.Raw, imp); err != nil {
+			return nil, err
+		}
+		if imp.Kind == "ServiceImport" {
+			var out []string
+			for _, c := range imp.Status.Clusters {
+				out = append(out, c.Cluster)
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("no ServiceImport among %d manifests", len(w.Spec.Workload.Manifests))
+}
+
 // TestPushMemberProvidesAnExportedService: a Push member (the test hub itself, reached with a service
 // account token) runs an exported Service. The hub's collector reports the member's EndpointSlice in the
 // cluster's namespace with the MCS labels, the ServiceImport is built with the member as its cluster, the
-// consumer's Work carries the slice, a change of the member's slice follows, and once the Service's placement
+// consumer's Work carries the slice and the member in its ServiceImport's status.clusters, a change of the member's slice follows, and once the Service's placement
 // leaves the member its reports, its request and its endpoints in the consumer go while the member's own
 // Service and slice stay.
 func TestPushMemberProvidesAnExportedService(t *testing.T) {
@@ -116,12 +134,19 @@ func TestPushMemberProvidesAnExportedService(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			clusters, err := consumerImportClusters(consumerWork)
+			if err != nil {
+				return err
+			}
 			s, ok := imported[importedName]
 			if len(addresses) == 0 {
-				if ok {
-					return fmt.Errorf("slice %s still imported", importedName)
+				if ok || len(clusters) != 0 {
+					return fmt.Errorf("slice %s still imported (%v), the ServiceImport's clusters %v", importedName, ok, clusters)
 				}
 				return nil
+			}
+			if !slices.Equal(clusters, []string{provider}) {
+				return fmt.Errorf("the ServiceImport's status.clusters %v", clusters)
 			}
 			if !ok {
 				return fmt.Errorf("no slice %s among %d", importedName, len(imported))
