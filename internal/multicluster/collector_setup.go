@@ -6,6 +6,7 @@ import (
 
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -105,6 +107,10 @@ func SetupMemberCollector(mgr ctrl.Manager, name string, configFor MemberConfigF
 		For(&mcsv1alpha1.ServiceExport{}, builder.WithPredicates(inClusterNamespace)).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(reportRequest)).
 		WatchesRawSource(source.Channel(members.events, &handler.EnqueueRequestForObject{})).
+		// A cluster that left has no request left to look at it: its informer stops with it.
+		Watches(&clusterv1alpha1.Cluster{}, handler.Funcs{DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			members.drop(e.Object.GetName())
+		}}).
 		Complete(c)
 }
 
