@@ -108,9 +108,10 @@ func SetupMemberCollector(mgr ctrl.Manager, name string, configFor MemberConfigF
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(reportRequest)).
 		WatchesRawSource(source.Channel(members.events, &handler.EnqueueRequestForObject{})).
 		// A cluster that left has no request left to look at it: its informer stops with it.
-		Watches(&clusterv1alpha1.Cluster{}, handler.Funcs{DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			members.drop(e.Object.GetName())
-		}}).
+		Watches(&clusterv1alpha1.Cluster{}, handler.Funcs{
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				members.drop(e.Object.GetName())
+			}}).
 		Complete(c)
 }
 
