@@ -80,7 +80,7 @@ func (p *pushMembers) memberFor(ctx context.Context, namespace string) (*Member,
 	if err != nil {
 		return nil, err
 	}
-	credentials := fingerprint(cluster, cfg)
+	credentials := Fingerprint(cluster, cfg)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cached, ok = p.cache[name] // another worker may have been here meanwhile
@@ -118,9 +118,9 @@ func (p *pushMembers) stopAll() {
 	}
 }
 
-// fingerprint identifies what a member's clients are built from: the endpoint, proxy and TLS settings of the
+// Fingerprint identifies what a member's clients are built from: the endpoint, proxy and TLS settings of the
 // cluster and the credentials of its Secret.
-func fingerprint(cluster *clusterv1alpha1.Cluster, cfg *rest.Config) string {
+func Fingerprint(cluster *clusterv1alpha1.Cluster, cfg *rest.Config) string {
 	h := sha256.New()
 	for _, part := range [][]byte{[]byte(cfg.Host), []byte(cluster.Spec.ProxyURL), []byte(strconv.FormatBool(cfg.Insecure)), []byte(cfg.ServerName),
 		cfg.CAData, cfg.CertData, cfg.KeyData, []byte(cfg.BearerToken), []byte(cfg.Username), []byte(cfg.Password)} {

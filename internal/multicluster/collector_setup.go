@@ -5,10 +5,8 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -16,7 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -25,12 +25,13 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
+	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
-// pushResync is how often the hub reads a Push member's EndpointSlices of an exported Service: the hub keeps
-// no watch open on Push members' slices, so a change there reaches consumers within this period.
-const pushResync = 5 * time.Second
+// pushResync is how often the hub looks at an export request of a Push member when nothing woke it: the
+// member's slices are watched, so this only rereads the member's credentials (a rotated Secret) and the cache.
+const pushResync = time.Minute
 
 // SetupAgentCollector registers the collector of an agent's cluster with the agent's manager (whose cache
 // holds the cluster's namespace on the hub). It follows the member's EndpointSlices through a cache of its
@@ -68,33 +69,49 @@ func SetupAgentCollector(mgr ctrl.Manager, memberConfig *rest.Config, clusterNam
 		Complete(c)
 }
 
-// SetupPushCollector registers the hub's collector for Push clusters: the same collector, reading each Push
-// member with the credentials the hub keeps for it, every pushResync.
+// SetupPushCollector registers the hub's collector for Push clusters: the same collector, following each
+// Push member's EndpointSlices through an informer built with the credentials the hub keeps for it.
 func SetupPushCollector(mgr ctrl.Manager) error {
 	reader := mgr.GetAPIReader()
-	c := &Collector{Hub: mgr.GetClient(), FieldManager: workv1alpha1.ControllerFieldManager("multicluster-push-collector"), Resync: pushResync,
-		Member: func(ctx context.Context, name string) (SliceLister, error) {
-			cl := &clusterv1alpha1.Cluster{}
-			if err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: name}, cl); err != nil || cl.Spec.SyncMode != clusterv1alpha1.Push {
-				return nil, client.IgnoreNotFound(err)
-			}
-			cfg, err := clusterstatus.MemberConfig(ctx, reader, cl)
-			if err != nil {
-				return nil, err
-			}
-			kube, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return nil, err
-			}
-			return clientsetLister(kube), nil
-		}}
+	configFor := func(ctx context.Context, name string) (*rest.Config, string, error) {
+		cl := &clusterv1alpha1.Cluster{}
+		if err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: name}, cl); err != nil || cl.Spec.SyncMode != clusterv1alpha1.Push {
+			return nil, "", client.IgnoreNotFound(err)
+		}
+		cfg, err := clusterstatus.MemberConfig(ctx, reader, cl)
+		if err != nil {
+			return nil, "", err
+		}
+		return cfg, execution.Fingerprint(cl, cfg), nil
+	}
+	return SetupMemberCollector(mgr, "multicluster-push-collector", configFor, pushResync)
+}
+
+// SetupMemberCollector registers a collector named name that reads, on the hub's side, the members configFor
+// serves, watching their EndpointSlices; resync is how often a request is looked at when nothing woke it.
+func SetupMemberCollector(mgr ctrl.Manager, name string, configFor MemberConfigFunc, resync time.Duration) error {
+	members := newMemberSlices(configFor)
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		members.stopAll()
+		return nil
+	})); err != nil {
+		return err
+	}
+	c := &Collector{Hub: mgr.GetClient(), FieldManager: workv1alpha1.ControllerFieldManager(name), Resync: resync, Member: members.lister}
 	inClusterNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := clusterv1alpha1.ClusterOfNamespace(o.GetNamespace())
 		return ok
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("multicluster-push-collector").
+	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		For(&mcsv1alpha1.ServiceExport{}, builder.WithPredicates(inClusterNamespace)).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(reportRequest)).
+		WatchesRawSource(source.Channel(members.events, &handler.EnqueueRequestForObject{})).
+		// A cluster that left has no request left to look at it: its informer stops with it.
+		Watches(&clusterv1alpha1.Cluster{}, handler.Funcs{
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				members.drop(e.Object.GetName())
+			}}).
 		Complete(c)
 }
 
@@ -112,16 +129,5 @@ func cacheLister(c cache.Cache) SliceLister {
 		list := &discoveryv1.EndpointSliceList{}
 		err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: name})
 		return list.Items, err
-	}
-}
-
-func clientsetLister(kube kubernetes.Interface) SliceLister {
-	return func(ctx context.Context, namespace, name string) ([]discoveryv1.EndpointSlice, error) {
-		list, err := kube.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: labels.Set{discoveryv1.LabelServiceName: name}.String()})
-		if err != nil {
-			return nil, err
-		}
-		return list.Items, nil
 	}
 }

@@ -89,10 +89,7 @@ func (r *ExportController) ensureServiceImport(ctx context.Context, export *mcsv
 			return nil, err
 		}
 	}
-	var clusters []mcsv1alpha1.ClusterStatus
-	for _, c := range slices.Sorted(maps.Keys(obs.slices)) {
-		clusters = append(clusters, mcsv1alpha1.ClusterStatus{Cluster: c})
-	}
+	clusters := importedClusters(obs)
 	if !equality.Semantic.DeepEqual(imp.Status.Clusters, clusters) {
 		patch := client.MergeFrom(imp.DeepCopy())
 		imp.Status.Clusters = clusters
@@ -101,6 +98,15 @@ func (r *ExportController) ensureServiceImport(ctx context.Context, export *mcsv
 		}
 	}
 	return imp, nil
+}
+
+// importedClusters is the ServiceImport's status.clusters: the providers whose endpoints are imported.
+func importedClusters(obs *observation) []mcsv1alpha1.ClusterStatus {
+	var clusters []mcsv1alpha1.ClusterStatus
+	for _, c := range slices.Sorted(maps.Keys(obs.slices)) {
+		clusters = append(clusters, mcsv1alpha1.ClusterStatus{Cluster: c})
+	}
+	return clusters
 }
 
 // consumerWorks lists the consumer Works of an export.
@@ -159,11 +165,11 @@ func (r *ExportController) ensureWork(ctx context.Context, export *mcsv1alpha1.S
 }
 
 // consumerManifests is what every consumer gets: the ServiceImport CRD (a consumer may never have had one),
-// the ServiceImport, its derived Service (no selector, the imported ports; clusterIP None when Headless) and
+// the ServiceImport with the hub's status.clusters, its derived Service (no selector, the imported ports; clusterIP None when Headless) and
 // the reachable providers' EndpointSlices, labelled so that kube-proxy serves them behind the derived Service
 // and the member's EndpointSlice controller leaves them alone.
 func consumerManifests(imp *mcsv1alpha1.ServiceImport, obs *observation) ([]workv1alpha1.Manifest, error) {
-	crd, err := serviceImportCRD()
+	crd, err := consumerServiceImportCRD()
 	if err != nil {
 		return nil, err
 	}
@@ -176,6 +182,7 @@ func consumerManifests(imp *mcsv1alpha1.ServiceImport, obs *observation) ([]work
 				Annotations: map[string]string{AnnotationDerivedService: derived}},
 			Spec: mcsv1alpha1.ServiceImportSpec{Type: imp.Spec.Type, Ports: imp.Spec.Ports, SessionAffinity: imp.Spec.SessionAffinity,
 				SessionAffinityConfig: imp.Spec.SessionAffinityConfig},
+			Status: mcsv1alpha1.ServiceImportStatus{Clusters: importedClusters(obs)},
 		},
 		derivedService(imp, derived),
 	}
@@ -200,9 +207,12 @@ func consumerManifests(imp *mcsv1alpha1.ServiceImport, obs *observation) ([]work
 		if err != nil {
 			return nil, err
 		}
-		// Fields the API server would drop or fill: a stored Work must compare equal to a rendered one.
+		// Fields the API server would drop or fill: a stored Work must compare equal to a rendered one. Only
+		// the ServiceImport's status is the hub's to give.
 		unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
-		unstructured.RemoveNestedField(m, "status")
+		if status, _, _ := unstructured.NestedMap(m, "status"); len(status) == 0 || m["kind"] != "ServiceImport" {
+			unstructured.RemoveNestedField(m, "status")
+		}
 		raw, err := json.Marshal(m)
 		if err != nil {
 			return nil, err

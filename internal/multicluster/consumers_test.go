@@ -33,7 +33,8 @@ func TestParseConsumers(t *testing.T) {
 	}
 }
 
-// TestConsumerManifests: a consumer gets the CRD first, the ServiceImport, a selector-less derived Service
+// TestConsumerManifests: a consumer gets the CRD first (without a status subresource), the ServiceImport with
+// the providers in its status.clusters, a selector-less derived Service
 // with the imported ports, and one slice per reported slice, labelled so that kube-proxy serves it behind the
 // derived Service and the member's EndpointSlice controller leaves it alone.
 func TestConsumerManifests(t *testing.T) {
@@ -82,7 +83,17 @@ func TestConsumerManifests(t *testing.T) {
 			t.Errorf("slice from %s labelled %v in %q", cluster, l, objs[3+i].GetNamespace())
 		}
 	}
-	if _, found := objs[1].Object["status"]; found {
-		t.Errorf("the ServiceImport manifest carries a status")
+	if clusters, _, _ := unstructured.NestedSlice(objs[1].Object, "status", "clusters"); len(clusters) != 2 ||
+		clusters[0].(map[string]any)["cluster"] != "m1" || clusters[1].(map[string]any)["cluster"] != "m2" {
+		t.Errorf("the ServiceImport's status.clusters %v, want m1 and m2", clusters)
+	}
+	if _, found := objs[2].Object["status"]; found {
+		t.Errorf("the derived Service manifest carries a status")
+	}
+	// The consumer's API server stores the status with the rest only when the CRD has no status subresource.
+	for _, v := range objs[0].Object["spec"].(map[string]any)["versions"].([]any) {
+		if _, found, _ := unstructured.NestedFieldNoCopy(v.(map[string]any), "subresources", "status"); found {
+			t.Errorf("the consumer's ServiceImport CRD has a status subresource in version %v", v.(map[string]any)["name"])
+		}
 	}
 }

@@ -27,6 +27,26 @@ func serviceImportCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	return decodeCRD(mcscrd.ServiceImportCRD)
 }
 
+// consumerServiceImportCRD is the ServiceImport CRD as consumers get it: without the status subresource. In
+// a consumer the status (the KEP's status.clusters) is the hub's, and it travels with the spec in the consumer
+// Work, which the executor applies as one object: with a status subresource the consumer's API server would
+// drop it.
+func consumerServiceImportCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	crd, err := serviceImportCRD()
+	if err != nil {
+		return nil, err
+	}
+	for i := range crd.Spec.Versions {
+		if s := crd.Spec.Versions[i].Subresources; s != nil {
+			s.Status = nil
+			if s.Scale == nil {
+				crd.Spec.Versions[i].Subresources = nil
+			}
+		}
+	}
+	return crd, nil
+}
+
 func decodeCRD(data []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict(data, crd); err != nil {

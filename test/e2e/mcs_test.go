@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,7 @@ func TestMultiClusterServices(t *testing.T) {
 	if imp.Spec.Type != mcsv1alpha1.ClusterSetIP || len(imp.Spec.Ports) != 1 || imp.Spec.Ports[0].Port != 80 {
 		t.Fatalf("m3's ServiceImport: %+v", imp.Spec)
 	}
+	waitImportClusters(t, f, "m1", "m2")
 	derived, err := f.m3.Kube.CoreV1().Services(f.ns).Get(ctx, multicluster.DerivedName("web"), metav1.GetOptions{})
 	if err != nil || derived.Spec.Selector != nil || len(derived.Spec.Ports) != 1 || derived.Spec.Ports[0].Port != 80 {
 		t.Fatalf("m3's derived Service: %v %+v", err, derived)
@@ -74,6 +76,7 @@ func TestMultiClusterServices(t *testing.T) {
 	// m2 stops providing when the Service leaves it, and provides again when it comes back.
 	placeOn(t, f, "m1")
 	waitImported(t, f, 5, f.m1)
+	waitImportClusters(t, f, "m1")
 	placeOn(t, f, "m1", "m2")
 	waitImported(t, f, 5, f.m1, f.m2)
 
@@ -224,6 +227,25 @@ func waitConflict(t *testing.T, f *fleet, status metav1.ConditionStatus, reason 
 		c := meta.FindStatusCondition(e.Status.Conditions, string(mcsv1alpha1.ServiceExportConditionConflict))
 		if c == nil || c.Status != status || c.Reason != reason {
 			return fmt.Errorf("Conflict %+v", c)
+		}
+		return nil
+	})
+}
+
+// waitImportClusters waits until m3's ServiceImport lists exactly the providers in its status.clusters.
+func waitImportClusters(t *testing.T, f *fleet, want ...string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("m3's ServiceImport from %v", want), func() error {
+		imp := &mcsv1alpha1.ServiceImport{}
+		if err := f.m3.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web"}, imp); err != nil {
+			return err
+		}
+		var got []string
+		for _, c := range imp.Status.Clusters {
+			got = append(got, c.Cluster)
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("status.clusters %v", got)
 		}
 		return nil
 	})
