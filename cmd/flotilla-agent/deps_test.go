@@ -12,16 +12,19 @@ import (
 
 // forbidden are the import path prefixes the agent must not link: every embedded control-plane component
 // lives in k8s.io/kubernetes (kube-apiserver, kube-controller-manager, kube-scheduler) or under them, etcd's
-// server, kwok's simulated nodes, and Flotilla's own packages that start or drive control planes.
+// server, kwok's simulated nodes, and Flotilla's own packages that start or drive control planes. Helm's SDK
+// is kept out too: only flotilla installs agents (join --install), and it would double the agent's size.
 var forbidden = []string{
 	"k8s.io/kubernetes/",
 	"k8s.io/apiserver/pkg/server",
 	"go.etcd.io/etcd/server/",
 	"sigs.k8s.io/kwok/",
+	"helm.sh/helm/",
 	"github.com/flotilla-io/flotilla/internal/controlplane",
 	"github.com/flotilla-io/flotilla/internal/hub",
 	"github.com/flotilla-io/flotilla/internal/devenv",
 	"github.com/flotilla-io/flotilla/internal/bench",
+	"github.com/flotilla-io/flotilla/internal/helmchart",
 }
 
 // TestAgentLinksNoControlPlane keeps flotilla-agent small: a forbidden package in its dependencies fails with

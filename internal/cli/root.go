@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/helmchart"
 )
 
 // NewRoot returns the flotilla command with every subcommand.
@@ -18,9 +19,10 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity of the embedded Kubernetes components")
-	root.AddCommand(newUpCommand(), newHubCommand(&verbosity), newTokenCommand(), agentcmd.NewJoinCommand(&verbosity), agentcmd.NewAgentCommand(&verbosity),
+	installer := &agentcmd.Installer{Install: helmchart.InstallAgent, Uninstall: helmchart.UninstallAgent}
+	root.AddCommand(newUpCommand(), newHubCommand(&verbosity), newTokenCommand(), agentcmd.NewJoinCommand(&verbosity, installer), agentcmd.NewAgentCommand(&verbosity),
 		newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(), newStatusCommand(), newExplainCommand(), newDashboardCommand(), newRebalanceCommand(), newTaintCommand(),
-		agentcmd.NewUnjoinCommand(), newKubeconfigCommand(), newKubectlCommand(), newDevCommand(&verbosity), newBenchCommand(), agentcmd.NewVersionCommand())
+		agentcmd.NewUnjoinCommand(installer), newKubeconfigCommand(), newKubectlCommand(), newDevCommand(&verbosity), newBenchCommand(), agentcmd.NewVersionCommand())
 	return root
 }
 

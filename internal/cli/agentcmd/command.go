@@ -26,7 +26,7 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity")
-	root.AddCommand(NewJoinCommand(&verbosity), NewAgentCommand(&verbosity), NewUnjoinCommand(), NewVersionCommand())
+	root.AddCommand(NewJoinCommand(&verbosity, nil), NewAgentCommand(&verbosity), NewUnjoinCommand(nil), NewVersionCommand())
 	return root
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
 	"io"
 
 	"github.com/spf13/pflag"
@@ -15,9 +14,18 @@ import (
 	"github.com/flotilla-io/flotilla/internal/install"
 )
 
+// Installer puts the agent into a member and takes it out again, for `join --install` and `unjoin
+// --uninstall`. flotilla passes the Helm chart's (internal/helmchart); flotilla-agent, which runs in the member,
+// passes none: it then has neither flag and links no chart renderer, which would double its size.
+type Installer struct {
+	Install   func(ctx context.Context, member *rest.Config, release, namespace string, v install.AgentValues, progress func(string)) error
+	Uninstall func(ctx context.Context, member *rest.Config, release, namespace string) ([]string, error)
+}
+
 // installOptions are the flags of `flotilla join --install` and `flotilla unjoin --uninstall`: where in the
 // member the agent chart's objects go.
 type installOptions struct {
+	installer          *Installer
 	enabled            bool
 	release, namespace string
 	image              string
@@ -49,7 +57,7 @@ func (o *joinOptions) installAgent(ctx context.Context, member *rest.Config, p *
 	if err := o.install.validate(); err != nil {
 		return err
 	}
-	err := install.InstallAgent(ctx, member, o.install.release, o.install.namespace, install.AgentValues{
+	err := o.install.installer.Install(ctx, member, o.install.release, o.install.namespace, install.AgentValues{
 		HubURL: o.hubURL, CACertHashes: o.caCertHashes, ClusterName: o.clusterName, Token: o.token,
 		Labels: o.labels, Provider: o.provider, Region: o.region, Zones: o.zones, CertTTL: o.agent.CertTTL, Image: o.install.image,
 	}, p.Step)
@@ -66,7 +74,7 @@ func (o *unjoinOptions) uninstallAgent(ctx context.Context, out io.Writer) error
 	if err != nil {
 		return fmt.Errorf("--cluster-kubeconfig: %w", err)
 	}
-	deleted, err := install.UninstallAgent(ctx, member, o.install.release, o.install.namespace)
+	deleted, err := o.install.installer.Uninstall(ctx, member, o.install.release, o.install.namespace)
 	for _, d := range deleted {
 		fmt.Fprintln(out, "deleted "+d)
 	}

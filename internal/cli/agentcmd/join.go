@@ -51,7 +51,9 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.zones, "zone", nil, "zone of the cluster (repeatable)")
 	addAgentFlags(fs, &o.agent)
 	o.hub.AddFlags(fs)
-	o.install.addFlags(fs)
+	if o.install.installer != nil {
+		o.install.addFlags(fs)
+	}
 }
 
 func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
@@ -172,8 +174,9 @@ func (o *joinOptions) readToken() error {
 	return nil
 }
 
-func NewJoinCommand(verbosity *int) *cobra.Command {
-	o := &joinOptions{}
+// NewJoinCommand is flotilla join; installer, if not nil, adds --install.
+func NewJoinCommand(verbosity *int, installer *Installer) *cobra.Command {
+	o := &joinOptions{install: installOptions{installer: installer}}
 	var logFormat logging.Format
 	cmd := &cobra.Command{
 		Use:   "join [HUB_URL]",
@@ -186,7 +189,7 @@ token does not allow are dropped unless an administrator accepts the join. A joi
 already registered waits for flotilla accept on the hub. The agent keeps its hub credential in --agent-data-dir; restart it later with
 flotilla agent, no token needed.
 
-With --install, the agent runs in the member instead: the objects of the flotilla-agent chart (a
+With --install (flotilla only, not flotilla-agent), the agent runs in the member instead: the objects of the flotilla-agent chart (a
 Deployment, its ServiceAccount and RBAC, the token in a Secret) are applied through --cluster-kubeconfig,
 and the agent joins from there, keeping its credential in a Secret. flotilla unjoin --uninstall removes them.
 

@@ -45,8 +45,9 @@ func (o *unjoinOptions) validate() error {
 	return nil
 }
 
-func NewUnjoinCommand() *cobra.Command {
-	o := &unjoinOptions{}
+// NewUnjoinCommand is flotilla unjoin; installer, if not nil, adds --uninstall.
+func NewUnjoinCommand(installer *Installer) *cobra.Command {
+	o := &unjoinOptions{install: installOptions{installer: installer}}
 	cmd := &cobra.Command{
 		Use:   "unjoin NAME",
 		Short: "Remove a cluster from the hub; what Flotilla placed in it stays there unless --delete-resources",
@@ -82,9 +83,11 @@ Running unjoin again finishes an unjoin that was interrupted.`,
 	}
 	o.hub.AddFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.deleteResources, "delete-resources", false, "delete the objects Flotilla placed in the member before the cluster goes")
-	cmd.Flags().BoolVar(&o.uninstall, "uninstall", false, "then remove the agent flotilla join --install put in the member (its release's objects only; the namespace stays)")
-	cmd.Flags().StringVar(&o.memberKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the member, for --uninstall")
-	o.install.addTargetFlags(cmd.Flags())
+	if installer != nil {
+		cmd.Flags().BoolVar(&o.uninstall, "uninstall", false, "then remove the agent flotilla join --install put in the member (its release's objects only; the namespace stays)")
+		cmd.Flags().StringVar(&o.memberKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the member, for --uninstall")
+		o.install.addTargetFlags(cmd.Flags())
+	}
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the member objects to be deleted and the cluster's namespace to go")
 	return cmd
 }

@@ -26,6 +26,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/helmchart"
 	"github.com/flotilla-io/flotilla/internal/install"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -124,7 +125,7 @@ func TestAgentInstalledInMember(t *testing.T) {
 	if !strings.Contains(out, "Deployment "+ns+"/"+install.DefaultAgentRelease) {
 		t.Errorf("unjoin --uninstall does not say it deleted the Deployment:\n%s", out)
 	}
-	objs, err := install.AgentObjects(install.DefaultAgentRelease, ns, install.AgentValues{HubURL: hubURL, CACertHashes: hashes, ClusterName: name, Token: token, CertTTL: time.Hour})
+	objs, err := helmchart.AgentObjects(install.DefaultAgentRelease, ns, install.AgentValues{HubURL: hubURL, CACertHashes: hashes, ClusterName: name, Token: token, CertTTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/charts"
-	"github.com/flotilla-io/flotilla/internal/install"
+	"github.com/flotilla-io/flotilla/internal/helmchart"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -42,11 +42,11 @@ func TestChartsLint(t *testing.T) {
 			}
 		}
 	}
-	c, err := install.Load(charts.Agent)
+	c, err := helmchart.Load(charts.Agent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := install.Render(c, "a", "flotilla-system", nil); err == nil || !strings.Contains(err.Error(), " is required") {
+	if _, err := helmchart.Render(c, "a", "flotilla-system", nil); err == nil || !strings.Contains(err.Error(), " is required") {
 		t.Errorf("the agent chart renders without its required values: %v", err)
 	}
 }
@@ -57,11 +57,11 @@ func TestChartsLint(t *testing.T) {
 func TestHubChartAppliesToMember(t *testing.T) {
 	ctx := context.Background()
 	m := startMember(t, "chart-host")
-	c, err := install.Load(charts.Hub)
+	c, err := helmchart.Load(charts.Hub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := install.Render(c, "hub", "flotilla", map[string]any{
+	objs, err := helmchart.Render(c, "hub", "flotilla", map[string]any{
 		"extraTLSSANs": []any{"hub.example.com"},
 		"etcd":         map[string]any{"servers": []any{"https://etcd-0:2379", "https://etcd-1:2379"}, "tlsSecret": "etcd-client"},
 	})

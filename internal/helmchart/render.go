@@ -1,7 +1,7 @@
-// Package install renders Flotilla's Helm charts (embedded in the binary from charts/) and installs the
-// agent chart's objects into a member cluster, so that `flotilla join --install` and `helm install` create
-// the same objects from one source.
-package install
+// Package helmchart renders Flotilla's Helm charts (embedded in the binary from charts/) with the Helm SDK and
+// installs the agent chart's objects into a member cluster, so that `flotilla join --install` and `helm
+// install` create the same objects from one source.
+package helmchart
 
 import (
 	"fmt"
