@@ -3,11 +3,13 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +19,8 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/proxy"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
 // fleetListPath is the member collection the fleet list subtests read.
@@ -67,6 +71,42 @@ func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
 			t.Fatalf("items (cluster/name) %v, want only pxm/in-pxm", got)
 		}
 		want := []string{"pxm: 1", "pxother: 403 may not get clusters/proxy on cluster pxother", "pxpull: 403 may not get clusters/proxy on cluster pxpull"}
+		if got := fleetClusters(list); !slices.Equal(got, want) {
+			t.Fatalf("clusters %q, want %q", got, want)
+		}
+	})
+
+	t.Run("a cluster that does not answer is reported after clusterTimeout, the others listed", func(t *testing.T) {
+		// pxsilent's API server accepts connections and never answers, as a frozen member does.
+		silent, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { silent.Close() })
+		go func() {
+			for {
+				conn, err := silent.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { conn.Close() })
+			}
+		}()
+		pushCluster(t, "pxsilent", map[string][]byte{registration.SecretKeyToken: []byte("unused")}, func(s *clusterv1alpha1.ClusterSpec) {
+			s.APIEndpoint = "https://" + silent.Addr().String()
+			s.InsecureSkipTLSVerification = true
+		})
+		params := map[string]string{"clusters": "pxm,pxsilent", "labelSelector": "fleet-list=yes", "clusterTimeout": "2s"}
+		var list *proxy.FleetList
+		// Until the proxy's cache knows pxsilent (a cluster it does not know is 404).
+		testenv.Eventually(t, 10*time.Second, "pxsilent known to the fleet list", func() error {
+			list, err = fleetList(ctx, env.Config, fleetListPath, params)
+			return err
+		})
+		if got := fleetItems(list); !slices.Equal(got, []string{"pxm/in-pxm"}) {
+			t.Fatalf("items (cluster/name) %v, want pxm/in-pxm", got)
+		}
+		want := []string{"pxm: 1", "pxsilent: 504 no answer within 2s"}
 		if got := fleetClusters(list); !slices.Equal(got, want) {
 			t.Fatalf("clusters %q, want %q", got, want)
 		}
@@ -129,7 +169,7 @@ func fleetClusters(list *proxy.FleetList) []string {
 			continue
 		}
 		fragment := ""
-		for _, f := range []string{"no tunnel for cluster " + c.Name, "may not get clusters/proxy on cluster " + c.Name} {
+		for _, f := range []string{"no tunnel for cluster " + c.Name, "may not get clusters/proxy on cluster " + c.Name, "no answer within 2s"} {
 			if strings.Contains(c.Error.Message, f) {
 				fragment = f
 			}

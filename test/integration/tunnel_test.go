@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -119,6 +120,22 @@ func TestTunnel(t *testing.T) {
 		_, err = g.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
 		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "system:serviceaccount:default:tunnel-guest"`) {
 			t.Fatalf("want the member's 403 for tunnel-guest (not the agent's rights), got %v", err)
+		}
+	})
+
+	t.Run("a fleet list reads a pull member through its tunnel, as the caller", func(t *testing.T) {
+		want, err := member.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := rest.AnonymousClientConfig(env.Config)
+		cfg.BearerToken = dev
+		list, err := fleetList(ctx, cfg, "/api/v1/namespaces", map[string]string{"clusters": "tnm1", "fieldSelector": "metadata.name=kube-system"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fleetItems(list); len(got) != 1 || got[0] != "tnm1/kube-system" || list.Items[0]["metadata"].(map[string]any)["uid"] != string(want.UID) {
+			t.Fatalf("the fleet list over tnm1: %v, %v (want the member's kube-system, uid %s)", got, list.Clusters, want.UID)
 		}
 	})
 
