@@ -38,7 +38,8 @@
 // impersonation through the same Backends; a cluster the caller may not reach is not read. The answer is a
 // FleetList: the items of the clusters that answered, each annotated with clusterv1alpha1.AnnotationCluster,
 // and per cluster its item count and resourceVersion or the Status of its failure (403 not permitted, 503
-// unreachable, 504 timeout, or the member's own). One cluster's failure never fails the list. The hub's
+// unreachable, 504 timeout, or the member's own). One cluster's failure never fails the list, and the list
+// names a cluster the caller may not reach only when the caller named it or may list the hub's Clusters. The hub's
 // kube-apiserver authorizes the request itself as get on fleet/api or fleet/apis named list, which the
 // ClusterRole FleetListRole grants every authenticated user.
 package proxy

@@ -57,7 +57,9 @@ type FleetList struct {
 
 	// Items are the objects, cluster by cluster in the order of Clusters, each in its member's order.
 	Items []map[string]any `json:"items"`
-	// Clusters says, for each selected cluster sorted by name, what its read gave.
+	// Clusters says, for each selected cluster sorted by name, what its read gave. Without the clusters
+	// parameter, the clusters the caller may not reach are here only if the caller may list the hub's
+	// Clusters.
 	Clusters []FleetListCluster `json:"clusters"`
 }
 
@@ -171,7 +173,7 @@ func (l *fleetLister) list(req *http.Request) (*FleetList, error) {
 		}
 		timeout = d
 	}
-	clusters, err := l.selected(req.Context(), query.Get(paramClusters))
+	clusters, nameForbidden, err := l.selected(req.Context(), query.Get(paramClusters))
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +199,9 @@ func (l *fleetLister) list(req *http.Request) (*FleetList, error) {
 	}
 	list := &FleetList{TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "FleetList"}, Items: []map[string]any{}, Clusters: []FleetListCluster{}}
 	for i, r := range results {
+		if r.notPermitted && !nameForbidden {
+			continue
+		}
 		entry := FleetListCluster{Name: clusters[i].Name, Items: len(r.items), ResourceVersion: r.resourceVersion}
 		if r.err != nil {
 			entry.Error = statusOf(r.err)
@@ -207,32 +212,41 @@ func (l *fleetLister) list(req *http.Request) (*FleetList, error) {
 	return list, nil
 }
 
-// selected resolves the clusters parameter: every Cluster of the hub, or the named ones, each of which must
-// exist. They come back sorted by name.
-func (l *fleetLister) selected(ctx context.Context, names string) ([]clusterv1alpha1.Cluster, error) {
+// selected resolves the clusters parameter, sorted by name, and says whether the clusters the caller may not
+// reach are to be named in the answer. Without the parameter they are every Cluster of the hub, and the
+// ones the caller may not reach are named only if the caller may list the hub's Clusters: a fleet list does
+// not tell anyone which clusters exist. Named clusters must exist, but one the caller may not reach is
+// reported as not permitted whether it exists or not, for the same reason.
+func (l *fleetLister) selected(ctx context.Context, names string) ([]clusterv1alpha1.Cluster, bool, error) {
 	all := &clusterv1alpha1.ClusterList{}
 	if err := l.clusters.clusters.List(ctx, all); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	slices.SortFunc(all.Items, func(a, b clusterv1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
 	if names == "" {
-		return all.Items, nil
+		return all.Items, l.mayListClusters(ctx), nil
 	}
 	var chosen []clusterv1alpha1.Cluster
 	for _, name := range strings.Split(names, ",") {
 		if bad := validation.IsDNS1123Label(name); len(bad) > 0 {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s=%s: cluster %q: %s", paramClusters, names, name, strings.Join(bad, "; ")))
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("%s=%s: cluster %q: %s", paramClusters, names, name, strings.Join(bad, "; ")))
+		}
+		if slices.ContainsFunc(chosen, func(c clusterv1alpha1.Cluster) bool { return c.Name == name }) {
+			continue
 		}
 		i := slices.IndexFunc(all.Items, func(c clusterv1alpha1.Cluster) bool { return c.Name == name })
-		if i < 0 {
-			return nil, apierrors.NewNotFound(clustersResource, name)
-		}
-		if !slices.ContainsFunc(chosen, func(c clusterv1alpha1.Cluster) bool { return c.Name == name }) {
+		switch {
+		case i >= 0:
 			chosen = append(chosen, all.Items[i])
+		case l.mayProxy(ctx, name) == nil:
+			return nil, false, apierrors.NewNotFound(clustersResource, name)
+		default:
+			// Never read: read refuses it first.
+			chosen = append(chosen, clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		}
 	}
 	slices.SortFunc(chosen, func(a, b clusterv1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	return chosen, nil
+	return chosen, true, nil
 }
 
 // statusOf is the API Status an error stands for; an error that is none is an internal error.

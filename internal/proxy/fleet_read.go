@@ -25,13 +25,15 @@ type clusterList struct {
 	items           []map[string]any
 	resourceVersion string
 	err             error
+	// notPermitted: the caller may not reach the cluster, which was not read.
+	notPermitted bool
 }
 
 // read lists the member collection in cluster as the caller, if the hub's RBAC lets the caller use
 // clusters/proxy on it (the same check as a request to clusters/NAME/proxy), within timeout.
 func (l *fleetLister) read(ctx context.Context, cluster *clusterv1alpha1.Cluster, query string, timeout time.Duration) clusterList {
 	if err := l.mayProxy(ctx, cluster.Name); err != nil {
-		return clusterList{err: err}
+		return clusterList{err: err, notPermitted: true}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -60,6 +62,15 @@ func (l *fleetLister) mayProxy(ctx context.Context, cluster string) error {
 		why += fmt.Sprintf(" (authorization failed: %v)", err)
 	}
 	return apierrors.NewForbidden(clustersResource, cluster, fmt.Errorf("%s", why))
+}
+
+// mayListClusters says whether the caller may list the hub's Clusters, and so learn their names.
+func (l *fleetLister) mayListClusters(ctx context.Context) bool {
+	decision, _, _ := l.authorizer.Authorize(ctx, authorizer.AttributesRecord{
+		User: l.caller, Verb: "list", APIGroup: clusterv1alpha1.GroupVersion.Group, APIVersion: clusterv1alpha1.GroupVersion.Version,
+		Resource: "clusters", ResourceRequest: true,
+	})
+	return decision == authorizer.DecisionAllow
 }
 
 // get sends the list request to the member, as the hub with the caller impersonated, and annotates the items

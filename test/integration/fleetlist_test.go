@@ -76,6 +76,23 @@ func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
 		}
 	})
 
+	t.Run("a fleet list names no cluster to a caller who may neither reach it nor list the hub's Clusters", func(t *testing.T) {
+		list, err := fleetList(ctx, dev, fleetListPath, map[string]string{"labelSelector": "fleet-list=yes"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fleetClusters(list), []string{"pxm: 1"}; !slices.Equal(got, want) {
+			t.Fatalf("clusters %q of a list over all clusters, want only %q", got, want)
+		}
+		list, err = fleetList(ctx, dev, fleetListPath, map[string]string{"clusters": "pxm,no-such-cluster"})
+		if err != nil {
+			t.Fatalf("a cluster the caller may not reach is reported as such whether it exists or not: %v", err)
+		}
+		if got := fleetClusters(list); len(got) != 2 || got[0] != "no-such-cluster: 403 may not get clusters/proxy on cluster no-such-cluster" {
+			t.Fatalf("clusters %q", got)
+		}
+	})
+
 	t.Run("a cluster that does not answer is reported after clusterTimeout, the others listed", func(t *testing.T) {
 		// pxsilent's API server accepts connections and never answers, as a frozen member does.
 		silent, err := net.Listen("tcp", "127.0.0.1:0")
