@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,6 +161,19 @@ func TestTunnel(t *testing.T) {
 			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "clusters/proxy") {
 				t.Fatalf("the agent of tnm1 used the proxy to %s: %v", cluster, err)
 			}
+		}
+		// Nor a fleet list: it may ask, and reads nothing.
+		agent, err := cred1.RESTConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := fleetList(ctx, agent, "/api/v1/namespaces", map[string]string{"clusters": "tnm1,tnm2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"tnm1: 403 may not get clusters/proxy on cluster tnm1", "tnm2: 403 may not get clusters/proxy on cluster tnm2"}
+		if got := fleetClusters(list); len(list.Items) != 0 || !slices.Equal(got, want) {
+			t.Fatalf("the agent of tnm1 read through a fleet list: %d items, clusters %q", len(list.Items), got)
 		}
 	})
 
