@@ -3,11 +3,13 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,12 +129,13 @@ func (r *fleetREST) Connect(ctx context.Context, name string, opts runtime.Objec
 // /apis/G/V[/namespaces/NS]/RESOURCE.
 func collectionPath(p string) (string, error) {
 	parts := strings.Split(strings.Trim(p, "/"), "/")
-	version := 2
-	if len(parts) > 0 && parts[0] == "apis" {
-		version = 3
+	// after is the index of the segment after the version: the resource, or "namespaces".
+	after := 2
+	if parts[0] == "apis" {
+		after = 3
 	}
-	ok := len(parts) > 0 && (parts[0] == "api" || parts[0] == "apis") && !slices.Contains(parts, "") && !slices.Contains(parts, "..") &&
-		(len(parts) == version+1 || (len(parts) == version+3 && parts[version] == "namespaces"))
+	ok := (parts[0] == "api" || parts[0] == "apis") && !slices.ContainsFunc(parts, func(s string) bool { return s == "" || s == "." || s == ".." }) &&
+		(len(parts) == after+1 || (len(parts) == after+3 && parts[after] == "namespaces"))
 	if !ok {
 		return "", apierrors.NewBadRequest(fmt.Sprintf("fleet list path %q: want the path of a collection, /api/VERSION[/namespaces/NS]/RESOURCE or /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE", p))
 	}
@@ -185,18 +188,15 @@ func (l *fleetLister) list(req *http.Request) (*FleetList, error) {
 	}
 	results := make([]clusterList, len(clusters))
 	slots := make(chan struct{}, fleetReadsAtOnce)
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for i := range clusters {
-		go func() {
-			defer func() { done <- struct{}{} }()
+		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
 			results[i] = l.read(req.Context(), &clusters[i], forwarded.Encode(), timeout)
-		}()
+		})
 	}
-	for range clusters {
-		<-done
-	}
+	wg.Wait()
 	list := &FleetList{TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "FleetList"}, Items: []map[string]any{}, Clusters: []FleetListCluster{}}
 	for i, r := range results {
 		if r.notPermitted && !nameForbidden {
@@ -251,7 +251,8 @@ func (l *fleetLister) selected(ctx context.Context, names string) ([]clusterv1al
 
 // statusOf is the API Status an error stands for; an error that is none is an internal error.
 func statusOf(err error) *metav1.Status {
-	if s, ok := err.(apierrors.APIStatus); ok {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
 		status := s.Status()
 		return &status
 	}

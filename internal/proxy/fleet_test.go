@@ -17,6 +17,7 @@ func TestCollectionPath(t *testing.T) {
 		{"/apis/apps/v1/namespaces/web/deployments/d/status", ""},
 		{"/apis/apps/v1/namespaces/../deployments", ""},
 		{"/api/v1//pods", ""},
+		{"/api/./v1/pods", ""},
 		{"/api/v1", ""},
 		{"/healthz", ""},
 		{"", ""},
