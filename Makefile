@@ -110,6 +110,7 @@ bench-smoke: build
 	$(BIN)/flotilla bench register --clusters 2
 	$(BIN)/flotilla bench mcs --changes 2 --out $(BENCH_OUT)/mcs.json
 	$(BIN)/flotilla bench proxy --requests 20 --out $(BENCH_OUT)/proxy.json
+	$(BIN)/flotilla bench fleet-list --clusters 1,2 --objects 2 --requests 10 --out $(BENCH_OUT)/fleet-list.json
 	$(BIN)/flotilla bench failover --members 2 --objects 2 --cluster-grace-period 20s --toleration 5s --timeout 3m --out $(BENCH_OUT)/failover.json
 	$(BIN)/flotilla bench plot --out-dir $(BENCH_OUT) $(BENCH_OUT)/propagation.json $(BENCH_OUT)/scale.json $(BENCH_OUT)/failover.json $(BENCH_OUT)/mcs.json
 

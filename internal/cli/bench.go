@@ -15,7 +15,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchMCSCommand(), newBenchPlotCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchMCSCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -55,6 +55,23 @@ func newBenchProxyCommand() *cobra.Command {
 		}),
 	}
 	cmd.Flags().IntVar(&o.Requests, "requests", 200, "GETs timed each way")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
+func newBenchFleetListCommand() *cobra.Command {
+	o := bench.FleetListOptions{}
+	cmd := &cobra.Command{
+		Use:   "fleet-list",
+		Short: "Latency of a fleet list through the hub over 1 and 10 clusters (one push member registered under several names)",
+		Args:  cobra.NoArgs,
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunFleetList(ctx, o, out, progress)
+		}),
+	}
+	cmd.Flags().IntSliceVar(&o.Clusters, "clusters", []int{1, 10}, "fleet sizes to time: clusters read by one list")
+	cmd.Flags().IntVar(&o.Objects, "objects", 20, "ConfigMaps in the member, all returned by each cluster's read")
+	cmd.Flags().IntVar(&o.Requests, "requests", 200, "lists timed per size")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd
 }

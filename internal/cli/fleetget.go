@@ -29,9 +29,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
-// AnnotationCluster marks each object of a fleet-wide read (-o yaml|json) with the cluster it was read from.
-const AnnotationCluster = "flotilla.io/cluster"
-
 // tableAccept asks the member's API server to print the list itself, with the columns kubectl shows, and
 // falls back to plain JSON for a server that cannot.
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
@@ -247,7 +244,7 @@ func annotatedItems(raw []byte, cluster string) ([]unstructured.Unstructured, er
 		if a == nil {
 			a = map[string]string{}
 		}
-		a[AnnotationCluster] = cluster
+		a[clusterv1alpha1.AnnotationCluster] = cluster
 		items[i].SetAnnotations(a)
 	}
 	return items, nil

@@ -8,6 +8,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
 func TestPrintFleetTable(t *testing.T) {
@@ -60,7 +62,7 @@ func TestAnnotatedItems(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(items) != 1 || items[0].GetName() != "a" || items[0].GetAnnotations()[AnnotationCluster] != "m1" {
+		if len(items) != 1 || items[0].GetName() != "a" || items[0].GetAnnotations()[clusterv1alpha1.AnnotationCluster] != "m1" {
 			t.Fatalf("annotatedItems(%s) = %v", raw, items)
 		}
 	}

@@ -90,10 +90,8 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 // of the caller's credentials or identity headers. A request that names an identity to impersonate is
 // refused: only the hub chooses who the member sees.
 func impersonating(req *http.Request, caller user.Info) (*http.Request, error) {
-	for key := range req.Header {
-		if strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(key), "Impersonate-") {
-			return nil, apierrors.NewForbidden(clustersResource, "", fmt.Errorf("header %s: the proxy impersonates the authenticated caller; it takes no identity from the request", key))
-		}
+	if err := refuseChosenIdentity(req); err != nil {
+		return nil, err
 	}
 	out := req.Clone(req.Context())
 	out.Header.Del("Authorization")
@@ -105,10 +103,19 @@ func impersonating(req *http.Request, caller user.Info) (*http.Request, error) {
 	}
 	// client-go's impersonating round tripper sets the headers as every Kubernetes client does (extra keys
 	// escaped); MirrorRequest hands back the request it would have sent.
-	imp := transport.ImpersonationConfig{UserName: caller.GetName(), UID: caller.GetUID(), Groups: caller.GetGroups(), Extra: caller.GetExtra()}
-	resp, err := transport.NewImpersonatingRoundTripper(imp, proxy.MirrorRequest).RoundTrip(out)
+	resp, err := transport.NewImpersonatingRoundTripper(impersonation(caller), proxy.MirrorRequest).RoundTrip(out)
 	if err != nil {
 		return nil, err
 	}
 	return resp.Request, nil
+}
+
+// refuseChosenIdentity refuses a request that names an identity to impersonate.
+func refuseChosenIdentity(req *http.Request) error {
+	for key := range req.Header {
+		if strings.HasPrefix(textproto.CanonicalMIMEHeaderKey(key), "Impersonate-") {
+			return apierrors.NewForbidden(clustersResource, "", fmt.Errorf("header %s: the proxy impersonates the authenticated caller; it takes no identity from the request", key))
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@
 //
 //	/apis/proxy.flotilla.io/v1alpha1/clusters              get and list: the hub's Clusters
 //	/apis/proxy.flotilla.io/v1alpha1/clusters/NAME/proxy/P  the member's API server at path P
+//	/apis/proxy.flotilla.io/v1alpha1/fleet/list/P           GET of the collection P in every cluster
 //
 // The hub's kube-apiserver authenticates the caller (any way the hub accepts) and passes the identity on in
 // the front proxy's headers; this server trusts them from the front proxy's client certificate only
@@ -27,4 +28,18 @@
 // groups, uids and userextras). Pull members are reached through the tunnel their agent opens: until a
 // Backend for them is set in Backends.Pull, a request to one gets 503 with a Status that says there is no
 // tunnel for that cluster. A Backend's errors that are API statuses reach the caller as they are.
+//
+// # Fleet lists
+//
+// fleet/list/P (P a collection: /api/V[/namespaces/NS]/R or /apis/G/V[/namespaces/NS]/R) reads P in every
+// cluster, or those named by ?clusters=a,b, in parallel, each within ?clusterTimeout (default 10 s), the
+// other query parameters forwarded. Each cluster is authorized as a request to clusters/NAME/proxy would be
+// (get on clusters/proxy, a SubjectAccessReview through the delegated authorizer) and read as the caller by
+// impersonation through the same Backends; a cluster the caller may not reach is not read. The answer is a
+// FleetList: the items of the clusters that answered, each annotated with clusterv1alpha1.AnnotationCluster,
+// and per cluster its item count and resourceVersion or the Status of its failure (403 not permitted, 503
+// unreachable, 504 timeout, or the member's own). One cluster's failure never fails the list, and the list
+// names a cluster the caller may not reach only when the caller named it or may list the hub's Clusters. The hub's
+// kube-apiserver authorizes the request itself as get on fleet/api or fleet/apis named list, which the
+// ClusterRole FleetListRole grants every authenticated user.
 package proxy

@@ -6,6 +6,7 @@ import (
 	"net"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -110,6 +111,7 @@ func New(c Config) (*Server, error) {
 	group.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"clusters":       clusters,
 		"clusters/proxy": &proxyREST{clusters: clusters, backends: c.Backends},
+		"fleet":          &fleetREST{clusters: clusters, backends: c.Backends, authorizer: config.Authorization.Authorizer},
 	}
 	if c.Tunnels != nil {
 		group.VersionedResourcesStorageMap[SchemeGroupVersion.Version]["clusters/"+tunnel.Subresource] = &attachREST{hub: c.Hub, tunnels: c.Tunnels}
@@ -125,10 +127,14 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.server.PrepareRun().RunWithContext(ctx)
 }
 
-// Register creates or updates the Service and APIService that send the hub's aggregator to this server.
+// Register creates or updates the Service and APIService that send the hub's aggregator to this server, and
+// the RBAC that lets every authenticated user ask for a fleet list (fleetListRBAC).
 func (s *Server) Register(ctx context.Context, cfg *restclient.Config) error {
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := rbacv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	if err := apiregistrationv1.AddToScheme(scheme); err != nil {
@@ -158,6 +164,12 @@ func (s *Server) Register(ctx context.Context, cfg *restclient.Config) error {
 	}
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return apply(ctx, hub, apiService.DeepCopy()) }); err != nil {
 		return fmt.Errorf("proxy APIService: %w", err)
+	}
+	role, binding := fleetListRBAC()
+	for _, obj := range []client.Object{role, binding} {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return apply(ctx, hub, obj.DeepCopyObject().(client.Object)) }); err != nil {
+			return fmt.Errorf("fleet list RBAC: %w", err)
+		}
 	}
 	return nil
 }

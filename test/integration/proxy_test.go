@@ -310,6 +310,8 @@ func TestProxy(t *testing.T) {
 			return nil
 		})
 	})
+
+	t.Run("fleet list", func(t *testing.T) { testFleetList(t, member, dev) })
 }
 
 // callerKubeconfig is the test hub's admin kubeconfig with the user replaced by a bearer token.

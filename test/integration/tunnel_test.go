@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -122,6 +124,22 @@ func TestTunnel(t *testing.T) {
 		}
 	})
 
+	t.Run("a fleet list reads a pull member through its tunnel, as the caller", func(t *testing.T) {
+		want, err := member.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := rest.AnonymousClientConfig(env.Config)
+		cfg.BearerToken = dev
+		list, err := fleetList(ctx, cfg, "/api/v1/namespaces", map[string]string{"clusters": "tnm1", "fieldSelector": "metadata.name=kube-system"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fleetItems(list); len(got) != 1 || got[0] != "tnm1/kube-system" || list.Items[0]["metadata"].(map[string]any)["uid"] != string(want.UID) {
+			t.Fatalf("the fleet list over tnm1: %v, %v (want the member's kube-system, uid %s)", got, list.Clusters, want.UID)
+		}
+	})
+
 	t.Run("an agent cannot open another cluster's tunnel", func(t *testing.T) {
 		_, err := (&tunnel.Agent{Cluster: "tnm2", HubConfig: cred1.RESTConfig, Member: memberProxy}).Dial(ctx)
 		if err == nil || !strings.Contains(err.Error(), "403") {
@@ -143,6 +161,19 @@ func TestTunnel(t *testing.T) {
 			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "clusters/proxy") {
 				t.Fatalf("the agent of tnm1 used the proxy to %s: %v", cluster, err)
 			}
+		}
+		// Nor a fleet list: it may ask, and reads nothing.
+		agent, err := cred1.RESTConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := fleetList(ctx, agent, "/api/v1/namespaces", map[string]string{"clusters": "tnm1,tnm2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"tnm1: 403 may not get clusters/proxy on cluster tnm1", "tnm2: 403 may not get clusters/proxy on cluster tnm2"}
+		if got := fleetClusters(list); len(list.Items) != 0 || !slices.Equal(got, want) {
+			t.Fatalf("the agent of tnm1 read through a fleet list: %d items, clusters %q", len(list.Items), got)
 		}
 	})
 

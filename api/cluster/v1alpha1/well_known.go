@@ -31,6 +31,11 @@ const (
 	AnnotationJoinDropped = "flotilla.io/join-dropped"
 )
 
+// AnnotationCluster marks each object of a fleet-wide read (the proxy's fleet list, `flotilla get KIND -o
+// yaml|json`) with the name of the cluster it was read from. It is set on the copy the reader gets, never
+// written to a member.
+const AnnotationCluster = "flotilla.io/cluster"
+
 // clusterNamespacePrefix starts the name of every cluster's namespace on the hub.
 const clusterNamespacePrefix = "flotilla-cluster-"
 

@@ -1,0 +1,273 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+)
+
+// fleetResource is the resource of fleet-wide reads; fleetListName is the only name it serves.
+var fleetResource = SchemeGroupVersion.WithResource("fleet").GroupResource()
+
+const fleetListName = "list"
+
+// Query parameters of a fleet list that are not forwarded to the members.
+const (
+	// paramClusters narrows the list to the named clusters (comma-separated); default: every cluster.
+	paramClusters = "clusters"
+	// paramClusterTimeout bounds each cluster's answer; default defaultClusterTimeout.
+	paramClusterTimeout = "clusterTimeout"
+)
+
+const (
+	defaultClusterTimeout = 10 * time.Second
+	// maxClusterTimeout stays below the hub's request timeout (60 s), so the list always answers.
+	maxClusterTimeout = 50 * time.Second
+	// fleetReadsAtOnce bounds the member requests one fleet list has open at a time.
+	fleetReadsAtOnce = 32
+)
+
+// FleetListPath is the path, below the hub's URL, of the fleet list of the member collection at memberPath
+// (such as /api/v1/pods or /apis/apps/v1/namespaces/web/deployments).
+func FleetListPath(memberPath string) string {
+	return "/apis/" + GroupName + "/" + SchemeGroupVersion.Version + "/fleet/" + fleetListName + "/" + strings.TrimPrefix(memberPath, "/")
+}
+
+// FleetList is the answer of a fleet list: the items of every cluster that answered, each annotated with
+// clusterv1alpha1.AnnotationCluster, and one entry per cluster read or left out.
+type FleetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata"`
+
+	// Items are the objects, cluster by cluster in the order of Clusters, each in its member's order.
+	Items []map[string]any `json:"items"`
+	// Clusters says, for each selected cluster sorted by name, what its read gave. Without the clusters
+	// parameter, the clusters the caller may not reach are here only if the caller may list the hub's
+	// Clusters.
+	Clusters []FleetListCluster `json:"clusters"`
+}
+
+// FleetListCluster is what one cluster gave to a fleet list.
+type FleetListCluster struct {
+	// Name is the cluster's name.
+	Name string `json:"name"`
+	// Items is how many of the list's items came from it.
+	Items int `json:"items"`
+	// ResourceVersion is the member's resourceVersion of its list, to watch from.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Error, when set, is why the cluster contributed no items: 403 Forbidden when the caller may not use
+	// clusters/proxy on it (it was not read), the member's own Status when it refused, 503 when the hub
+	// cannot reach it, 504 Timeout when it did not answer within the cluster timeout.
+	Error *metav1.Status `json:"error,omitempty"`
+}
+
+// fleetREST serves fleet/list/PATH: GET of the collection PATH in each selected member, as the caller, for the
+// clusters on which the hub's RBAC lets the caller use clusters/proxy. Anyone authenticated may ask (see
+// FleetListRole): each cluster is authorized on its own before it is read.
+type fleetREST struct {
+	clusters   *clusterREST
+	backends   Backend
+	authorizer authorizer.Authorizer
+}
+
+var (
+	_ rest.Connecter            = &fleetREST{}
+	_ rest.Scoper               = &fleetREST{}
+	_ rest.SingularNameProvider = &fleetREST{}
+)
+
+// New returns the options type: a fleet list carries the member path as the proxy does.
+func (r *fleetREST) New() runtime.Object     { return &ClusterProxyOptions{} }
+func (r *fleetREST) Destroy()                {}
+func (r *fleetREST) NamespaceScoped() bool   { return false }
+func (r *fleetREST) GetSingularName() string { return "fleet" }
+
+// NewConnectOptions asks the installer for the path below fleet/list in ClusterProxyOptions.Path.
+func (r *fleetREST) NewConnectOptions() (runtime.Object, bool, string) {
+	return &ClusterProxyOptions{}, true, "path"
+}
+
+// ConnectMethods: a fleet list only reads.
+func (r *fleetREST) ConnectMethods() []string { return []string{"GET"} }
+
+// Connect validates the request (every bad input is refused before any cluster is read) and returns the
+// handler that reads the clusters.
+func (r *fleetREST) Connect(ctx context.Context, name string, opts runtime.Object, _ rest.Responder) (http.Handler, error) {
+	if name != fleetListName {
+		return nil, apierrors.NewNotFound(fleetResource, name)
+	}
+	caller, ok := request.UserFrom(ctx)
+	if !ok {
+		return nil, apierrors.NewUnauthorized("no authenticated user")
+	}
+	memberPath, err := collectionPath(opts.(*ClusterProxyOptions).Path)
+	if err != nil {
+		return nil, err
+	}
+	return &fleetLister{fleetREST: r, caller: caller, memberPath: memberPath}, nil
+}
+
+// collectionPath accepts only the path of a collection: /api/V[/namespaces/NS]/RESOURCE or
+// /apis/G/V[/namespaces/NS]/RESOURCE.
+func collectionPath(p string) (string, error) {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	// after is the index of the segment after the version: the resource, or "namespaces".
+	after := 2
+	if parts[0] == "apis" {
+		after = 3
+	}
+	ok := (parts[0] == "api" || parts[0] == "apis") && !slices.ContainsFunc(parts, func(s string) bool { return s == "" || s == "." || s == ".." }) &&
+		(len(parts) == after+1 || (len(parts) == after+3 && parts[after] == "namespaces"))
+	if !ok {
+		return "", apierrors.NewBadRequest(fmt.Sprintf("fleet list path %q: want the path of a collection, /api/VERSION[/namespaces/NS]/RESOURCE or /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE", p))
+	}
+	return "/" + strings.Join(parts, "/"), nil
+}
+
+// fleetLister answers one fleet list.
+type fleetLister struct {
+	*fleetREST
+	caller     user.Info
+	memberPath string
+}
+
+func (l *fleetLister) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	list, err := l.list(req)
+	if err != nil {
+		writeJSON(w, statusOf(err))
+		return
+	}
+	writeJSON(w, list)
+}
+
+func (l *fleetLister) list(req *http.Request) (*FleetList, error) {
+	if err := refuseChosenIdentity(req); err != nil {
+		return nil, err
+	}
+	query := req.URL.Query()
+	for _, p := range []string{"watch", "limit", "continue"} {
+		if query.Has(p) {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("query parameter %s: a fleet list is one read of each cluster, neither a watch nor paginated", p))
+		}
+	}
+	timeout := defaultClusterTimeout
+	if v := query.Get(paramClusterTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > maxClusterTimeout {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s=%s: want a duration above 0 and at most %s", paramClusterTimeout, v, maxClusterTimeout))
+		}
+		timeout = d
+	}
+	clusters, nameForbidden, err := l.selected(req.Context(), query.Get(paramClusters))
+	if err != nil {
+		return nil, err
+	}
+	forwarded := url.Values{}
+	for k, v := range query {
+		if k != paramClusters && k != paramClusterTimeout {
+			forwarded[k] = v
+		}
+	}
+	results := make([]clusterList, len(clusters))
+	slots := make(chan struct{}, fleetReadsAtOnce)
+	var wg sync.WaitGroup
+	for i := range clusters {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			results[i] = l.read(req.Context(), &clusters[i], forwarded.Encode(), timeout)
+		})
+	}
+	wg.Wait()
+	list := &FleetList{TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "FleetList"}, Items: []map[string]any{}, Clusters: []FleetListCluster{}}
+	for i, r := range results {
+		if r.notPermitted && !nameForbidden {
+			continue
+		}
+		entry := FleetListCluster{Name: clusters[i].Name, Items: len(r.items), ResourceVersion: r.resourceVersion}
+		if r.err != nil {
+			entry.Error = statusOf(r.err)
+		}
+		list.Clusters = append(list.Clusters, entry)
+		list.Items = append(list.Items, r.items...)
+	}
+	return list, nil
+}
+
+// selected resolves the clusters parameter, sorted by name, and says whether the clusters the caller may not
+// reach are to be named in the answer. Without the parameter they are every Cluster of the hub, and the
+// ones the caller may not reach are named only if the caller may list the hub's Clusters: a fleet list does
+// not tell anyone which clusters exist. Named clusters must exist, but one the caller may not reach is
+// reported as not permitted whether it exists or not, for the same reason.
+func (l *fleetLister) selected(ctx context.Context, names string) ([]clusterv1alpha1.Cluster, bool, error) {
+	all := &clusterv1alpha1.ClusterList{}
+	if err := l.clusters.clusters.List(ctx, all); err != nil {
+		return nil, false, err
+	}
+	slices.SortFunc(all.Items, func(a, b clusterv1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	if names == "" {
+		return all.Items, l.mayListClusters(ctx), nil
+	}
+	var chosen []clusterv1alpha1.Cluster
+	for _, name := range strings.Split(names, ",") {
+		if bad := validation.IsDNS1123Label(name); len(bad) > 0 {
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("%s=%s: cluster %q: %s", paramClusters, names, name, strings.Join(bad, "; ")))
+		}
+		if slices.ContainsFunc(chosen, func(c clusterv1alpha1.Cluster) bool { return c.Name == name }) {
+			continue
+		}
+		i := slices.IndexFunc(all.Items, func(c clusterv1alpha1.Cluster) bool { return c.Name == name })
+		switch {
+		case i >= 0:
+			chosen = append(chosen, all.Items[i])
+		case l.mayProxy(ctx, name) == nil:
+			return nil, false, apierrors.NewNotFound(clustersResource, name)
+		default:
+			// Never read: read refuses it first.
+			chosen = append(chosen, clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	}
+	slices.SortFunc(chosen, func(a, b clusterv1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	return chosen, true, nil
+}
+
+// statusOf is the API Status an error stands for; an error that is none is an internal error.
+func statusOf(err error) *metav1.Status {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
+		status := s.Status()
+		return &status
+	}
+	status := apierrors.NewInternalError(err).Status()
+	return &status
+}
+
+// writeJSON writes a Status with its code, anything else with 200.
+func writeJSON(w http.ResponseWriter, obj any) {
+	code := http.StatusOK
+	if s, ok := obj.(*metav1.Status); ok {
+		s.APIVersion, s.Kind = "v1", "Status"
+		code = int(s.Code)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(obj)
+}

@@ -1,0 +1,200 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/proxy"
+	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// fleetListPath is the member collection the fleet list subtests read.
+const fleetListPath = "/api/v1/namespaces/default/configmaps"
+
+// testFleetList runs against TestProxy's clusters: pxm (a member process, where devToken's user is
+// cluster-admin), pxother (a push cluster whose API server is the hub's own, which that user may not proxy
+// to) and pxpull (a pull cluster without a tunnel).
+func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
+	ctx := context.Background()
+	label := map[string]string{"fleet-list": "yes"}
+	for _, c := range []struct {
+		kube kubernetes.Interface
+		name string
+	}{{member, "in-pxm"}, {env.Kube, "in-pxother"}} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: "default", Labels: label}}
+		if _, err := c.kube.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	params := map[string]string{"clusters": "pxpull,pxm,pxother", "labelSelector": "fleet-list=yes"}
+	dev := rest.AnonymousClientConfig(env.Config)
+	dev.BearerToken = devToken
+
+	t.Run("a fleet list reads every cluster as the caller, each item annotated with its cluster, failures named", func(t *testing.T) {
+		list, err := fleetList(ctx, env.Config, fleetListPath, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fleetItems(list); !slices.Equal(got, []string{"pxm/in-pxm", "pxother/in-pxother"}) {
+			t.Fatalf("items (cluster/name) %v, want pxm/in-pxm and pxother/in-pxother", got)
+		}
+		if kind := list.Items[0]["kind"]; kind != "ConfigMap" {
+			t.Fatalf("an item's kind is %v, want ConfigMap", kind)
+		}
+		want := []string{"pxm: 1", "pxother: 1", "pxpull: 503 no tunnel for cluster pxpull"}
+		if got := fleetClusters(list); !slices.Equal(got, want) {
+			t.Fatalf("clusters %q, want %q", got, want)
+		}
+	})
+
+	t.Run("a caller allowed clusters/proxy on one cluster reads only that one; the others are named, not read", func(t *testing.T) {
+		list, err := fleetList(ctx, dev, fleetListPath, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fleetItems(list); !slices.Equal(got, []string{"pxm/in-pxm"}) {
+			t.Fatalf("items (cluster/name) %v, want only pxm/in-pxm", got)
+		}
+		want := []string{"pxm: 1", "pxother: 403 may not get clusters/proxy on cluster pxother", "pxpull: 403 may not get clusters/proxy on cluster pxpull"}
+		if got := fleetClusters(list); !slices.Equal(got, want) {
+			t.Fatalf("clusters %q, want %q", got, want)
+		}
+	})
+
+	t.Run("a fleet list names no cluster to a caller who may neither reach it nor list the hub's Clusters", func(t *testing.T) {
+		list, err := fleetList(ctx, dev, fleetListPath, map[string]string{"labelSelector": "fleet-list=yes"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fleetClusters(list), []string{"pxm: 1"}; !slices.Equal(got, want) {
+			t.Fatalf("clusters %q of a list over all clusters, want only %q", got, want)
+		}
+		list, err = fleetList(ctx, dev, fleetListPath, map[string]string{"clusters": "pxm,no-such-cluster"})
+		if err != nil {
+			t.Fatalf("a cluster the caller may not reach is reported as such whether it exists or not: %v", err)
+		}
+		if got := fleetClusters(list); len(got) != 2 || got[0] != "no-such-cluster: 403 may not get clusters/proxy on cluster no-such-cluster" {
+			t.Fatalf("clusters %q", got)
+		}
+	})
+
+	t.Run("a cluster that does not answer is reported after clusterTimeout, the others listed", func(t *testing.T) {
+		// pxsilent's API server accepts connections and never answers, as a frozen member does.
+		silent, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { silent.Close() })
+		go func() {
+			for {
+				conn, err := silent.Accept()
+				if err != nil {
+					return
+				}
+				t.Cleanup(func() { conn.Close() })
+			}
+		}()
+		pushCluster(t, "pxsilent", map[string][]byte{registration.SecretKeyToken: []byte("unused")}, func(s *clusterv1alpha1.ClusterSpec) {
+			s.APIEndpoint = "https://" + silent.Addr().String()
+			s.InsecureSkipTLSVerification = true
+		})
+		params := map[string]string{"clusters": "pxm,pxsilent", "labelSelector": "fleet-list=yes", "clusterTimeout": "2s"}
+		var list *proxy.FleetList
+		// Until the proxy's cache knows pxsilent (a cluster it does not know is 404).
+		testenv.Eventually(t, 10*time.Second, "pxsilent known to the fleet list", func() error {
+			list, err = fleetList(ctx, env.Config, fleetListPath, params)
+			return err
+		})
+		if got := fleetItems(list); !slices.Equal(got, []string{"pxm/in-pxm"}) {
+			t.Fatalf("items (cluster/name) %v, want pxm/in-pxm", got)
+		}
+		want := []string{"pxm: 1", "pxsilent: 504 no answer within 2s"}
+		if got := fleetClusters(list); !slices.Equal(got, want) {
+			t.Fatalf("clusters %q, want %q", got, want)
+		}
+	})
+
+	t.Run("bad requests are refused before any cluster is read", func(t *testing.T) {
+		for _, c := range []struct {
+			path   string
+			params map[string]string
+			code   int
+		}{
+			{"/api/v1/namespaces/default/configmaps/in-pxm", nil, http.StatusBadRequest},
+			{"/healthz", nil, http.StatusBadRequest},
+			{fleetListPath, map[string]string{"watch": "true"}, http.StatusBadRequest},
+			{fleetListPath, map[string]string{"limit": "1"}, http.StatusBadRequest},
+			{fleetListPath, map[string]string{"clusterTimeout": "2h"}, http.StatusBadRequest},
+			{fleetListPath, map[string]string{"clusters": "Not_A_Name"}, http.StatusBadRequest},
+			{fleetListPath, map[string]string{"clusters": "pxm,no-such-cluster"}, http.StatusNotFound},
+		} {
+			_, err := fleetList(ctx, env.Config, c.path, c.params)
+			if status, ok := err.(apierrors.APIStatus); !ok || int(status.Status().Code) != c.code {
+				t.Errorf("%s %v: want %d, got %v", c.path, c.params, c.code, err)
+			}
+		}
+	})
+}
+
+// fleetList reads the fleet list of memberPath through the hub as the user of cfg.
+func fleetList(ctx context.Context, cfg *rest.Config, memberPath string, params map[string]string) (*proxy.FleetList, error) {
+	req := kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient().Get().AbsPath(proxy.FleetListPath(memberPath))
+	for k, v := range params {
+		req = req.Param(k, v)
+	}
+	raw, err := req.DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	list := &proxy.FleetList{}
+	return list, json.Unmarshal(raw, list)
+}
+
+// fleetItems lists a fleet list's items as CLUSTER/NAME, the cluster read from the annotation.
+func fleetItems(list *proxy.FleetList) []string {
+	var out []string
+	for _, item := range list.Items {
+		meta, _ := item["metadata"].(map[string]any)
+		annotations, _ := meta["annotations"].(map[string]any)
+		out = append(out, annotations[clusterv1alpha1.AnnotationCluster].(string)+"/"+meta["name"].(string))
+	}
+	return out
+}
+
+// fleetClusters sums up a fleet list's clusters as "NAME: ITEMS" or "NAME: CODE MESSAGE-FRAGMENT" — the fragment
+// cut to the words the tests expect, so that a message's details may change.
+func fleetClusters(list *proxy.FleetList) []string {
+	var out []string
+	for _, c := range list.Clusters {
+		if c.Error == nil {
+			out = append(out, c.Name+": "+strconv.Itoa(c.Items))
+			continue
+		}
+		fragment := ""
+		for _, f := range []string{"no tunnel for cluster " + c.Name, "may not get clusters/proxy on cluster " + c.Name, "no answer within 2s"} {
+			if strings.Contains(c.Error.Message, f) {
+				fragment = f
+			}
+		}
+		if fragment == "" {
+			fragment = c.Error.Message
+		}
+		out = append(out, c.Name+": "+strconv.Itoa(int(c.Error.Code))+" "+fragment)
+	}
+	return out
+}
