@@ -45,9 +45,13 @@ func widgetsCustomization(health string) *configv1alpha1.InterpreterCustomizatio
 }
 
 // hubSays waits until kstatus, reading the hub's template, says want with a message containing message.
-func hubSays(t *testing.T, template *unstructured.Unstructured, want status.Status, message string) {
+// Each try first runs keep, if given: a test playing the agents re-reports the Works the hub rewrote.
+func hubSays(t *testing.T, template *unstructured.Unstructured, want status.Status, message string, keep ...func()) {
 	t.Helper()
 	testenv.Eventually(t, hangGuard, "kstatus says "+string(want)+" of the hub's "+template.GetName(), func() error {
+		for _, k := range keep {
+			k()
+		}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(template), template); err != nil {
 			return err
 		}
@@ -148,9 +152,26 @@ func TestInterpreterCustomization(t *testing.T) {
 		works[cluster] = w
 	}
 
-	// The agent's built-in rule calls any Widget healthy; the customization judges by readyReplicas.
-	report := func(cluster string, ready int) {
+	// The agent's built-in rule calls any Widget healthy; the customization judges by readyReplicas. The test
+	// plays the agents: reported keeps what each last reported, so that rereport can report it again for a Work
+	// the hub rewrote since (a real agent reports every generation it applies; the hub counts a cluster caught
+	// up only when its report speaks of the Work's current generation).
+	reported := map[string]int{}
+	var report func(cluster string, ready int)
+	rereport := func() {
+		for cluster, ready := range reported {
+			w := works[cluster]
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+				t.Fatal(err)
+			}
+			if c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied); c == nil || c.ObservedGeneration != w.Generation {
+				report(cluster, ready)
+			}
+		}
+	}
+	report = func(cluster string, ready int) {
 		t.Helper()
+		reported[cluster] = ready
 		w := works[cluster]
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
 			t.Fatal(err)
@@ -211,7 +232,7 @@ func TestInterpreterCustomization(t *testing.T) {
 			return nil
 		})
 		// The customization's aggregation alone says nothing kstatus reads: it would call the Widget Current.
-		hubSays(t, widget, status.InProgressStatus, "not healthy yet in interpreter-b")
+		hubSays(t, widget, status.InProgressStatus, "not healthy yet in interpreter-b", rereport)
 		report("interpreter-b", 4)
 		bindingSays(t, "healthy everywhere", func(b *workv1alpha1.ResourceBinding) error {
 			if !meta.IsStatusConditionTrue(b.Status.Conditions, workv1alpha1.ConditionHealthy) {
@@ -230,7 +251,7 @@ func TestInterpreterCustomization(t *testing.T) {
 			}
 			return nil
 		})
-		hubSays(t, widget, status.CurrentStatus, "")
+		hubSays(t, widget, status.CurrentStatus, "", rereport)
 		if og, _, _ := unstructured.NestedInt64(widget.Object, "status", "observedGeneration"); og != widget.GetGeneration() {
 			t.Errorf("observedGeneration %d, want the template's %d", og, widget.GetGeneration())
 		}
