@@ -52,11 +52,13 @@ func TestTunnelSurvivesRestarts(t *testing.T) {
 		t.Fatalf("get clusters -o wide does not show m1's tunnel connected:\n%s", out)
 	}
 
+	afterSecondOf(connected)
 	hub.Restart()
 	// The restarted hub has no tunnel until the agent dials again: the condition changed since.
 	connected = waitTunnel(t, hub, metav1.ConditionTrue, connected)
 	testenv.Eventually(t, 30*time.Second, "m1 through the restarted hub", throughHub)
 
+	afterSecondOf(connected)
 	m1.RestartAgent()
 	waitTunnel(t, hub, metav1.ConditionTrue, connected)
 	testenv.Eventually(t, 30*time.Second, "m1 through the restarted agent's tunnel", throughHub)
@@ -79,6 +81,13 @@ func waitTunnel(t *testing.T, hub *framework.Cluster, status metav1.ConditionSta
 		return nil
 	})
 	return at
+}
+
+// afterSecondOf waits until the clock is past the second of t. A condition's lastTransitionTime is kept to
+// the second, so a restart in the second of the last transition could flip the condition twice and leave the
+// same time, and waitTunnel could not tell it flipped.
+func afterSecondOf(t time.Time) {
+	time.Sleep(time.Until(t.Truncate(time.Second).Add(time.Second + 10*time.Millisecond)))
 }
 
 // tunnelColumn returns the TUNNEL cell of cluster's row in `get clusters -o wide`: the one after LAST-SEEN
