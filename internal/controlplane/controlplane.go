@@ -69,6 +69,10 @@ type Config struct {
 	// LocalServices are Services, keyed "namespace/name", that kube-apiserver's aggregator reaches at a
 	// URL served by this process instead of through the Service: the hub serves its own aggregated API.
 	LocalServices map[string]*url.URL
+	// Profiling serves Go's profiles (/debug/pprof) on the secure port, to users RBAC allows that non-resource
+	// URL (the admin), for measuring the control plane. Off by default: the profiles show the process's
+	// goroutine stacks and allocation sites to whoever may read them, and a CPU profile costs CPU while it runs.
+	Profiling bool
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }

@@ -184,6 +184,7 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		SigningDuration: o.MaxAgentCertTTL,
 		Progress:        progress,
 		Handlers:        map[string]http.Handler{dashboard.Prefix: &h.dashboard},
+		Profiling:       o.Profiling,
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)
