@@ -106,6 +106,31 @@ func (h histogram) minus(before histogram) histogram {
 	return d
 }
 
+// plus returns the observations of h and o together (two series of one quantity, such as one priority
+// level's flow schemas). Classic buckets add when their bounds are the same; native ones when their schemas
+// are; otherwise o's buckets are dropped, its count and sum kept.
+func (h histogram) plus(o histogram) histogram {
+	if h.count == 0 && h.bounds == nil && !h.native {
+		return o
+	}
+	r := h
+	r.count, r.sum = h.count+o.count, h.sum+o.sum
+	if slices.Equal(h.bounds, o.bounds) {
+		r.cumulative = make([]float64, len(h.cumulative))
+		for i := range h.cumulative {
+			r.cumulative[i] = h.cumulative[i] + o.cumulative[i]
+		}
+	}
+	if h.native && o.native && h.schema == o.schema {
+		r.zeroCount = h.zeroCount + o.zeroCount
+		r.buckets = maps.Clone(h.buckets)
+		for i, n := range o.buckets {
+			r.buckets[i] += n
+		}
+	}
+	return r
+}
+
 // mean is the mean observation, exact from the sum; 0 without observations.
 func (h histogram) mean() float64 {
 	if h.count == 0 {

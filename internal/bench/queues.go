@@ -12,19 +12,29 @@ import (
 // Every controller in the hub process takes its work from a workqueue, and the queue measures, per item, how
 // long it waited before a worker took it (queue_duration) and how long the worker took (work_duration). A
 // stage that falls behind in a burst shows which of the two grows: waiting means too few workers or workers
-// slowed by something else (CPU, the API server's priority and fairness), working means the work itself.
+// slowed by something else, working means the work itself, whose API requests may in turn wait in the API
+// server's priority and fairness queues, measured the same way.
 
-// queueOwners are the two registries of queues the hub serves: controller-runtime's, which holds Flotilla's
-// controllers (named as in --controllers) and which the hub serves renamed to flotilla_*
-// (internal/metrics/bridge.go), and Kubernetes' own, served as they are. Queues of the embedded
-// kube-controller-manager and kube-apiserver (garbage collector, namespace, ...) go to whichever of the two
-// registered client-go's metrics first; their names tell them apart.
-var queueOwners = []struct{ owner, prefix string }{{"", "flotilla_"}, {"k8s/", ""}}
+// queueSources are where the hub's /metrics has queues: the workqueues of its controllers, in two registries:
+// controller-runtime's, which holds Flotilla's controllers (named as in --controllers) and which the hub
+// serves renamed to flotilla_* (internal/metrics/bridge.go), and Kubernetes' own, served as they are (queues
+// of the embedded kube-controller-manager and kube-apiserver, garbage collector, namespace, ... go to
+// whichever of the two registered client-go's metrics first; their names tell them apart). And the API
+// server's priority levels (API Priority and Fairness, apf/LEVEL): the time a request waited for a seat,
+// and the time it then took, summed over the level's flow schemas; the controllers' requests have a level of
+// their own, flotilla-controllers.
+var queueSources = []struct {
+	owner, wait, work, label string
+}{
+	{"", "flotilla_workqueue_queue_duration_seconds", "flotilla_workqueue_work_duration_seconds", "name"},
+	{"k8s/", "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds", "name"},
+	{"apf/", "apiserver_flowcontrol_request_wait_duration_seconds", "apiserver_flowcontrol_request_execution_seconds", "priority_level"},
+}
 
-// queueKey names one workqueue: its owner and its name label.
+// queueKey names one queue: its source and its name.
 type queueKey struct{ owner, name string }
 
-// queueSeries are the queue and work histograms of one queue, and its reconciles by result (Flotilla's
+// queueSeries are the wait and work histograms of one queue, and its reconciles by result (Flotilla's
 // controllers only).
 type queueSeries struct {
 	wait, work histogram
@@ -34,18 +44,18 @@ type queueSeries struct {
 // queueMetrics are every queue's series in one scrape.
 type queueMetrics map[queueKey]queueSeries
 
-// queuesOf reads the workqueue histograms and the reconcile counters from a scrape of the hub's metrics.
+// queuesOf reads the queue histograms and the reconcile counters from a scrape of the hub's metrics.
 func queuesOf(metrics hubMetrics) queueMetrics {
 	queues := queueMetrics{}
-	for _, o := range queueOwners {
-		for family, set := range map[string]func(*queueSeries, histogram){
-			"workqueue_queue_duration_seconds": func(s *queueSeries, h histogram) { s.wait = h },
-			"workqueue_work_duration_seconds":  func(s *queueSeries, h histogram) { s.work = h },
+	for _, src := range queueSources {
+		for family, add := range map[string]func(*queueSeries, histogram){
+			src.wait: func(s *queueSeries, h histogram) { s.wait = s.wait.plus(h) },
+			src.work: func(s *queueSeries, h histogram) { s.work = s.work.plus(h) },
 		} {
-			for _, m := range metrics[o.prefix+family].GetMetric() {
-				key := queueKey{owner: o.owner, name: labelsOf(m)["name"]}
+			for _, m := range metrics[family].GetMetric() {
+				key := queueKey{owner: src.owner, name: labelsOf(m)[src.label]}
 				s := queues[key]
-				set(&s, histogramOf(m.GetHistogram()))
+				add(&s, histogramOf(m.GetHistogram()))
 				queues[key] = s
 			}
 		}
@@ -53,7 +63,7 @@ func queuesOf(metrics hubMetrics) queueMetrics {
 	// controller-runtime names a controller's queue after the controller.
 	for _, m := range metrics["flotilla_controller_reconcile_total"].GetMetric() {
 		labels := labelsOf(m)
-		key := queueKey{owner: "", name: labels["controller"]}
+		key := queueKey{name: labels["controller"]}
 		s := queues[key]
 		if s.reconciles == nil {
 			s.reconciles = map[string]float64{}
@@ -64,15 +74,17 @@ func queuesOf(metrics hubMetrics) queueMetrics {
 	return queues
 }
 
-// QueueStats is one workqueue during a wave.
+// QueueStats is one queue during a wave.
 type QueueStats struct {
-	// Queue is the controller's queue: its name in controller-runtime's registry (Flotilla's controllers by
-	// their --controllers name), k8s/NAME in Kubernetes' own.
+	// Queue is a controller's workqueue: its name in controller-runtime's registry (Flotilla's controllers by
+	// their --controllers name), k8s/NAME in Kubernetes' own; or apf/LEVEL, an API priority level.
 	Queue string `json:"queue"`
-	// Items is how many items workers took from the queue (one item may stand for several events).
+	// Items is how many items workers took from the queue (one item may stand for several events), or how
+	// many requests the priority level ran.
 	Items float64 `json:"items"`
 	// Wait and Work are, in seconds, the mean, p50 and p99 (estimated from the histogram's buckets) and the
-	// sum over the items of the time an item waited in the queue, and of the time a worker spent on it.
+	// sum over the items of the time an item waited in the queue, and of the time a worker spent on it (a
+	// request's wait for a seat of its priority level, and its execution).
 	Wait map[string]float64 `json:"wait"`
 	Work map[string]float64 `json:"work"`
 	// Reconciles are the controller's reconciles by result (success, error, requeue, requeue_after).
@@ -115,7 +127,7 @@ func printQueues(out io.Writer, indent string, stats []QueueStats) {
 	if len(stats) == 0 {
 		return
 	}
-	fmt.Fprintf(out, "%s%-40s %7s | %-31s | %-31s | %s\n", indent, "workqueue (seconds)", "items",
+	fmt.Fprintf(out, "%s%-40s %7s | %-31s | %-31s | %s\n", indent, "queue (seconds)", "items",
 		"wait: mean     p50     p99     sum", "work: mean     p50     p99     sum", "reconciles")
 	for _, s := range stats {
 		var reconciles []string

@@ -46,7 +46,8 @@ flotilla_controller_reconcile_total{controller="scheduler",result="success"} 10
 // queuesAfter: the scheduler took 100 more items: 40 waited 10-100 ms, 58 waited 0.1-1 s and 2 waited 1-10 s,
 // 60 s in all; each was worked on in 10-100 ms, 3 s in all; 95 succeeded and 5 failed. The binding
 // controller took its first 4 items; the cluster-status queue none; the garbage collector's queue, served
-// by Kubernetes' own registry, 2.
+// by Kubernetes' own registry, 2. The controllers' priority level ran 40 requests (2 s in all) after they
+// waited 10 s in all, 30 of them under 0.1 s, and turned 2 away after a minute in its queues.
 const queuesAfter = `# TYPE flotilla_workqueue_queue_duration_seconds histogram
 flotilla_workqueue_queue_duration_seconds_bucket{controller="scheduler",name="scheduler",le="0.001"} 10
 flotilla_workqueue_queue_duration_seconds_bucket{controller="scheduler",name="scheduler",le="0.01"} 10
@@ -86,6 +87,22 @@ workqueue_work_duration_seconds_bucket{name="garbage_collector_attempt_to_delete
 workqueue_work_duration_seconds_bucket{name="garbage_collector_attempt_to_delete",le="+Inf"} 2
 workqueue_work_duration_seconds_sum{name="garbage_collector_attempt_to_delete"} 0.004
 workqueue_work_duration_seconds_count{name="garbage_collector_attempt_to_delete"} 2
+# TYPE apiserver_flowcontrol_request_wait_duration_seconds histogram
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="flotilla-controllers",priority_level="flotilla-controllers",le="0.1"} 30
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="flotilla-controllers",priority_level="flotilla-controllers",le="1"} 40
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="true",flow_schema="flotilla-controllers",priority_level="flotilla-controllers",le="+Inf"} 40
+apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="true",flow_schema="flotilla-controllers",priority_level="flotilla-controllers"} 10
+apiserver_flowcontrol_request_wait_duration_seconds_count{execute="true",flow_schema="flotilla-controllers",priority_level="flotilla-controllers"} 40
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="false",flow_schema="flotilla-controllers",priority_level="flotilla-controllers",le="0.1"} 0
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="false",flow_schema="flotilla-controllers",priority_level="flotilla-controllers",le="1"} 0
+apiserver_flowcontrol_request_wait_duration_seconds_bucket{execute="false",flow_schema="flotilla-controllers",priority_level="flotilla-controllers",le="+Inf"} 2
+apiserver_flowcontrol_request_wait_duration_seconds_sum{execute="false",flow_schema="flotilla-controllers",priority_level="flotilla-controllers"} 60
+apiserver_flowcontrol_request_wait_duration_seconds_count{execute="false",flow_schema="flotilla-controllers",priority_level="flotilla-controllers"} 2
+# TYPE apiserver_flowcontrol_request_execution_seconds histogram
+apiserver_flowcontrol_request_execution_seconds_bucket{flow_schema="flotilla-controllers",priority_level="flotilla-controllers",type="mutating",le="0.1"} 40
+apiserver_flowcontrol_request_execution_seconds_bucket{flow_schema="flotilla-controllers",priority_level="flotilla-controllers",type="mutating",le="+Inf"} 40
+apiserver_flowcontrol_request_execution_seconds_sum{flow_schema="flotilla-controllers",priority_level="flotilla-controllers",type="mutating"} 2
+apiserver_flowcontrol_request_execution_seconds_count{flow_schema="flotilla-controllers",priority_level="flotilla-controllers",type="mutating"} 40
 `
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6*math.Max(1, math.Abs(b)) }
@@ -104,7 +121,7 @@ func TestQueuesSince(t *testing.T) {
 		names = append(names, s.Queue)
 	}
 	// The busiest first; cluster-status took nothing during the wave.
-	if got, want := strings.Join(names, ","), "scheduler,binding,k8s/garbage_collector_attempt_to_delete"; got != want {
+	if got, want := strings.Join(names, ","), "scheduler,apf/flotilla-controllers,binding,k8s/garbage_collector_attempt_to_delete"; got != want {
 		t.Fatalf("queues = %s, want %s", got, want)
 	}
 	s := stats[0]
@@ -125,8 +142,12 @@ func TestQueuesSince(t *testing.T) {
 			t.Errorf("scheduler %s = %v, want %v", k, got[k], w)
 		}
 	}
+	// A priority level sums its flow schemas' series, the requests turned away included.
+	if a := stats[1]; a.Items != 40 || !near(a.Wait["mean"], 70.0/42) || !near(a.Wait["p50"], 0.1*21/30) || !near(a.Work["sum"], 2) {
+		t.Errorf("priority level = %+v, want 40 requests, 42 waits of 70 s in all", a)
+	}
 	// A queue that appeared during the wave counts from zero.
-	if b := stats[1]; b.Items != 4 || !near(b.Work["mean"], 0.005) || b.Reconciles["success"] != 4 {
+	if b := stats[2]; b.Items != 4 || !near(b.Work["mean"], 0.005) || b.Reconciles["success"] != 4 {
 		t.Errorf("binding = %+v, want 4 items of 5 ms, 4 successes", b)
 	}
 

@@ -39,6 +39,9 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	// renewal of the last minutes — 100 a second at 1,000 clusters — to serve that one watch, which etcd
 	// serves as well.
 	s.Etcd.WatchCacheSizes = []string{"leases.coordination.k8s.io#0"}
+	for _, r := range c.UncachedResources {
+		s.Etcd.WatchCacheSizes = append(s.Etcd.WatchCacheSizes, r+"#0")
+	}
 	// /debug/pprof would show any authenticated client with the right non-resource URL the process's goroutine
 	// stacks and allocation sites: only a hub started to be measured serves it.
 	s.Features.EnableProfiling = c.Profiling

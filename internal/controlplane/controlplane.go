@@ -61,6 +61,9 @@ type Config struct {
 	// EncryptedResources are resources (resource.group) stored encrypted in etcd besides Secrets, such as
 	// custom resources that carry copies of Secrets.
 	EncryptedResources []string
+	// UncachedResources are resources (resource.group) kube-apiserver serves from etcd without a watch cache:
+	// kinds few clients watch, whose cache would hold every version written in the last minutes.
+	UncachedResources []string
 	// Handlers are served on the secure port at their path prefixes, after kube-apiserver has authenticated
 	// the request and authorized it as a non-resource URL (the hub's dashboard).
 	Handlers map[string]http.Handler
