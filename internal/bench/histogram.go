@@ -79,9 +79,11 @@ func histogramOf(h *dto.Histogram) histogram {
 }
 
 // minus returns the observations made since before was read. A histogram that was reset in between (its
-// count went down, or its native schema changed) is returned whole: its observations since the reset.
+// count went down) is returned whole: its observations since the reset. A native histogram whose buckets
+// grew too many halves its resolution (a lower schema) and keeps its counts: before is brought to the same
+// schema first.
 func (h histogram) minus(before histogram) histogram {
-	if h.count < before.count || h.native && before.native && h.schema != before.schema {
+	if h.count < before.count {
 		return h
 	}
 	d := histogram{count: h.count - before.count, sum: h.sum - before.sum, bounds: h.bounds,
@@ -95,15 +97,30 @@ func (h histogram) minus(before histogram) histogram {
 		d.bounds, d.cumulative = h.bounds, h.cumulative
 	}
 	if h.native {
-		d.zeroCount = h.zeroCount - before.zeroCount
+		b := before.atSchema(h.schema)
+		d.zeroCount = h.zeroCount - b.zeroCount
 		d.buckets = map[int]float64{}
 		for i, n := range h.buckets {
-			if n -= before.buckets[i]; n > 0 {
+			if n -= b.buckets[i]; n > 0 {
 				d.buckets[i] = n
 			}
 		}
 	}
 	return d
+}
+
+// atSchema returns the native buckets merged into those of a lower schema (each of its buckets holds
+// 2^(h.schema-schema) of h's), as a native histogram does when it reduces its resolution.
+func (h histogram) atSchema(schema int32) histogram {
+	if !h.native || schema >= h.schema {
+		return h
+	}
+	r := h
+	r.schema, r.buckets = schema, map[int]float64{}
+	for i, n := range h.buckets {
+		r.buckets[((i-1)>>(h.schema-schema))+1] += n
+	}
+	return r
 }
 
 // plus returns the observations of h and o together (two series of one quantity, such as one priority

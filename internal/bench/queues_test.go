@@ -198,6 +198,16 @@ func TestNativeHistogram(t *testing.T) {
 	if d := h.minus(before); d.count != 16 || !mapsNear(d.buckets, map[int]float64{0: 6, 1: 5, 3: 5}) {
 		t.Errorf("minus = %+v", d)
 	}
+	// Before, the histogram had schema 1 (buckets of √2): 4 observations in (1/√2, 1] (index 0) and 2 in
+	// (√2, 2] (index 2). Since, it halved its resolution to schema 0 and counted 14 more: what it holds in
+	// (1/2, 1] and (1, 2] less what those held before, not everything since it started.
+	finer := histogramOf(&dto.Histogram{
+		SampleCount: ptr.To[uint64](6), SampleSum: ptr.To(6.0), Schema: ptr.To[int32](1), ZeroThreshold: ptr.To(1e-9),
+		PositiveSpan: []*dto.BucketSpan{{Offset: ptr.To[int32](0), Length: ptr.To[uint32](3)}}, PositiveDelta: []int64{4, -4, 2},
+	})
+	if d := h.minus(finer); d.count != 14 || !near(d.sum, 34) || !mapsNear(d.buckets, map[int]float64{0: 6, 1: 3, 3: 5}) {
+		t.Errorf("minus across a schema change = count %v, sum %v, buckets %v; want 14, 34, map[0:6 1:3 3:5]", d.count, d.sum, d.buckets)
+	}
 }
 
 func mapsNear(a, b map[int]float64) bool {
