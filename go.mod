@@ -6,6 +6,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/flotilla-io/flotilla/api v0.0.0-00010101000000-000000000000
 	github.com/google/go-containerregistry v0.22.1
+	github.com/google/pprof v0.0.0-20260402051712-545e8a4df936
 	github.com/hashicorp/yamux v0.1.2
 	github.com/prometheus/common v0.70.0
 	github.com/spf13/cobra v1.10.2

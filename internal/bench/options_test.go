@@ -1,12 +1,18 @@
 package bench
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestPropagationOptionsValidate(t *testing.T) {
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	valid := func() PropagationOptions {
 		return PropagationOptions{Members: 2, Objects: 20, Replicas: 1, Mode: "pull", Timeout: time.Minute,
 			Waves: []string{"create", "update", "delete"}}
@@ -26,6 +32,8 @@ func TestPropagationOptionsValidate(t *testing.T) {
 		{"no timeout", func(o *PropagationOptions) { o.Timeout = 0 }, "--timeout 0s"},
 		{"update without create", func(o *PropagationOptions) { o.Waves = []string{"update"} }, "--waves update"},
 		{"out of order", func(o *PropagationOptions) { o.Waves = []string{"create", "delete"} }, "--waves create,delete"},
+		{"profiles into a new directory", func(o *PropagationOptions) { o.ProfileDir = filepath.Join(t.TempDir(), "profiles") }, ""},
+		{"profiles into a file", func(o *PropagationOptions) { o.ProfileDir = notADir }, "--profile-dir " + notADir + ": not a directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +57,7 @@ func TestScaleOptionsValidate(t *testing.T) {
 		"--works-per-cluster -1": {Clusters: 1, WorksPerCluster: -1, Objects: 1, Settle: time.Minute},
 		"--objects 0":            {Clusters: 1, Settle: time.Minute},
 		"--settle 1s":            {Clusters: 1, Objects: 1, Settle: time.Second},
+		"--profile-dir /dev/null: not a directory": {Clusters: 1, Objects: 1, Settle: time.Minute, ProfileDir: "/dev/null"},
 	} {
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want %q", err, want)

@@ -46,10 +46,16 @@ type PropagationOptions struct {
 	Timeout time.Duration
 	// Out, if set, receives the results as JSON.
 	Out string
+	// ProfileDir, if set, starts the hub with --profiling and receives its profiles: at rest, and the CPU
+	// during each wave (profile.go).
+	ProfileDir string
 }
 
 // Validate checks the options before anything starts.
 func (o *PropagationOptions) Validate() error {
+	if err := validateProfileDir(o.ProfileDir); err != nil {
+		return err
+	}
 	switch {
 	case o.Members < 1 || o.Members > 20:
 		return fmt.Errorf("--members %d: must be between 1 and 20", o.Members)
@@ -99,6 +105,9 @@ type WaveResult struct {
 	HubRequests HubRequests `json:"hubRequests"`
 	// UserCreates, in the create wave, is how long the user's creates took, against an idle hub.
 	UserCreates *UserCreates `json:"userCreates,omitempty"`
+	// Queues are the hub's controllers' workqueues during the wave, until its writes settled: time waiting
+	// in the queue and time worked, per controller.
+	Queues []QueueStats `json:"queues,omitempty"`
 }
 
 // Stages, in the order they happen. Object stages happen once per object, the others once per object and
@@ -148,6 +157,7 @@ type propagation struct {
 	hub, user kubernetes.Interface
 	members   []string
 	recorder  *recorder
+	profiler  *hubProfiler
 	current   atomic.Pointer[wave]
 	// timer, while set, times the creates.
 	timer atomic.Pointer[clientTimer]
@@ -172,8 +182,12 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 	}
 	// Three simulated nodes per member must hold every replica.
 	nodePods := max(110, int(o.Replicas)*o.Objects/3+20)
+	var hubArgs []string
+	if o.ProfileDir != "" {
+		hubArgs = hubProfileArgs
+	}
 	env, err := devenv.Up(ctx, &devenv.UpOptions{Members: o.Members, DataDir: dir, HubPort: ports[0], Mode: o.Mode,
-		MemberArgs: []string{"--node-pods", strconv.Itoa(nodePods)}}, progress)
+		MemberArgs: []string{"--node-pods", strconv.Itoa(nodePods)}, HubArgs: hubArgs}, progress)
 	if err != nil {
 		return err
 	}
@@ -185,6 +199,9 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 		return err
 	}
 	if p.hub, err = kubernetes.NewForConfig(hubConfig); err != nil {
+		return err
+	}
+	if p.profiler, err = newHubProfiler(p.hub, o.ProfileDir); err != nil {
 		return err
 	}
 	if err := p.watch(ctx, hubConfig); err != nil {
@@ -207,6 +224,12 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 		return err
 	}
 	result.HubIdleRSSMiB = float64(idle["hub"].RSS) / (1 << 20)
+	if p.profiler != nil {
+		progress(fmt.Sprintf("profiling the hub at rest (%d s)", restCPUSeconds))
+		if err := p.profiler.atRest(ctx); err != nil {
+			return err
+		}
+	}
 	progress(fmt.Sprintf("reference: %d creates on the idle hub", o.Objects))
 	idleCreates, err := p.idleCreates(ctx)
 	if err != nil {
@@ -332,10 +355,15 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 	if err != nil {
 		return WaveResult{}, err
 	}
-	requestsBefore, err := scrapeRequests(ctx, p.hub)
+	metricsBefore, err := scrapeHubMetrics(ctx, p.hub)
 	if err != nil {
 		return WaveResult{}, err
 	}
+	requestsBefore, err := requestCountsOf(metricsBefore)
+	if err != nil {
+		return WaveResult{}, err
+	}
+	stopProfile := p.profiler.cpuDuring(ctx, "hub-cpu-"+w.name+".pprof")
 	timer := &clientTimer{}
 	if w == createWave {
 		p.timer.Store(timer)
@@ -371,13 +399,21 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 	if err != nil {
 		return WaveResult{}, err
 	}
-	requestsAfter, err := settledRequests(ctx, p.hub)
+	if err := stopProfile(); err != nil {
+		return WaveResult{}, err
+	}
+	metricsAfter, err := settledMetrics(ctx, p.hub)
+	if err != nil {
+		return WaveResult{}, err
+	}
+	requestsAfter, err := requestCountsOf(metricsAfter)
 	if err != nil {
 		return WaveResult{}, err
 	}
 	r := WaveResult{Stages: map[string]map[string]float64{}, MemberOpsPerSecond: p.recorder.rate(w.throughputStage),
 		CPUSeconds: map[string]float64{}, HubPeakRSSMiB: float64(after["hub"].PeakRSS) / (1 << 20),
-		HubRequests: requestsAfter.since(requestsBefore).perObject(p.o.Objects)}
+		HubRequests: requestsAfter.since(requestsBefore).perObject(p.o.Objects),
+		Queues:      queuesOf(metricsAfter).since(queuesOf(metricsBefore))}
 	if w == createWave {
 		r.UserCreates = &UserCreates{Burst: timer.times()}
 	}
@@ -551,6 +587,7 @@ func printPropagation(out io.Writer, r *PropagationResult) {
 				describeTimes(c.Burst), describeTimes(c.Idle), c.Ratio)
 		}
 		printRequests(out, strings.Repeat(" ", 9), wr.HubRequests)
+		printQueues(out, strings.Repeat(" ", 9), wr.Queues)
 	}
 }
 

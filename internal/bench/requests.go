@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -38,23 +36,15 @@ var writeVerbs = map[string]string{
 // nonResource names requests for URLs that are not resources (/metrics, /readyz, discovery).
 const nonResource = "(non-resource)"
 
-// parseRequestCounts reads apiserver_request_total from metrics in the Prometheus text format.
-func parseRequestCounts(metrics io.Reader) (requestCounts, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(metrics)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the hub's metrics: %w", err)
-	}
-	family, ok := families["apiserver_request_total"]
+// requestCountsOf reads apiserver_request_total from a scrape of the hub's metrics.
+func requestCountsOf(metrics hubMetrics) (requestCounts, error) {
+	family, ok := metrics["apiserver_request_total"]
 	if !ok {
 		return nil, fmt.Errorf("the hub's metrics have no apiserver_request_total")
 	}
 	counts := requestCounts{}
 	for _, m := range family.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
+		labels := labelsOf(m)
 		resource := labels["resource"]
 		switch {
 		case resource == "":
@@ -73,18 +63,22 @@ func parseRequestCounts(metrics io.Reader) (requestCounts, error) {
 
 // scrapeRequests reads the hub's request counters from its /metrics.
 func scrapeRequests(ctx context.Context, hub kubernetes.Interface) (requestCounts, error) {
-	raw, err := hub.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	metrics, err := scrapeHubMetrics(ctx, hub)
 	if err != nil {
-		return nil, fmt.Errorf("reading the hub's metrics: %w", err)
+		return nil, err
 	}
-	return parseRequestCounts(strings.NewReader(string(raw)))
+	return requestCountsOf(metrics)
 }
 
-// settledRequests scrapes the hub's counters once a second until its writes stop for a second (Leases
-// aside: they are renewed at rest), at most for 10 s, so that writes a wave causes after its last stage
-// (status catching up) are counted with it.
-func settledRequests(ctx context.Context, hub kubernetes.Interface) (requestCounts, error) {
-	last, err := scrapeRequests(ctx, hub)
+// settledMetrics scrapes the hub's metrics once a second until its writes stop for a second (Leases aside:
+// they are renewed at rest), at most for 10 s, so that writes a wave causes after its last stage (status
+// catching up) are counted with it, and returns the last scrape.
+func settledMetrics(ctx context.Context, hub kubernetes.Interface) (hubMetrics, error) {
+	last, err := scrapeHubMetrics(ctx, hub)
+	if err != nil {
+		return nil, err
+	}
+	lastCounts, err := requestCountsOf(last)
 	if err != nil {
 		return nil, err
 	}
@@ -92,14 +86,18 @@ func settledRequests(ctx context.Context, hub kubernetes.Interface) (requestCoun
 		if err := sleep(ctx, time.Second); err != nil {
 			return nil, err
 		}
-		next, err := scrapeRequests(ctx, hub)
+		next, err := scrapeHubMetrics(ctx, hub)
 		if err != nil {
 			return nil, err
 		}
-		if next.writes("leases") == last.writes("leases") {
+		nextCounts, err := requestCountsOf(next)
+		if err != nil {
+			return nil, err
+		}
+		if nextCounts.writes("leases") == lastCounts.writes("leases") {
 			return next, nil
 		}
-		last = next
+		last, lastCounts = next, nextCounts
 	}
 	return last, nil
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/common/expfmt"
 )
 
 const metricsBefore = `# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.
@@ -36,12 +38,21 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps"
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="",resource="",scope="",subresource="/metrics",verb="GET",version=""} 1
 `
 
+// parseRequestCounts reads apiserver_request_total from metrics in the text format.
+func parseRequestCounts(text string) (requestCounts, error) {
+	metrics, err := parseHubMetrics(strings.NewReader(text), expfmt.NewFormat(expfmt.TypeTextPlain))
+	if err != nil {
+		return nil, err
+	}
+	return requestCountsOf(metrics)
+}
+
 func TestRequestsPerObject(t *testing.T) {
-	before, err := parseRequestCounts(strings.NewReader(metricsBefore))
+	before, err := parseRequestCounts(metricsBefore)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := parseRequestCounts(strings.NewReader(metricsAfter))
+	after, err := parseRequestCounts(metricsAfter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +100,7 @@ func TestParseRequestCountsRefusesOtherInput(t *testing.T) {
 		"no request counter":  "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 3\n",
 		"not the text format": "<html>forbidden</html>",
 	} {
-		if _, err := parseRequestCounts(strings.NewReader(in)); err == nil {
+		if _, err := parseRequestCounts(in); err == nil {
 			t.Errorf("%s: parsed without an error", name)
 		}
 	}

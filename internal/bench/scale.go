@@ -41,10 +41,16 @@ type ScaleOptions struct {
 	Settle time.Duration
 	// Out, if set, receives the results as JSON.
 	Out string
+	// ProfileDir, if set, starts the hub with --profiling and receives its profiles: at rest, and the CPU
+	// during the fan-out (profile.go).
+	ProfileDir string
 }
 
 // Validate checks the options before anything starts.
 func (o *ScaleOptions) Validate() error {
+	if err := validateProfileDir(o.ProfileDir); err != nil {
+		return err
+	}
 	switch {
 	case o.Clusters < 1:
 		return fmt.Errorf("--clusters %d: must be at least 1", o.Clusters)
@@ -74,6 +80,9 @@ type ScaleResult struct {
 	// FanOut is, per object placed on every cluster: created → scheduled, → the last cluster's Work written,
 	// → the last cluster's acknowledgement, → status aggregated on the hub.
 	FanOut map[string]map[string]float64 `json:"fanOut"`
+	// FanOutQueues are the hub's controllers' workqueues during the fan-out: time waiting in the queue and
+	// time worked, per controller.
+	FanOutQueues []QueueStats `json:"fanOutQueues,omitempty"`
 }
 
 // SteadyState is the hub's resource use at rest.
@@ -101,13 +110,21 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	}
 	defer remove()
 	hubDir := filepath.Join(dir, "hub")
-	hubProcess, hubConfig, err := startHub(ctx, hubDir)
+	var hubArgs []string
+	if o.ProfileDir != "" {
+		hubArgs = hubProfileArgs
+	}
+	hubProcess, hubConfig, err := startHub(ctx, hubDir, hubArgs...)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = hubProcess.Stop(30 * time.Second) }()
 	progress("hub ready at " + hubConfig.Host)
 	kube, err := kubernetes.NewForConfig(hubConfig)
+	if err != nil {
+		return err
+	}
+	profiler, err := newHubProfiler(kube, o.ProfileDir)
 	if err != nil {
 		return err
 	}
@@ -164,6 +181,12 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if result.Storage, err = measureStorage(ctx, hubDir, hubProcess.LogPath); err != nil {
 		return err
 	}
+	if profiler != nil {
+		progress(fmt.Sprintf("profiling the hub at rest (%d s)", restCPUSeconds))
+		if err := profiler.atRest(ctx); err != nil {
+			return err
+		}
+	}
 
 	progress("heartbeat to cluster status, 10 clusters")
 	if result.HeartbeatToStatus, err = heartbeatToStatus(ctx, admin, agents[:min(10, len(agents))]); err != nil {
@@ -172,9 +195,22 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 
 	progress(fmt.Sprintf("fanning %d objects out to %d clusters, one after another", o.Objects, o.Clusters))
 	f.recorder.reset()
+	queuesBefore, err := scrapeHubMetrics(ctx, kube)
+	if err != nil {
+		return err
+	}
+	stopProfile := profiler.cpuDuring(ctx, "hub-cpu-fanout.pprof")
 	if err := f.place(ctx, "fanout", o.Objects, true); err != nil {
 		return err
 	}
+	if err := stopProfile(); err != nil {
+		return err
+	}
+	queuesAfter, err := scrapeHubMetrics(ctx, kube)
+	if err != nil {
+		return err
+	}
+	result.FanOutQueues = queuesOf(queuesAfter).since(queuesOf(queuesBefore))
 	result.FanOut = map[string]map[string]float64{}
 	for _, s := range fanOutStages {
 		result.FanOut[s] = percentiles(f.recorder.latest(s))
@@ -183,9 +219,9 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	return writeJSON(o.Out, &result)
 }
 
-// startHub runs `flotilla hub` as a child, so that its CPU and memory are its own, and returns its admin
-// client configuration once it is ready.
-func startHub(ctx context.Context, dir string) (*process.Process, *rest.Config, error) {
+// startHub runs `flotilla hub` as a child, so that its CPU and memory are its own, with extra flags args,
+// and returns its admin client configuration once it is ready.
+func startHub(ctx context.Context, dir string, args ...string) (*process.Process, *rest.Config, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
@@ -197,8 +233,8 @@ func startHub(ctx context.Context, dir string) (*process.Process, *rest.Config, 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, err
 	}
-	p, err := process.Start("hub", filepath.Join(dir, "hub.out"), nil, self, "hub", "--data-dir", dir,
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0]))
+	p, err := process.Start("hub", filepath.Join(dir, "hub.out"), nil, self, append([]string{"hub", "--data-dir", dir,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0])}, args...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -428,6 +464,8 @@ func printScale(out io.Writer, r *ScaleResult) {
 	for _, s := range fanOutStages {
 		row("fan-out: "+s, r.FanOut[s])
 	}
+	fmt.Fprintln(out)
+	printQueues(out, "", r.FanOutQueues)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

@@ -100,6 +100,7 @@ changes per second and the CPU time of the hub, the members and the agents.`,
 	cmd.Flags().StringSliceVar(&o.Waves, "waves", o.Waves, "waves to run: create, create,update or create,update,delete")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for one wave")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	cmd.Flags().StringVar(&o.ProfileDir, "profile-dir", "", "start the hub with --profiling and save its profiles here: heap, goroutines and 20 s of CPU at rest, and the CPU during each wave")
 	return cmd
 }
 
@@ -124,6 +125,7 @@ cluster, one after another.`,
 	cmd.Flags().IntVar(&o.Objects, "objects", o.Objects, "objects fanned out to every cluster, one after another")
 	cmd.Flags().DurationVar(&o.Settle, "settle", o.Settle, "how long the fleet settles before the steady state is sampled (and how long it is sampled)")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	cmd.Flags().StringVar(&o.ProfileDir, "profile-dir", "", "start the hub with --profiling and save its profiles here: heap, goroutines and 20 s of CPU at rest, and the CPU during the fan-out")
 	return cmd
 }
 

@@ -22,7 +22,7 @@ const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // apiserverOptions configures kube-apiserver as a hub or member needs it: client-certificate and
 // bootstrap-token authentication, RBAC, aggregation through the front-proxy CA, storage in etcd with Secrets
-// encrypted, events rate-limited per namespace, no profiling endpoints.
+// encrypted, events rate-limited per namespace, no profiling endpoints unless c.Profiling asks for them.
 func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS) *apiserveroptions.ServerRunOptions {
 	s := apiserveroptions.NewServerRunOptions()
 
@@ -39,8 +39,12 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	// renewal of the last minutes — 100 a second at 1,000 clusters — to serve that one watch, which etcd
 	// serves as well.
 	s.Etcd.WatchCacheSizes = []string{"leases.coordination.k8s.io#0"}
-	// /debug/pprof would show any authenticated client with the right non-resource URL the process's memory.
-	s.Features.EnableProfiling = false
+	for _, r := range c.UncachedResources {
+		s.Etcd.WatchCacheSizes = append(s.Etcd.WatchCacheSizes, r+"#0")
+	}
+	// /debug/pprof would show any authenticated client with the right non-resource URL the process's goroutine
+	// stacks and allocation sites: only a hub started to be measured serves it.
+	s.Features.EnableProfiling = c.Profiling
 
 	s.SecureServing.BindAddress = c.BindAddress
 	s.SecureServing.BindPort = c.SecurePort

@@ -61,6 +61,9 @@ type Config struct {
 	// EncryptedResources are resources (resource.group) stored encrypted in etcd besides Secrets, such as
 	// custom resources that carry copies of Secrets.
 	EncryptedResources []string
+	// UncachedResources are resources (resource.group) kube-apiserver serves from etcd without a watch cache:
+	// kinds few clients watch, whose cache would hold every version written in the last minutes.
+	UncachedResources []string
 	// Handlers are served on the secure port at their path prefixes, after kube-apiserver has authenticated
 	// the request and authorized it as a non-resource URL (the hub's dashboard).
 	Handlers map[string]http.Handler
@@ -69,6 +72,10 @@ type Config struct {
 	// LocalServices are Services, keyed "namespace/name", that kube-apiserver's aggregator reaches at a
 	// URL served by this process instead of through the Service: the hub serves its own aggregated API.
 	LocalServices map[string]*url.URL
+	// Profiling serves Go's profiles (/debug/pprof) on the secure port, to users RBAC allows that non-resource
+	// URL (the admin), for measuring the control plane. Off by default: the profiles show the process's
+	// goroutine stacks and allocation sites to whoever may read them, and a CPU profile costs CPU while it runs.
+	Profiling bool
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }

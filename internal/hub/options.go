@@ -56,6 +56,8 @@ type Options struct {
 	// MaxAgentCertTTL is the longest lifetime of an agent certificate: longer requests are denied, and the
 	// embedded signer issues nothing longer.
 	MaxAgentCertTTL time.Duration
+	// Profiling serves /debug/pprof on the embedded API server's secure port (Config.Profiling).
+	Profiling bool
 	// Version is Flotilla's version, reported for Push clusters.
 	Version string
 }
@@ -99,6 +101,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DefaultFailoverToleration, "default-failover-toleration", o.DefaultFailoverToleration, "how long workloads stay on an unreachable or not-ready cluster before they fail over, unless their policy tolerates the cluster.flotilla.io/unreachable or not-ready NoExecute taint itself")
 	fs.Float64Var(&o.Failover.UnhealthyThreshold, "unhealthy-fleet-threshold", o.Failover.UnhealthyThreshold, "share of clusters (0-1) that may be unreachable at once: above it the hub assumes it is the one cut off and fails nothing over")
 	fs.Float64Var(&o.Failover.PerMinute, "failover-rate", o.Failover.PerMinute, "clusters per minute that may be tainted NoExecute for failing health")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiles of the hub process at /debug/pprof on the secure port, to users allowed that non-resource URL (the hub admin): for measuring the hub, off otherwise")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 
@@ -138,6 +141,9 @@ func (o *Options) Validate() error {
 	} else {
 		if o.DataDir != "" || len(o.EtcdServers) > 0 || o.EtcdTLS != (controlplane.EtcdTLS{}) || len(o.TLSSANs) > 0 || o.AdvertiseAddress != "" {
 			errs = append(errs, errors.New("--data-dir, --etcd-servers, --etcd-cafile, --etcd-certfile, --etcd-keyfile, --tls-san and --advertise-address configure the embedded hub and cannot be used with --kubeconfig"))
+		}
+		if o.Profiling {
+			errs = append(errs, errors.New("--profiling serves the embedded hub's profiles and cannot be used with --kubeconfig: profile that cluster's API server as its administrator allows"))
 		}
 		if _, err := os.Stat(o.Kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))

@@ -64,6 +64,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"kubeconfig with etcd", func(o *Options) {
 			o.Kubeconfig, o.DataDir, o.EtcdServers = kubeconfig, "", []string{"http://e:2379"}
 		}, "cannot be used with --kubeconfig"},
+		{"profiling the embedded hub", func(o *Options) { o.Profiling = true }, ""},
+		{"profiling with kubeconfig", func(o *Options) { o.Kubeconfig, o.DataDir, o.Profiling = kubeconfig, "", true },
+			"--profiling serves the embedded hub's profiles and cannot be used with --kubeconfig"},
 		{"missing kubeconfig", func(o *Options) { o.Kubeconfig, o.DataDir = "/does/not/exist", "" }, "--kubeconfig: stat /does/not/exist"},
 	}
 	for _, tt := range tests {

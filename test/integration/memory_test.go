@@ -6,11 +6,14 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -43,19 +46,15 @@ func TestControllerCacheKeepsNoManagedFields(t *testing.T) {
 	}
 }
 
-// TestLeasesAreNotWatchCached: the hub's API server keeps no watch cache of Leases, which agents renew every
-// 10 s, but does of other kinds.
-func TestLeasesAreNotWatchCached(t *testing.T) {
+// TestWatchCachedKinds: the hub's API server keeps no watch cache of Leases, which agents renew every 10 s,
+// nor of Clusters and bindings, which only the controllers' cache watches, but does of other kinds, Works
+// above all: every agent watches its own.
+func TestWatchCachedKinds(t *testing.T) {
 	ctx := context.Background()
-	// A watch of each kind makes sure a cacher, if there is one, has started and reports.
-	for _, list := range []func() error{
-		func() error {
-			_, err := env.Kube.CoordinationV1().Leases("").List(ctx, metav1.ListOptions{})
-			return err
-		},
-		func() error { _, err := env.Kube.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{}); return err },
-	} {
-		if err := list(); err != nil {
+	// A list of each kind makes sure a cacher, if there is one, has started and reports.
+	for _, list := range []client.ObjectList{&coordinationv1.LeaseList{}, &corev1.ConfigMapList{}, &clusterv1alpha1.ClusterList{},
+		&workv1alpha1.ResourceBindingList{}, &workv1alpha1.ClusterResourceBindingList{}, &workv1alpha1.WorkList{}} {
+		if err := env.Client.List(ctx, list); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,16 +67,20 @@ func TestLeasesAreNotWatchCached(t *testing.T) {
 		if !strings.HasPrefix(line, "apiserver_watch_cache_initializations_total{") {
 			continue
 		}
-		for _, r := range []string{"leases", "configmaps"} {
+		for _, r := range []string{"leases", "configmaps", "clusters", "resourcebindings", "clusterresourcebindings", "works"} {
 			if strings.Contains(line, `resource="`+r+`"`) || strings.Contains(line, `resource="`+r+`.`) {
 				cached[r] = true
 			}
 		}
 	}
-	if !cached["configmaps"] {
-		t.Fatal("no watch cache of ConfigMaps in the metrics: the test cannot tell")
+	for _, r := range []string{"configmaps", "works"} {
+		if !cached[r] {
+			t.Fatalf("no watch cache of %s in the metrics: the test cannot tell", r)
+		}
 	}
-	if cached["leases"] {
-		t.Fatal("the API server keeps a watch cache of Leases")
+	for _, r := range []string{"leases", "clusters", "resourcebindings", "clusterresourcebindings"} {
+		if cached[r] {
+			t.Errorf("the API server keeps a watch cache of %s", r)
+		}
 	}
 }
