@@ -114,8 +114,10 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", clusterv1alpha1.SystemNamespace))
 
 	if o.Embedded() {
-		if err := h.startDashboard(ctx); err != nil {
-			return nil, err
+		if o.Dashboard {
+			if err := h.startDashboard(ctx); err != nil {
+				return nil, err
+			}
 		}
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
@@ -183,7 +185,9 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		LeaderElect:     len(o.EtcdServers) > 0,
 		SigningDuration: o.MaxAgentCertTTL,
 		Progress:        progress,
-		Handlers:        map[string]http.Handler{dashboard.Prefix: &h.dashboard},
+	}
+	if o.Dashboard {
+		cfg.Handlers = map[string]http.Handler{dashboard.Prefix: &h.dashboard}
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)

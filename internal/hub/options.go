@@ -56,6 +56,9 @@ type Options struct {
 	// MaxAgentCertTTL is the longest lifetime of an agent certificate: longer requests are denied, and the
 	// embedded signer issues nothing longer.
 	MaxAgentCertTTL time.Duration
+	// Dashboard serves the dashboard at /dashboard/ on the embedded hub's secure port. Off, the hub neither
+	// mounts it nor starts what it needs (its change informers, its ClusterRole and binding).
+	Dashboard bool
 	// Version is Flotilla's version, reported for Push clusters.
 	Version string
 }
@@ -74,6 +77,7 @@ func NewOptions() *Options {
 			PerMinute:          clusterstatus.DefaultFailoverRate,
 		},
 		MaxAgentCertTTL: 30 * 24 * time.Hour,
+		Dashboard:       true,
 	}
 }
 
@@ -99,6 +103,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.DefaultFailoverToleration, "default-failover-toleration", o.DefaultFailoverToleration, "how long workloads stay on an unreachable or not-ready cluster before they fail over, unless their policy tolerates the cluster.flotilla.io/unreachable or not-ready NoExecute taint itself")
 	fs.Float64Var(&o.Failover.UnhealthyThreshold, "unhealthy-fleet-threshold", o.Failover.UnhealthyThreshold, "share of clusters (0-1) that may be unreachable at once: above it the hub assumes it is the one cut off and fails nothing over")
 	fs.Float64Var(&o.Failover.PerMinute, "failover-rate", o.Failover.PerMinute, "clusters per minute that may be tainted NoExecute for failing health")
+	fs.BoolVar(&o.Dashboard, "dashboard", o.Dashboard, "serve the dashboard at /dashboard/ on the secure port (embedded hub only); false: no dashboard, and none of its watches or RBAC objects")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 

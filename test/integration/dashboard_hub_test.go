@@ -13,10 +13,12 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -107,6 +109,21 @@ func TestDashboardInTheHub(t *testing.T) {
 			return errNoEventYet
 		}
 	})
+}
+
+// expectNoDashboard: a hub started with --dashboard=false answers the dashboard's path as any unknown one
+// (404, to an administrator) and has not granted it to anyone.
+func expectNoDashboard(t *testing.T, h *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	err := h.Kube.Discovery().RESTClient().Get().AbsPath("/dashboard/").Do(ctx).Error()
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("GET /dashboard/ on a hub without the dashboard: %v, want 404", err)
+	}
+	err = h.Client.Get(ctx, client.ObjectKey{Name: hub.DashboardRole}, &rbacv1.ClusterRole{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("ClusterRole %s on a hub without the dashboard: %v, want none", hub.DashboardRole, err)
+	}
 }
 
 type httpError struct {
