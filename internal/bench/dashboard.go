@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -70,9 +69,14 @@ type DashboardResult struct {
 	// PlacedSeconds is from the first template created to every one scheduled and acknowledged everywhere.
 	PlacedSeconds float64 `json:"placedSeconds"`
 	// Pages are fleet, workloads (its default view) and workloadsAll (every row).
-	Pages  map[string]PageTimes `json:"pages"`
-	Live   LiveUpdates          `json:"live"`
-	Memory DashboardMemory      `json:"memory"`
+	Pages map[string]PageTimes `json:"pages"`
+	// PageReads are the lists behind the fleet and the workloads pages, timed as the admin from the
+	// benchmark's process: the part of a page's time that is reading the hub.
+	PageReads map[string]map[string]float64 `json:"pageReads"`
+	Live      LiveUpdates                   `json:"live"`
+	Memory    DashboardMemory               `json:"memory"`
+	// Watched is the metadata the dashboard's change watch holds, measured as JSON.
+	Watched WatchedMetadata `json:"watched"`
 }
 
 // PageTimes are sequential GETs of one page as the admin, from the request to its last byte.
@@ -135,7 +139,7 @@ func RunDashboard(ctx context.Context, o DashboardOptions, out io.Writer, progre
 		RegisterSeconds: fleet.registered.Seconds()}
 	progress(fmt.Sprintf("placing %d Deployments on %d clusters each, by %d policies", o.Templates, o.Spread, result.Policies))
 	started := time.Now()
-	if err := placeTemplates(ctx, fleet.admin, o); err != nil {
+	if err := placeTemplates(ctx, fleet.admin, o, progress); err != nil {
 		return err
 	}
 	result.PlacedSeconds = time.Since(started).Seconds()
@@ -175,6 +179,12 @@ func RunDashboard(ctx context.Context, o DashboardOptions, out io.Writer, progre
 	if result.Memory.AfterPages, err = sampleRSS(ctx, fleet); err != nil {
 		return err
 	}
+	if result.PageReads, err = timeReads(ctx, fleet.admin); err != nil {
+		return err
+	}
+	if result.Watched, err = measureWatched(ctx, fleet.config); err != nil {
+		return err
+	}
 	progress(fmt.Sprintf("timing %d live changes", o.Updates))
 	if result.Live, err = d.timeLive(ctx, fleet.admin, o); err != nil {
 		return err
@@ -200,7 +210,7 @@ func groupName(g int) string { return fmt.Sprintf("g%03d", g) }
 // placeTemplates labels every cluster with its group, makes one policy per group that places the group's
 // Deployments on every cluster of the group, creates the Deployments round the groups, and waits until every
 // one is scheduled and acknowledged by all its clusters.
-func placeTemplates(ctx context.Context, admin client.Client, o DashboardOptions) error {
+func placeTemplates(ctx context.Context, admin client.Client, o DashboardOptions, progress func(string)) error {
 	n := groups(o)
 	for i := range o.Clusters {
 		c := &clusterv1alpha1.Cluster{}
@@ -238,7 +248,7 @@ func placeTemplates(ctx context.Context, admin client.Client, o DashboardOptions
 	if err := createTemplates(ctx, admin, o.Templates, n); err != nil {
 		return err
 	}
-	return waitPlaced(ctx, admin, o.Templates)
+	return waitPlaced(ctx, admin, o.Templates, progress)
 }
 
 func templateName(i int) string { return fmt.Sprintf("dash-%04d", i) }
@@ -268,9 +278,9 @@ func createTemplates(ctx context.Context, admin client.Client, n, groups int) er
 }
 
 // waitPlaced waits until n bindings are scheduled and every cluster they name has applied its Work.
-func waitPlaced(ctx context.Context, admin client.Client, n int) error {
+func waitPlaced(ctx context.Context, admin client.Client, n int, progress func(string)) error {
 	deadline := time.Now().Add(15 * time.Minute)
-	for {
+	for polls := 1; ; polls++ {
 		bindings := &workv1alpha1.ResourceBindingList{}
 		if err := admin.List(ctx, bindings, client.InNamespace(benchNamespace)); err != nil {
 			return err
@@ -283,6 +293,9 @@ func waitPlaced(ctx context.Context, admin client.Client, n int) error {
 		}
 		if placed >= n {
 			return nil
+		}
+		if polls%15 == 0 {
+			progress(fmt.Sprintf("%d/%d templates placed and acknowledged", placed, n))
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("only %d of %d templates placed and acknowledged after 15 minutes", placed, n)
@@ -307,41 +320,6 @@ func isPlaced(b *workv1alpha1.ResourceBinding) bool {
 		}
 	}
 	return true
-}
-
-// settled lets the hub run for settle, waits until every cluster is Ready, and returns its memory at rest.
-func settled(ctx context.Context, fleet *hollowFleet, settle time.Duration) (RSS, error) {
-	if err := sleep(ctx, settle); err != nil {
-		return RSS{}, err
-	}
-	if err := waitAllReady(ctx, fleet.admin, len(fleet.agents)); err != nil {
-		return RSS{}, err
-	}
-	return sampleRSS(ctx, fleet)
-}
-
-// sampleRSS reads the hub's resident memory every second for five seconds.
-func sampleRSS(ctx context.Context, fleet *hollowFleet) (RSS, error) {
-	const samples = 5
-	var mib []float64
-	for i := range samples {
-		u, err := fleet.hub.Usage()
-		if err != nil {
-			return RSS{}, err
-		}
-		mib = append(mib, float64(u.RSS)/(1<<20))
-		if i < samples-1 {
-			if err := sleep(ctx, time.Second); err != nil {
-				return RSS{}, err
-			}
-		}
-	}
-	return rssOf(mib), nil
-}
-
-func rssOf(mib []float64) RSS {
-	sorted := slices.Sorted(slices.Values(mib))
-	return RSS{MedianMiB: sorted[len(sorted)/2], MaxMiB: sorted[len(sorted)-1]}
 }
 
 // expectNoDashboard checks that a hub started with --dashboard=false answers the dashboard's path as an
@@ -369,19 +347,25 @@ func expectNoDashboard(ctx context.Context, cfg *rest.Config) error {
 func printDashboard(out io.Writer, r *DashboardResult) {
 	fmt.Fprintf(out, "%d hollow clusters, %d Deployments on %d clusters each (%d policies)\n", r.Clusters, r.Templates, r.Spread, r.Policies)
 	fmt.Fprintf(out, "all joined and Ready %.1f s; every template placed and acknowledged %.1f s\n", r.RegisterSeconds, r.PlacedSeconds)
-	fmt.Fprintf(out, "\n%-34s %8s %8s %8s %8s %10s\n", "page (ms, as the admin)", "p50", "p90", "p99", "max", "bytes")
+	fmt.Fprintf(out, "\n%-36s %8s %8s %8s %8s %10s\n", "page (ms, as the admin)", "p50", "p90", "p99", "max", "bytes")
 	for _, name := range pageNames {
 		p := r.Pages[name]
-		fmt.Fprintf(out, "%-34s %8.1f %8.1f %8.1f %8.1f %10d\n", fmt.Sprintf("%s (%d rows)", p.Path, p.Rows),
+		fmt.Fprintf(out, "%-36s %8.1f %8.1f %8.1f %8.1f %10d\n", fmt.Sprintf("%s (%d rows)", p.Path, p.Rows),
 			p.Seconds["p50"]*1000, p.Seconds["p90"]*1000, p.Seconds["p99"]*1000, p.Seconds["max"]*1000, p.Bytes)
 	}
-	fmt.Fprintf(out, "\n%-34s %8s %8s %8s %8s\n", "live change (s, from its request)", "p50", "p90", "p99", "max")
+	for _, name := range []string{"fleet", "workloads"} {
+		q := r.PageReads[name]
+		fmt.Fprintf(out, "%-36s %8.1f %8.1f %8.1f %8.1f\n", "  its lists: "+name, q["p50"]*1000, q["p90"]*1000, q["p99"]*1000, q["max"]*1000)
+	}
+	fmt.Fprintf(out, "the change watch holds %d objects' metadata: %.1f MiB as JSON, %.1f MiB without managedFields\n",
+		r.Watched.Objects, float64(r.Watched.Bytes)/(1<<20), float64(r.Watched.BytesWithoutManagedFields)/(1<<20))
+	fmt.Fprintf(out, "\n%-36s %8s %8s %8s %8s\n", "live change (s, from its request)", "p50", "p90", "p99", "max")
 	row := func(name string, q map[string]float64) {
 		if q == nil {
-			fmt.Fprintf(out, "%-34s %8s\n", name, "no sample")
+			fmt.Fprintf(out, "%-36s %8s\n", name, "no sample")
 			return
 		}
-		fmt.Fprintf(out, "%-34s %8.3f %8.3f %8.3f %8.3f\n", name, q["p50"], q["p90"], q["p99"], q["max"])
+		fmt.Fprintf(out, "%-36s %8.3f %8.3f %8.3f %8.3f\n", name, q["p50"], q["p90"], q["p99"], q["max"])
 	}
 	for _, kind := range []string{"", changeTaint, changeScale} {
 		t, label := r.Live.All, "all"
