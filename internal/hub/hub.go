@@ -114,11 +114,6 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", clusterv1alpha1.SystemNamespace))
 
 	if o.Embedded() {
-		if o.Dashboard {
-			if err := h.startDashboard(ctx); err != nil {
-				return nil, err
-			}
-		}
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
 			return nil, err
@@ -155,6 +150,11 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	progress("controllers elect their leader as " + h.Identity)
 	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, Version: o.Version, Tunnels: h.Tunnels}, selected); err != nil {
 		return nil, err
+	}
+	if o.Embedded() && o.Dashboard {
+		if err := h.startDashboard(ctx, h.manager.GetCache()); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }
