@@ -188,6 +188,7 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 	}
 	if o.Dashboard {
 		cfg.Handlers = map[string]http.Handler{dashboard.Prefix: &h.dashboard}
+		cfg.Streams = []string{dashboard.Events}
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)

@@ -12,6 +12,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,6 +83,20 @@ func TestDashboardInTheHub(t *testing.T) {
 		t.Fatalf("event stream: %v %v", err, resp)
 	}
 	defer resp.Body.Close()
+	// The stream is long-running, as a watch is: the API server's request timeout does not cut it, and no
+	// priority level holds a seat for it. Priority and fairness names the level on each request it admits,
+	// as it does on bob's pages.
+	if level := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID); level != "" {
+		t.Errorf("the event stream was admitted by priority level %s, as a short request", level)
+	}
+	pageResp, err := get("/dashboard/", token.Status.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = pageResp.Body.Close()
+	if pageResp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID) == "" {
+		t.Errorf("a page carries no priority level header: the check above proves nothing")
+	}
 	got := make(chan string, 1)
 	go func() {
 		lines := bufio.NewScanner(resp.Body)
