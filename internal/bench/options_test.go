@@ -64,3 +64,36 @@ func TestScaleOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestDashboardOptionsValidate(t *testing.T) {
+	valid := func() DashboardOptions {
+		return DashboardOptions{Clusters: 2, Templates: 10, Spread: 2, Requests: 3, Updates: 2, Settle: 10 * time.Second, Baseline: true}
+	}
+	tests := []struct {
+		name   string
+		change func(o *DashboardOptions)
+		want   string
+	}{
+		{"valid", func(*DashboardOptions) {}, ""},
+		{"spread of one", func(o *DashboardOptions) { o.Spread = 1 }, ""},
+		{"no clusters", func(o *DashboardOptions) { o.Clusters = 0 }, "--clusters 0: must be at least 1"},
+		{"no templates", func(o *DashboardOptions) { o.Templates = 0 }, "--templates 0"},
+		{"no spread", func(o *DashboardOptions) { o.Spread = 0 }, "--spread 0"},
+		{"spread beyond the clusters", func(o *DashboardOptions) { o.Spread = 3 }, "--spread 3: must be between 1 and --clusters (2)"},
+		{"no requests", func(o *DashboardOptions) { o.Requests = 0 }, "--requests 0"},
+		{"no updates", func(o *DashboardOptions) { o.Updates = 0 }, "--updates 0"},
+		{"baseline settled shorter than a heartbeat", func(o *DashboardOptions) { o.Settle = 5 * time.Second }, "--settle 5s: must be at least one heartbeat"},
+		{"no baseline, short settle", func(o *DashboardOptions) { o.Baseline, o.Settle = false, 2*time.Second }, ""},
+		{"negative settle", func(o *DashboardOptions) { o.Baseline, o.Settle = false, -time.Second }, "--settle -1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := valid()
+			tt.change(&o)
+			err := o.Validate()
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("Validate() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

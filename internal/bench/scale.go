@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -23,10 +19,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/process"
-	"github.com/flotilla-io/flotilla/internal/registration"
-	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // ScaleOptions configure `flotilla bench scale`.
@@ -109,50 +102,21 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 		return err
 	}
 	defer remove()
-	hubDir := filepath.Join(dir, "hub")
 	var hubArgs []string
 	if o.ProfileDir != "" {
 		hubArgs = hubProfileArgs
 	}
-	hubProcess, hubConfig, err := startHub(ctx, hubDir, hubArgs...)
+	fleet, err := startHollowFleet(ctx, dir, o.Clusters, "bench scale", progress, hubArgs...)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = hubProcess.Stop(30 * time.Second) }()
-	progress("hub ready at " + hubConfig.Host)
-	kube, err := kubernetes.NewForConfig(hubConfig)
-	if err != nil {
-		return err
-	}
+	defer fleet.stopHub()
+	hubConfig, kube, admin, agents := fleet.config, fleet.kube, fleet.admin, fleet.agents
 	profiler, err := newHubProfiler(kube, o.ProfileDir)
 	if err != nil {
 		return err
 	}
-	admin, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		return err
-	}
-	token, err := registration.CreateToken(ctx, kube, 2*time.Hour, "bench scale", registration.Grant{Labels: map[string]string{"bench": "hollow"}})
-	if err != nil {
-		return err
-	}
-	hashes, err := registration.CAHashes(hubConfig.CAData)
-	if err != nil {
-		return err
-	}
-	result := ScaleResult{Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster}
-
-	// Every cluster joins, 32 at a time.
-	started := time.Now()
-	agents, err := joinAll(ctx, hubAccess{url: hubConfig.Host, token: token.String(), caHashes: hashes}, dir, o.Clusters, progress)
-	if err != nil {
-		return err
-	}
-	if err := waitAllReady(ctx, admin, o.Clusters); err != nil {
-		return err
-	}
-	result.RegisterSeconds = time.Since(started).Seconds()
-	progress(fmt.Sprintf("%d clusters Ready after %.1fs", o.Clusters, result.RegisterSeconds))
+	result := ScaleResult{Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster, RegisterSeconds: fleet.registered.Seconds()}
 
 	f := &fanOut{hub: kube, recorder: newRecorder(), clusters: make([]string, len(agents))}
 	for i, a := range agents {
@@ -175,10 +139,10 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if err := sleep(ctx, o.Settle); err != nil {
 		return err
 	}
-	if result.Steady, err = sampleSteady(ctx, hubProcess, o.Settle); err != nil {
+	if result.Steady, err = sampleSteady(ctx, fleet.hub, o.Settle); err != nil {
 		return err
 	}
-	if result.Storage, err = measureStorage(ctx, hubDir, hubProcess.LogPath); err != nil {
+	if result.Storage, err = measureStorage(ctx, fleet.hubDir, fleet.hub.LogPath); err != nil {
 		return err
 	}
 	if profiler != nil {
@@ -217,97 +181,6 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	}
 	printScale(out, &result)
 	return writeJSON(o.Out, &result)
-}
-
-// startHub runs `flotilla hub` as a child, so that its CPU and memory are its own, with extra flags args,
-// and returns its admin client configuration once it is ready.
-func startHub(ctx context.Context, dir string, args ...string) (*process.Process, *rest.Config, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, nil, err
-	}
-	ports, err := controlplane.FreePorts(1)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, err
-	}
-	p, err := process.Start("hub", filepath.Join(dir, "hub.out"), nil, self, append([]string{"hub", "--data-dir", dir,
-		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0])}, args...)...)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := process.WaitFor(ctx, p, "hub ready"); err != nil {
-		p.Kill()
-		return nil, nil, err
-	}
-	cfg, err := loadConfig(filepath.Join(dir, "admin.kubeconfig"))
-	if err != nil {
-		p.Kill()
-		return nil, nil, err
-	}
-	return p, cfg, nil
-}
-
-// joinAll joins n hollow agents, a few at a time, and starts them.
-func joinAll(ctx context.Context, hub hubAccess, dir string, n int, progress func(string)) ([]*hollowAgent, error) {
-	const parallel = 32
-	kinds := newHollowKinds()
-	agents := make([]*hollowAgent, n)
-	errs := make([]error, n)
-	slots := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	joined := 0
-	for i := range n {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			a, err := joinHollow(ctx, hub, dir, fmt.Sprintf("hollow-%04d", i), kinds)
-			if err == nil {
-				err = a.start(ctx)
-			}
-			agents[i], errs[i] = a, err
-			mu.Lock()
-			defer mu.Unlock()
-			if joined++; joined%100 == 0 {
-				progress(fmt.Sprintf("%d/%d clusters joined", joined, n))
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, err
-		}
-	}
-	return agents, nil
-}
-
-func waitAllReady(ctx context.Context, admin client.Client, n int) error {
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		clusters := &clusterv1alpha1.ClusterList{}
-		if err := admin.List(ctx, clusters); err != nil {
-			return err
-		}
-		ready := 0
-		for _, c := range clusters.Items {
-			if meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady) {
-				ready++
-			}
-		}
-		if ready >= n {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d clusters Ready after 5 minutes", ready, n)
-		}
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
-	}
 }
 
 // sampleSteady measures the hub's CPU over d, and its memory.

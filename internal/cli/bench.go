@@ -15,7 +15,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchMCSCommand(), newBenchPlotCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchMCSCommand(), newBenchDashboardCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -192,6 +192,35 @@ member3's imported EndpointSlices holding exactly the providers' pod IPs.`,
 	}
 	cmd.Flags().IntVar(&o.Changes, "changes", o.Changes, "number of scale-outs timed")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for one change")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
+func newBenchDashboardCommand() *cobra.Command {
+	o := bench.DashboardOptions{Clusters: 100, Templates: 1000, Spread: 3, Requests: 50, Updates: 20, Settle: 30 * time.Second, Baseline: true}
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "The hub's dashboard over hollow clusters: page times, live-update latency, the memory it adds",
+		Long: `Start a hub as a child process, join --clusters hollow pull agents (as bench scale does) and place
+--templates Deployments on about --spread clusters each (one policy per group of --spread clusters),
+then measure the hub's dashboard as the admin: --requests GETs of the fleet page and of the workloads
+page (its default view and every row), and --updates live changes (taint or untaint a cluster, scale a
+Deployment), each timed from its request to the first event on the open event stream and to a refresh
+of the page that shows it. With --baseline (the default) the hub is restarted on the same fleet with
+--dashboard=false, then with the dashboard, before it is measured: the difference of resident memory is
+what the dashboard adds.`,
+		Args: cobra.NoArgs,
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunDashboard(ctx, o, out, progress)
+		}),
+	}
+	cmd.Flags().IntVar(&o.Clusters, "clusters", o.Clusters, "number of hollow clusters")
+	cmd.Flags().IntVar(&o.Templates, "templates", o.Templates, "number of Deployments")
+	cmd.Flags().IntVar(&o.Spread, "spread", o.Spread, "clusters each Deployment is placed on")
+	cmd.Flags().IntVar(&o.Requests, "requests", o.Requests, "GETs timed per page")
+	cmd.Flags().IntVar(&o.Updates, "updates", o.Updates, "live changes timed")
+	cmd.Flags().DurationVar(&o.Settle, "settle", o.Settle, "how long the hub runs, once the templates are placed and after each restart, before it is measured")
+	cmd.Flags().BoolVar(&o.Baseline, "baseline", o.Baseline, "restart the hub on the fleet without the dashboard, then with it, for the memory the dashboard adds (false: measure the hub that placed the templates)")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd
 }

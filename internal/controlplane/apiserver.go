@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/endpoints/request"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -90,7 +92,8 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 // and handlers (path prefix → handler) are mounted on the server's non-REST mux before it runs: they are
 // served on the secure port behind the whole filter chain (authentication, audit, impersonation, priority
 // and fairness, authorization as non-resource URLs), with the requester's user.Info in the request's context.
-func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, localServices map[string]*url.URL, handlers map[string]http.Handler) error {
+// Requests to the streams paths are long-running.
+func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, localServices map[string]*url.URL, handlers map[string]http.Handler, streams []string) error {
 	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		return fmt.Errorf("kube-apiserver feature gates: %w", err)
 	}
@@ -113,6 +116,13 @@ func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, loc
 	}
 	if len(localServices) != 0 {
 		config.Aggregator.ExtraConfig.ServiceResolver = &localResolver{local: localServices, delegate: config.Aggregator.ExtraConfig.ServiceResolver}
+	}
+	// The aggregator's filters are the ones every request passes (the servers behind it are reached without
+	// theirs).
+	if longRunning := config.Aggregator.GenericConfig.LongRunningFunc; len(streams) != 0 {
+		config.Aggregator.GenericConfig.LongRunningFunc = func(r *http.Request, info *request.RequestInfo) bool {
+			return slices.Contains(streams, r.URL.Path) || longRunning(r, info)
+		}
 	}
 	cc, err := config.Complete()
 	if err != nil {

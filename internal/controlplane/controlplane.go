@@ -67,6 +67,10 @@ type Config struct {
 	// Handlers are served on the secure port at their path prefixes, after kube-apiserver has authenticated
 	// the request and authorized it as a non-resource URL (the hub's dashboard).
 	Handlers map[string]http.Handler
+	// Streams are paths among the Handlers' whose requests stream for as long as the client stays (the
+	// dashboard's server-sent events): the API server treats them as long-running, as it treats watches, so
+	// neither its request timeout cuts them nor priority and fairness holds a seat for each.
+	Streams []string
 	// SigningDuration, when set, caps the lifetime of certificates the CSR signer issues.
 	SigningDuration time.Duration
 	// LocalServices are Services, keyed "namespace/name", that kube-apiserver's aggregator reaches at a
@@ -184,7 +188,7 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
 	go func() {
 		defer close(cp.apiServerDone)
-		if err := runAPIServer(apiCtx, opts, c.LocalServices, c.Handlers); err != nil && apiCtx.Err() == nil {
+		if err := runAPIServer(apiCtx, opts, c.LocalServices, c.Handlers, c.Streams); err != nil && apiCtx.Err() == nil {
 			cp.failed <- fmt.Errorf("kube-apiserver: %w", err)
 		}
 	}()

@@ -35,6 +35,15 @@ var watched = map[schema.GroupVersionResource]bool{
 	policyv1alpha1.GroupVersion.WithResource("propagationpolicies"):        true,
 }
 
+// Watched returns the kinds the Notifier keeps the metadata of, for measurements of its size.
+func Watched() []schema.GroupVersionResource {
+	out := make([]schema.GroupVersionResource, 0, len(watched))
+	for gvr := range watched {
+		out = append(out, gvr)
+	}
+	return out
+}
+
 // Notifier turns changes of the watched kinds into Change messages for its subscribers. It keeps only the
 // objects' metadata (metadata-only informers), one copy for every page of every person.
 type Notifier struct {

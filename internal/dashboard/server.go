@@ -22,8 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Prefix is where the dashboard lives, on the hub's secure port and on flotilla dashboard's own port.
-const Prefix = "/dashboard/"
+// Prefix is where the dashboard lives, on the hub's secure port and on flotilla dashboard's own port;
+// Events is its stream of changes, which stays open as long as a page does.
+const (
+	Prefix = "/dashboard/"
+	Events = Prefix + "events"
+)
 
 //go:embed web
 var web embed.FS
@@ -73,7 +77,7 @@ func New(access Access, changes *Notifier, defaultNamespace string) (*Server, er
 		return nil, err
 	}
 	s.mux.Handle("GET "+Prefix+"static/", http.StripPrefix(Prefix+"static/", http.FileServerFS(static)))
-	s.mux.HandleFunc("GET "+Prefix+"events", s.events)
+	s.mux.HandleFunc("GET "+Events, s.events)
 	s.mux.Handle("GET "+Prefix+"{$}", s.page("fleet", s.fleet))
 	s.mux.Handle("GET "+Prefix+"clusters/{name}", s.page("cluster", s.cluster))
 	s.mux.Handle("GET "+Prefix+"workloads", s.page("workloads", s.workloads))

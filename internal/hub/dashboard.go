@@ -52,8 +52,8 @@ func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // startDashboard grants authenticated users the dashboard's paths and starts its shared change watch; it
-// runs until ctx ends.
-func (h *Hub) startDashboard(ctx context.Context) error {
+// runs until ctx ends. Pages read the kinds the controllers watch from their cache.
+func (h *Hub) startDashboard(ctx context.Context, cache client.Reader) error {
 	c, err := client.New(h.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
@@ -71,7 +71,7 @@ func (h *Hub) startDashboard(ctx context.Context) error {
 		return err
 	}
 	changes.Start(ctx.Done())
-	access, err := dashboard.NewImpersonating(h.Config)
+	access, err := dashboard.NewImpersonating(h.Config, cache)
 	if err != nil {
 		return err
 	}

@@ -114,9 +114,6 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", clusterv1alpha1.SystemNamespace))
 
 	if o.Embedded() {
-		if err := h.startDashboard(ctx); err != nil {
-			return nil, err
-		}
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
 			return nil, err
@@ -154,6 +151,11 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, Version: o.Version, Tunnels: h.Tunnels}, selected); err != nil {
 		return nil, err
 	}
+	if o.Embedded() && o.Dashboard {
+		if err := h.startDashboard(ctx, h.manager.GetCache()); err != nil {
+			return nil, err
+		}
+	}
 	return h, nil
 }
 
@@ -190,8 +192,11 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		LeaderElect:     len(o.EtcdServers) > 0,
 		SigningDuration: o.MaxAgentCertTTL,
 		Progress:        progress,
-		Handlers:        map[string]http.Handler{dashboard.Prefix: &h.dashboard},
 		Profiling:       o.Profiling,
+	}
+	if o.Dashboard {
+		cfg.Handlers = map[string]http.Handler{dashboard.Prefix: &h.dashboard}
+		cfg.Streams = []string{dashboard.Events}
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)

@@ -58,6 +58,9 @@ type Options struct {
 	MaxAgentCertTTL time.Duration
 	// Profiling serves /debug/pprof on the embedded API server's secure port (Config.Profiling).
 	Profiling bool
+	// Dashboard serves the dashboard at /dashboard/ on the embedded hub's secure port. Off, the hub neither
+	// mounts it nor starts what it needs (its change informers, its ClusterRole and binding).
+	Dashboard bool
 	// Version is Flotilla's version, reported for Push clusters.
 	Version string
 }
@@ -76,6 +79,7 @@ func NewOptions() *Options {
 			PerMinute:          clusterstatus.DefaultFailoverRate,
 		},
 		MaxAgentCertTTL: 30 * 24 * time.Hour,
+		Dashboard:       true,
 	}
 }
 
@@ -102,6 +106,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.Failover.UnhealthyThreshold, "unhealthy-fleet-threshold", o.Failover.UnhealthyThreshold, "share of clusters (0-1) that may be unreachable at once: above it the hub assumes it is the one cut off and fails nothing over")
 	fs.Float64Var(&o.Failover.PerMinute, "failover-rate", o.Failover.PerMinute, "clusters per minute that may be tainted NoExecute for failing health")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiles of the hub process at /debug/pprof on the secure port, to users allowed that non-resource URL (the hub admin): for measuring the hub, off otherwise")
+	fs.BoolVar(&o.Dashboard, "dashboard", o.Dashboard, "serve the dashboard at /dashboard/ on the secure port (embedded hub only); false: no dashboard, and none of its watches or RBAC objects")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 

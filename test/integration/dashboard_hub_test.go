@@ -12,11 +12,14 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -80,6 +83,20 @@ func TestDashboardInTheHub(t *testing.T) {
 		t.Fatalf("event stream: %v %v", err, resp)
 	}
 	defer resp.Body.Close()
+	// The stream is long-running, as a watch is: the API server's request timeout does not cut it, and no
+	// priority level holds a seat for it. Priority and fairness names the level on each request it admits,
+	// as it does on bob's pages.
+	if level := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID); level != "" {
+		t.Errorf("the event stream was admitted by priority level %s, as a short request", level)
+	}
+	pageResp, err := get("/dashboard/", token.Status.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = pageResp.Body.Close()
+	if pageResp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID) == "" {
+		t.Errorf("a page carries no priority level header: the check above proves nothing")
+	}
 	got := make(chan string, 1)
 	go func() {
 		lines := bufio.NewScanner(resp.Body)
@@ -107,6 +124,21 @@ func TestDashboardInTheHub(t *testing.T) {
 			return errNoEventYet
 		}
 	})
+}
+
+// expectNoDashboard: a hub started with --dashboard=false answers the dashboard's path as any unknown one
+// (404, to an administrator) and has not granted it to anyone.
+func expectNoDashboard(t *testing.T, h *testenv.Env) {
+	t.Helper()
+	ctx := context.Background()
+	err := h.Kube.Discovery().RESTClient().Get().AbsPath("/dashboard/").Do(ctx).Error()
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("GET /dashboard/ on a hub without the dashboard: %v, want 404", err)
+	}
+	err = h.Client.Get(ctx, client.ObjectKey{Name: hub.DashboardRole}, &rbacv1.ClusterRole{})
+	if !apierrors.IsNotFound(err) {
+		t.Fatalf("ClusterRole %s on a hub without the dashboard: %v, want none", hub.DashboardRole, err)
+	}
 }
 
 type httpError struct {

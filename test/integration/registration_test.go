@@ -307,10 +307,12 @@ func TestCertificateRenewalAndRevocation(t *testing.T) {
 }
 
 // TestRequireApproval runs a hub with --require-approval: a join waits until flotilla accept, and a denied
-// join ends with the administrator's message.
+// join ends with the administrator's message. The hub also runs with --dashboard=false (a hub of its own
+// costs half a minute, so this one checks that switch too): it serves no dashboard.
 func TestRequireApproval(t *testing.T) {
 	ctx := context.Background()
-	_, hub := startHub(t, "hub-approval", filepath.Join(t.TempDir(), "hub"), freePort(t), "--require-approval")
+	_, hub := startHub(t, "hub-approval", filepath.Join(t.TempDir(), "hub"), freePort(t), "--require-approval", "--dashboard=false")
+	expectNoDashboard(t, hub)
 
 	joined := make(chan error, 2)
 	for _, name := range []string{"patient", "refused"} {
