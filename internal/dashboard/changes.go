@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -107,7 +108,13 @@ func newNotifier(meta metadata.Interface, fallbackNamespace string, allowed func
 			}
 			n.publish(Change{Resource: gvr, Namespace: m.GetNamespace()})
 		}
-		if _, err := f.ForResource(gvr).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		informer := f.ForResource(gvr).Informer()
+		// A change is passed on by kind and namespace alone: managedFields, three quarters of the metadata,
+		// need not be kept.
+		if err := informer.SetTransform(crcache.TransformStripManagedFields()); err != nil {
+			return nil, err
+		}
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    publish,
 			UpdateFunc: func(_, obj any) { publish(obj) },
 			DeleteFunc: publish,
