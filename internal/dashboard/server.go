@@ -1,8 +1,9 @@
 // Package dashboard serves the fleet dashboard: server-rendered pages of clusters, workloads and policies,
 // read from the hub as the person looking at them, and kept live by server-sent events.
 //
-// Every page is read with a client that acts as the requester (their own credentials for flotilla dashboard,
-// impersonation of the authenticated user inside the hub), so hub RBAC decides what each person sees. Live
+// Every page is read with a client that acts as the requester (their own credentials for flotilla dashboard;
+// inside the hub, the controllers' cache after a SubjectAccessReview for the kinds it holds, impersonation of
+// the authenticated user for the others), so hub RBAC decides what each person sees. Live
 // updates come from one set of metadata-only informers (a Notifier); each change is passed on to a page only
 // when Access says its requester may read that kind in that namespace. A change carries no content: the page
 // fetches itself again as the requester.
