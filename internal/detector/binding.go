@@ -75,8 +75,24 @@ func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured
 // when missing: in a burst the cache was often behind, and 0.74 of 1.74 creates per Deployment failed with
 // AlreadyExists.)
 func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructured, p *Policy) (reconcile.Result, error) {
+	lazy, err := lazyMark(t, p)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	current := newBinding(t)
-	err := d.client.Get(ctx, client.ObjectKeyFromObject(current), current)
+	err = d.client.Get(ctx, client.ObjectKeyFromObject(current), current)
+	if lazy != "" && (apierrors.IsNotFound(err) || !claimedBy(t, p)) {
+		// The cache may not yet have seen the template's claim or a binding created moments ago. Under a
+		// Lazy policy, applying the policy's current spec then would be the very change that must wait for
+		// the template's: read both from the API server.
+		if t, err = d.liveTemplate(ctx, t); err != nil {
+			return reconcile.Result{}, err
+		}
+		if lazy, err = lazyMark(t, p); err != nil {
+			return reconcile.Result{}, err
+		}
+		err = d.live.Get(ctx, client.ObjectKeyFromObject(current), current)
+	}
 	var existing workv1alpha1.Object
 	if err == nil {
 		existing = current.(workv1alpha1.Object)
@@ -84,10 +100,6 @@ func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructur
 	want, werr := d.desiredSpec(ctx, t, p, existing)
 	if werr != nil {
 		return reconcile.Result{}, werr
-	}
-	lazy, lerr := lazyMark(t, p)
-	if lerr != nil {
-		return reconcile.Result{}, lerr
 	}
 	switch {
 	case err == nil && current.GetDeletionTimestamp() != nil:
@@ -111,6 +123,13 @@ func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructur
 	}
 	return reconcile.Result{}, d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
 		client.FieldOwner(fieldManager), client.ForceOwnership)
+}
+
+// liveTemplate reads template t again from the API server.
+func (d *Detector) liveTemplate(ctx context.Context, t *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	fresh := &unstructured.Unstructured{}
+	fresh.SetGroupVersionKind(t.GroupVersionKind())
+	return fresh, d.live.Get(ctx, client.ObjectKeyFromObject(t), fresh)
 }
 
 // upToDate reports whether a binding already has the detector's part: the derived spec, the template as

@@ -59,6 +59,8 @@ const discoveryRetry = time.Second
 type Detector struct {
 	client client.Client
 	cache  cache.Cache
+	// live reads from the API server, for the rare read the cache may be behind on.
+	live client.Reader
 	// interpreter tells a template's replicas, with the customization of its kind if any.
 	interpreter *interpreter.Interpreter
 	mapper      meta.RESTMapper
@@ -78,7 +80,7 @@ type Detector struct {
 // first. Each template is claimed on its own, so one that cannot be (its binding is refused) never holds up
 // the others, and only the template reconciler writes bindings.
 func Setup(mgr ctrl.Manager) error {
-	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), mapper: mgr.GetRESTMapper(), interpreter: interpreter.New(mgr.GetClient()),
+	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), live: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), interpreter: interpreter.New(mgr.GetClient()),
 		examine: make(chan event.TypedGenericEvent[Key], 1024), statusEvents: make(chan event.GenericEvent, 1024),
 		watched: map[schema.GroupKind]string{}}
 	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d, MaxConcurrentReconciles: templateWorkers})
