@@ -43,6 +43,9 @@ type StatusController[T binding] struct {
 	// templateStatus remembers the status last written to each template (by UID): the cached template may
 	// not show it yet, and writing it again would cost the API server a request for nothing.
 	templateStatus map[types.UID]string
+	// written remembers when each binding's status was last written: a binding on many clusters is summed
+	// again only after aggregationInterval.
+	written map[types.NamespacedName]time.Time
 }
 
 // statusManager is the field manager of what the status controller writes.
@@ -71,16 +74,20 @@ func setupStatus[T binding](mgr ctrl.Manager, name string, r *StatusController[T
 func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	b := r.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName, "")
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if b.GetDeletionTimestamp() != nil {
-		r.mu.Lock()
-		delete(r.templateStatus, b.BindingSpec().Resource.UID)
-		r.mu.Unlock()
+		r.forget(req.NamespacedName, b.BindingSpec().Resource.UID)
 		return ctrl.Result{}, nil
 	}
 	if len(b.BindingSpec().Clusters) == 0 && !reported(b.BindingStatus()) {
 		return ctrl.Result{}, nil // not placed yet: nothing to sum, and Scheduled says why
+	}
+	if wait := r.untilDue(req.NamespacedName, len(b.BindingSpec().Clusters), time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	template, err := readTemplate(ctx, r.Client, b.BindingSpec().Resource)
 	if apierrors.IsNotFound(err) {
@@ -282,8 +289,51 @@ func (r *StatusController[T]) writeStatus(ctx context.Context, b T, template *un
 	if err := applyStatus(ctx, r.Client, b, statusManager, ownedStatus{Conditions: conditions, AggregatedStatus: sum.items}); err != nil {
 		return err
 	}
+	r.mu.Lock()
+	if r.written == nil {
+		r.written = map[types.NamespacedName]time.Time{}
+	}
+	r.written[client.ObjectKeyFromObject(b)] = time.Now()
+	r.mu.Unlock()
 	r.recordTransitions(template, status.Conditions, conditions)
 	return nil
+}
+
+// aggregationInterval is the least time between two status writes of a binding placed on the given number of
+// clusters. Summing a binding costs in proportion to its clusters: every Work is read, and the whole
+// aggregatedStatus (256 KB at 1,000 clusters) is applied and then decoded by every watcher. During a
+// rollout the Works' statuses change on every cluster at once, and a binding on 1,000 clusters summed after
+// every batch of them was written about 15 times per rollout, a quarter of the hub's CPU in the fan-out. At
+// 2 ms per cluster (2 s at 1,000, never more than 10 s) its summed status trails the members by at most that
+// much. A binding on fewer clusters than that spacing's worth of statusBatchDelay is never held.
+func aggregationInterval(clusters int) time.Duration {
+	interval := min(time.Duration(clusters)*2*time.Millisecond, 10*time.Second)
+	if interval <= statusBatchDelay {
+		return 0
+	}
+	return interval
+}
+
+// untilDue says how long the binding's next aggregation must wait: zero when it is due.
+func (r *StatusController[T]) untilDue(key types.NamespacedName, clusters int, now time.Time) time.Duration {
+	r.mu.Lock()
+	last, ok := r.written[key]
+	r.mu.Unlock()
+	if !ok {
+		return 0
+	}
+	return max(last.Add(aggregationInterval(clusters)).Sub(now), 0)
+}
+
+// forget drops what the controller remembers of a binding that is gone or going (and of its template, when
+// known).
+func (r *StatusController[T]) forget(key types.NamespacedName, template types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.written, key)
+	if template != "" {
+		delete(r.templateStatus, template)
+	}
 }
 
 // aggregateTemplate writes the fleet's status into the template's status subresource (by merge patch: its

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -201,3 +202,35 @@ func TestHealthSince(t *testing.T) {
 }
 
 func ptrTime(t metav1.Time) *metav1.Time { return &t }
+
+func TestLargeBindingsAreSummedAtMostEveryInterval(t *testing.T) {
+	for _, tt := range []struct {
+		clusters int
+		want     time.Duration
+	}{{2, 0}, {50, 0}, {51, 102 * time.Millisecond}, {1000, 2 * time.Second}, {5000, 10 * time.Second}, {20000, 10 * time.Second}} {
+		if got := aggregationInterval(tt.clusters); got != tt.want {
+			t.Errorf("aggregationInterval(%d) = %s, want %s", tt.clusters, got, tt.want)
+		}
+	}
+
+	r := &StatusController[*workv1alpha1.ResourceBinding]{}
+	key := types.NamespacedName{Namespace: "web", Name: "api-deployment"}
+	now := time.Now()
+	if wait := r.untilDue(key, 1000, now); wait != 0 {
+		t.Fatalf("a binding never written waits %s, want 0", wait)
+	}
+	r.written = map[types.NamespacedName]time.Time{key: now.Add(-500 * time.Millisecond)}
+	if wait := r.untilDue(key, 1000, now); wait != 1500*time.Millisecond {
+		t.Fatalf("a binding on 1,000 clusters written 0.5 s ago waits %s, want 1.5 s", wait)
+	}
+	if wait := r.untilDue(key, 10, now); wait != 0 {
+		t.Fatalf("a binding on 10 clusters written 0.5 s ago waits %s, want 0", wait)
+	}
+	if wait := r.untilDue(key, 1000, now.Add(3*time.Second)); wait != 0 {
+		t.Fatalf("a binding on 1,000 clusters written 3.5 s ago waits %s, want 0", wait)
+	}
+	r.forget(key, "")
+	if wait := r.untilDue(key, 1000, now); wait != 0 {
+		t.Fatalf("a forgotten binding waits %s, want 0", wait)
+	}
+}

@@ -106,25 +106,34 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		want.ConflictResolution = policyv1alpha1.ConflictAbort
 	}
 	annotation := strings.Join(overrides, ",")
-	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: WorkName(b), Namespace: clusterv1alpha1.ClusterNamespace(cluster)}}
-	err = r.Client.Get(ctx, client.ObjectKeyFromObject(work), work)
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: WorkName(b)}
+	work := &workv1alpha1.Work{}
+	err = r.Client.Get(ctx, key, work)
+	switch {
+	case err == nil:
+		r.created(key, false) // cached at last, if this controller created it
+	case apierrors.IsNotFound(err) && r.createdUncached(key):
+		// Created by an earlier render the cache has not caught up with: read it from the API server rather
+		// than be refused a second create.
+		err = r.Reader.Get(ctx, key, work)
+	}
 	if apierrors.IsNotFound(err) {
-		work.Labels = workLabels(b)
-		work.Finalizers = []string{workv1alpha1.FinalizerExecution}
+		work = &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: workLabels(b),
+			Finalizers: []string{workv1alpha1.FinalizerExecution}}, Spec: want}
 		if annotation != "" {
 			work.Annotations = map[string]string{workv1alpha1.AnnotationOverrides: annotation}
 		}
-		work.Spec = want
 		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
 			if err == nil {
+				r.created(key, true)
 				metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
 			}
 			return err
 		}
-		// Created by an earlier render the cache has not caught up with: read it from the API server and
-		// bring it up to date like any other.
+		// Created before this controller started (by an earlier hub process) and not cached yet: read it from
+		// the API server and bring it up to date like any other.
 		work = &workv1alpha1.Work{}
-		err = r.Reader.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: WorkName(b)}, work)
+		err = r.Reader.Get(ctx, key, work)
 	}
 	if err != nil {
 		return err
@@ -144,6 +153,27 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	}
 	metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
 	return nil
+}
+
+// created records that this controller created a Work (true), or that the cache now holds it (false).
+func (r *Controller[T]) created(key client.ObjectKey, created bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !created {
+		delete(r.uncached, key)
+		return
+	}
+	if r.uncached == nil {
+		r.uncached = map[client.ObjectKey]bool{}
+	}
+	r.uncached[key] = true
+}
+
+// createdUncached says whether this controller created a Work the cache has not shown it yet.
+func (r *Controller[T]) createdUncached(key client.ObjectKey) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.uncached[key]
 }
 
 // encodeManifests encodes rendered manifests as the API server stores them, so that an unchanged Work
