@@ -17,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/dashboard"
 )
 
@@ -52,8 +53,8 @@ func (o *DashboardOptions) Validate() error {
 		return fmt.Errorf("--updates %d: must be at least 1", o.Updates)
 	case o.Settle < 0:
 		return fmt.Errorf("--settle %s: must not be negative", o.Settle)
-	case o.Baseline && o.Settle < heartbeatPeriod:
-		return fmt.Errorf("--settle %s: must be at least one heartbeat (%s) with --baseline, so that every cluster has reported to each restarted hub", o.Settle, heartbeatPeriod)
+	case o.Baseline && o.Settle < clusterstatus.HeartbeatPeriod:
+		return fmt.Errorf("--settle %s: must be at least one heartbeat (%s) with --baseline, so that every cluster has reported to each restarted hub", o.Settle, clusterstatus.HeartbeatPeriod)
 	}
 	return nil
 }

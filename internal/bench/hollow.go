@@ -26,12 +26,10 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
-
-// heartbeatPeriod is how often a hollow agent renews its Lease, as a real agent does.
-const heartbeatPeriod = 10 * time.Second
 
 // hubAccess is what hollow agents need to join a hub.
 type hubAccess struct {
@@ -40,8 +38,9 @@ type hubAccess struct {
 }
 
 // hollowAgent is a pull agent without a member cluster behind it. It joins through the real protocol
-// (discovery, CSR, approval), renews its Lease every heartbeat, reports a fixed status when it changes, and
-// acknowledges its Works as applied and healthy, with its own credential and the access the hub gave it.
+// (discovery, CSR, approval), renews its Lease every heartbeat and reads its Cluster every sixth (as a
+// real agent does), reports a fixed status when it changes, and acknowledges its Works as applied and
+// healthy, with its own credential and the access the hub gave it.
 type hollowAgent struct {
 	name   string
 	client client.Client
@@ -121,15 +120,20 @@ func (a *hollowAgent) start(ctx context.Context) error {
 	go a.acknowledge(ctx)
 	go func() {
 		// Heartbeats of many agents spread over the period, as they would in a real fleet.
-		timer := time.NewTimer(rand.N(heartbeatPeriod))
+		timer := time.NewTimer(rand.N(clusterstatus.HeartbeatPeriod))
 		defer timer.Stop()
+		beats := 0
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-timer.C:
 				_ = a.heartbeat(ctx, false)
-				timer.Reset(heartbeatPeriod)
+				if beats++; beats%clusterstatus.StatusRereadEvery == 0 {
+					// A real agent reads its Cluster again now and then.
+					_ = a.client.Get(ctx, client.ObjectKey{Name: a.name}, &clusterv1alpha1.Cluster{})
+				}
+				timer.Reset(clusterstatus.HeartbeatPeriod)
 			}
 		}
 	}()

@@ -19,6 +19,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/process"
 )
 
@@ -51,8 +52,8 @@ func (o *ScaleOptions) Validate() error {
 		return fmt.Errorf("--works-per-cluster %d: must not be negative", o.WorksPerCluster)
 	case o.Objects < 1:
 		return fmt.Errorf("--objects %d: must be at least 1", o.Objects)
-	case o.Settle < heartbeatPeriod:
-		return fmt.Errorf("--settle %s: must be at least one heartbeat (%s)", o.Settle, heartbeatPeriod)
+	case o.Settle < clusterstatus.HeartbeatPeriod:
+		return fmt.Errorf("--settle %s: must be at least one heartbeat (%s)", o.Settle, clusterstatus.HeartbeatPeriod)
 	}
 	return nil
 }

@@ -431,12 +431,29 @@ func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 	if counted.n == 0 {
 		t.Fatal("the first report wrote no Cluster: the count below proves nothing")
 	}
-	counted.n = 0
-	if err := r.ReportOnce(ctx); err != nil {
-		t.Fatal(err)
+	if counted.reads == 0 {
+		t.Fatal("the first report read nothing from the hub: the count of reads below proves nothing")
 	}
-	if counted.n != 0 {
-		t.Fatalf("an unchanged member's Cluster was written again (%d writes)", counted.n)
+	// A heartbeat of an unchanged member costs the hub one request, the Lease's renewal, until the reporter
+	// reads the Cluster again after statusRereadEvery (6) reports.
+	for report := 2; report <= 7; report++ {
+		counted.n, counted.reads, counted.writes = 0, 0, 0
+		if err := r.ReportOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if counted.n != 0 {
+			t.Fatalf("report %d: an unchanged member's Cluster was written again (%d writes)", report, counted.n)
+		}
+		if counted.writes != 1 {
+			t.Fatalf("report %d: %d writes, want 1 (the Lease's renewal)", report, counted.writes)
+		}
+		wantReads := 0
+		if report == 7 {
+			wantReads = 1 // the Cluster, read again
+		}
+		if counted.reads != wantReads {
+			t.Fatalf("report %d: %d reads from the hub, want %d", report, counted.reads, wantReads)
+		}
 	}
 	renewed := &coordinationv1.Lease{}
 	if err := env.Client.Get(ctx, leaseKey, renewed); err != nil {
@@ -445,15 +462,40 @@ func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 	if !renewed.Spec.RenewTime.After(lease.Spec.RenewTime.Time) {
 		t.Fatal("the Lease was not renewed")
 	}
+	// A renewal refused (here: the Lease changed behind the reporter's back) is retried with the Lease read
+	// again, and the report after that renews it.
+	renewed.Spec.HolderIdentity = ptr.To("someone-else")
+	if err := env.Client.Update(ctx, renewed); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ReportOnce(ctx); !apierrors.IsConflict(err) {
+		t.Fatalf("renewing a Lease changed since: %v, want a conflict", err)
+	}
+	if err := r.ReportOnce(ctx); err != nil {
+		t.Fatalf("the report after a refused renewal: %v", err)
+	}
+	if err := env.Client.Get(ctx, leaseKey, renewed); err != nil {
+		t.Fatal(err)
+	}
+	if ptr.Deref(renewed.Spec.HolderIdentity, "") != "agent-self" {
+		t.Fatalf("the Lease is held by %q after the retry, want agent-self", ptr.Deref(renewed.Spec.HolderIdentity, ""))
+	}
 }
 
-// clusterWrites counts the writes a client makes of Cluster objects and their status.
+// clusterWrites counts the requests a client makes: n the writes of Cluster objects and their status,
+// writes all writes, reads all reads of single objects.
 type clusterWrites struct {
 	client.Client
-	n int
+	n, writes, reads int
+}
+
+func (c *clusterWrites) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.reads++
+	return c.Client.Get(ctx, key, obj, opts...)
 }
 
 func (c *clusterWrites) count(obj any) {
+	c.writes++
 	if _, ok := obj.(*clusterv1alpha1.Cluster); ok {
 		c.n++
 	}
@@ -490,6 +532,7 @@ func (s *clusterStatusWrites) Patch(ctx context.Context, obj client.Object, patc
 
 func (s *clusterStatusWrites) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	s.writes.n++ // the reporter applies only its Cluster's status
+	s.writes.writes++
 	return s.SubResourceWriter.Apply(ctx, obj, opts...)
 }
 
