@@ -125,7 +125,8 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 	if err != nil {
 		return err
 	}
-	progress(fmt.Sprintf("agent of cluster %s reporting to the hub every %s", cluster, clusterstatus.HeartbeatPeriod))
+	progress(fmt.Sprintf("agent of cluster %s reporting to the hub every quarter of the hub's grace period (at least every %s)",
+		cluster, clusterstatus.HeartbeatPeriod))
 	if err := runTunnel(ctx, cred, cluster, memberConfig, memberKube, progress); err != nil {
 		return err
 	}

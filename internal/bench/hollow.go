@@ -133,7 +133,10 @@ func (a *hollowAgent) start(ctx context.Context) error {
 					// A real agent reads its Cluster again now and then.
 					_ = a.client.Get(ctx, client.ObjectKey{Name: a.name}, &clusterv1alpha1.Cluster{})
 				}
-				timer.Reset(clusterstatus.HeartbeatPeriod)
+				a.mu.Lock()
+				period := clusterstatus.LeasePeriod(a.lease)
+				a.mu.Unlock()
+				timer.Reset(period)
 			}
 		}
 	}()
@@ -154,21 +157,12 @@ func (a *hollowAgent) firstHeartbeat(ctx context.Context) error {
 func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lease == nil {
-		a.lease = &coordinationv1.Lease{}
-		if err := a.client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(a.name), Name: a.name}, a.lease); err != nil {
-			a.lease = nil
-			return err
-		}
+	err := a.renew(ctx)
+	if apierrors.IsConflict(err) {
+		err = a.renew(ctx) // the hub set the Lease's duration: renew the Lease read again, as a real agent does
 	}
-	a.lease.Spec.HolderIdentity = ptr.To("hollow-agent:" + a.name)
-	a.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if err := a.client.Update(ctx, a.lease); err != nil {
-		a.lease = nil // read it again next time
+	if err != nil || !report {
 		return err
-	}
-	if !report {
-		return nil
 	}
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := a.client.Get(ctx, client.ObjectKey{Name: a.name}, cluster); err != nil {
@@ -190,6 +184,24 @@ func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 	}}
 	// An agent may patch its Cluster's status, not replace it.
 	return a.client.Status().Patch(ctx, cluster, client.MergeFrom(original))
+}
+
+// renew updates the Lease as last renewed, read first when there is none.
+func (a *hollowAgent) renew(ctx context.Context) error {
+	if a.lease == nil {
+		a.lease = &coordinationv1.Lease{}
+		if err := a.client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(a.name), Name: a.name}, a.lease); err != nil {
+			a.lease = nil
+			return err
+		}
+	}
+	a.lease.Spec.HolderIdentity = ptr.To("hollow-agent:" + a.name)
+	a.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if err := a.client.Update(ctx, a.lease); err != nil {
+		a.lease = nil // read it again next time
+		return err
+	}
+	return nil
 }
 
 // setHealthy changes what the agent reports and reports it at once.

@@ -48,16 +48,20 @@ func TestPropagationOptionsValidate(t *testing.T) {
 }
 
 func TestScaleOptionsValidate(t *testing.T) {
-	valid := ScaleOptions{Clusters: 2, WorksPerCluster: 1, Objects: 2, Settle: 10 * time.Second}
+	valid := ScaleOptions{Clusters: 2, WorksPerCluster: 1, Objects: 2, Settle: 10 * time.Second, GracePeriod: 40 * time.Second}
 	if err := valid.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	grace := 40 * time.Second
 	for want, o := range map[string]ScaleOptions{
-		"--clusters 0":           {Clusters: 0, Objects: 1, Settle: time.Minute},
-		"--works-per-cluster -1": {Clusters: 1, WorksPerCluster: -1, Objects: 1, Settle: time.Minute},
-		"--objects 0":            {Clusters: 1, Settle: time.Minute},
-		"--settle 1s":            {Clusters: 1, Objects: 1, Settle: time.Second},
-		"--profile-dir /dev/null: not a directory": {Clusters: 1, Objects: 1, Settle: time.Minute, ProfileDir: "/dev/null"},
+		"--clusters 0":           {Clusters: 0, Objects: 1, Settle: time.Minute, GracePeriod: grace},
+		"--works-per-cluster -1": {Clusters: 1, WorksPerCluster: -1, Objects: 1, Settle: time.Minute, GracePeriod: grace},
+		"--objects 0":            {Clusters: 1, Settle: time.Minute, GracePeriod: grace},
+		"--settle 1s":            {Clusters: 1, Objects: 1, Settle: time.Second, GracePeriod: grace},
+		"--cluster-grace-period 10s: must be at least 20s": {Clusters: 1, Objects: 1, Settle: time.Minute, GracePeriod: 10 * time.Second},
+		"--settle 30s: must be at least one heartbeat (40s with --cluster-grace-period 2m40s)": {Clusters: 1, Objects: 1,
+			Settle: 30 * time.Second, GracePeriod: 160 * time.Second},
+		"--profile-dir /dev/null: not a directory": {Clusters: 1, Objects: 1, Settle: time.Minute, GracePeriod: grace, ProfileDir: "/dev/null"},
 	} {
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want %q", err, want)

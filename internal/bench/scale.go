@@ -33,6 +33,9 @@ type ScaleOptions struct {
 	Objects int
 	// Settle is how long the fleet runs before the steady state is sampled, and how long it is sampled.
 	Settle time.Duration
+	// GracePeriod is the hub's --cluster-grace-period; agents renew their Leases every quarter of it
+	// (clusterstatus.RenewalPeriod).
+	GracePeriod time.Duration
 	// Out, if set, receives the results as JSON.
 	Out string
 	// ProfileDir, if set, starts the hub with --profiling and receives its profiles: at rest, and the CPU
@@ -52,8 +55,11 @@ func (o *ScaleOptions) Validate() error {
 		return fmt.Errorf("--works-per-cluster %d: must not be negative", o.WorksPerCluster)
 	case o.Objects < 1:
 		return fmt.Errorf("--objects %d: must be at least 1", o.Objects)
-	case o.Settle < clusterstatus.HeartbeatPeriod:
-		return fmt.Errorf("--settle %s: must be at least one heartbeat (%s)", o.Settle, clusterstatus.HeartbeatPeriod)
+	case o.GracePeriod < minGracePeriod:
+		return fmt.Errorf("--cluster-grace-period %s: must be at least %s, the hub's minimum", o.GracePeriod, minGracePeriod)
+	case o.Settle < clusterstatus.RenewalPeriod(o.GracePeriod):
+		return fmt.Errorf("--settle %s: must be at least one heartbeat (%s with --cluster-grace-period %s)", o.Settle,
+			clusterstatus.RenewalPeriod(o.GracePeriod), o.GracePeriod)
 	}
 	return nil
 }
@@ -62,6 +68,8 @@ func (o *ScaleOptions) Validate() error {
 type ScaleResult struct {
 	Clusters        int `json:"clusters"`
 	WorksPerCluster int `json:"worksPerCluster"`
+	// GracePeriodSeconds is the hub's --cluster-grace-period; agents renew every quarter of it.
+	GracePeriodSeconds float64 `json:"gracePeriodSeconds"`
 	// RegisterSeconds is how long all clusters took to join and become Ready, 32 joining at a time.
 	RegisterSeconds float64 `json:"registerSeconds"`
 	// Steady is the hub at rest with every cluster heartbeating and every Work acknowledged.
@@ -103,9 +111,9 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 		return err
 	}
 	defer remove()
-	var hubArgs []string
+	hubArgs := []string{"--cluster-grace-period", o.GracePeriod.String()}
 	if o.ProfileDir != "" {
-		hubArgs = hubProfileArgs
+		hubArgs = append(hubArgs, hubProfileArgs...)
 	}
 	fleet, err := startHollowFleet(ctx, dir, o.Clusters, "bench scale", progress, hubArgs...)
 	if err != nil {
@@ -117,7 +125,8 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if err != nil {
 		return err
 	}
-	result := ScaleResult{Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster, RegisterSeconds: fleet.registered.Seconds()}
+	result := ScaleResult{Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster, GracePeriodSeconds: o.GracePeriod.Seconds(),
+		RegisterSeconds: fleet.registered.Seconds()}
 
 	f := &fanOut{hub: kube, recorder: newRecorder(), clusters: make([]string, len(agents))}
 	for i, a := range agents {
@@ -315,7 +324,8 @@ func (f *fanOut) place(ctx context.Context, prefix string, n int, sequential boo
 }
 
 func printScale(out io.Writer, r *ScaleResult) {
-	fmt.Fprintf(out, "%d hollow clusters, %d Deployments on each; seconds\n", r.Clusters, r.WorksPerCluster)
+	fmt.Fprintf(out, "%d hollow clusters, %d Deployments on each, Lease renewed every %s; seconds\n", r.Clusters, r.WorksPerCluster,
+		clusterstatus.RenewalPeriod(time.Duration(r.GracePeriodSeconds*float64(time.Second))))
 	fmt.Fprintf(out, "all joined and Ready           %8.1f\n", r.RegisterSeconds)
 	fmt.Fprintf(out, "hub at steady state            %8.2f cores, %.0f MiB RSS (peak %.0f MiB)\n",
 		r.Steady.HubCPUCores, r.Steady.HubRSSMiB, r.Steady.HubPeakRSSMiB)

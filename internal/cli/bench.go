@@ -105,12 +105,13 @@ changes per second and the CPU time of the hub, the members and the agents.`,
 }
 
 func newBenchScaleCommand() *cobra.Command {
-	o := bench.ScaleOptions{Clusters: 100, WorksPerCluster: 1, Objects: 5, Settle: 30 * time.Second}
+	o := bench.ScaleOptions{Clusters: 100, WorksPerCluster: 1, Objects: 5, Settle: 30 * time.Second, GracePeriod: 40 * time.Second}
 	cmd := &cobra.Command{
 		Use:   "scale",
 		Short: "A hub with many simulated (hollow) pull agents: steady-state cost, heartbeat handling, fan-out",
 		Long: `Start a hub as a child process and --clusters hollow pull agents in this process. Each joins
-through the real protocol, renews its Lease every 10 s, reports its status when it changes and
+through the real protocol, renews its Lease every quarter of the hub's --cluster-grace-period (at least
+every 10 s), reports its status when it changes and
 acknowledges its Works as applied and healthy, with no member cluster behind it. Reports the hub's CPU
 and memory at steady state (--works-per-cluster Deployments placed on every cluster), the time from an
 agent's report to the Cluster's Ready condition, and the time to fan --objects objects out to every
@@ -126,6 +127,7 @@ cluster, one after another.`,
 	cmd.Flags().DurationVar(&o.Settle, "settle", o.Settle, "how long the fleet settles before the steady state is sampled (and how long it is sampled)")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	cmd.Flags().StringVar(&o.ProfileDir, "profile-dir", "", "start the hub with --profiling and save its profiles here: heap, goroutines and 20 s of CPU at rest, and the CPU during the fan-out")
+	cmd.Flags().DurationVar(&o.GracePeriod, "cluster-grace-period", o.GracePeriod, "the hub's --cluster-grace-period; agents renew their Leases every quarter of it, at least every 10 s")
 	return cmd
 }
 

@@ -68,7 +68,7 @@ func noExecuteFor(taint string, renewed *time.Time, now time.Time, grace time.Du
 	if taint != clusterv1alpha1.TaintClusterUnreachable || renewed == nil {
 		return taint, 0
 	}
-	if due := renewed.Add(grace + HeartbeatPeriod); now.Before(due) {
+	if due := renewed.Add(grace + RenewalPeriod(grace)); now.Before(due) {
 		return "", due.Sub(now)
 	}
 	return taint, 0

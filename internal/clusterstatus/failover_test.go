@@ -36,6 +36,10 @@ func TestNoExecuteFor(t *testing.T) {
 			}
 		})
 	}
+	// With a grace period of 160 s the Leases are renewed every 40 s, and the taint comes one such period late.
+	if got, wait := noExecuteFor(u, at(170*time.Second), now, 160*time.Second); got != "" || wait != 30*time.Second {
+		t.Fatalf("grace 160 s, 170 s without a heartbeat: got %q after %s, want none for 30s", got, wait)
+	}
 }
 
 // TestDecideFailover: the guard, the hub's start and the rate limit hold a NoExecute health taint back, and

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,6 +99,11 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	now := m.now()
 	hb := m.heartbeats.observe(cluster.Name, version, now)
+	if err == nil {
+		if err := m.setLeaseDuration(ctx, lease); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	var renewed *time.Time
 	var ready metav1.Condition
 	var taint string
@@ -140,6 +146,23 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	return ctrl.Result{RequeueAfter: retry}, nil
+}
+
+// setLeaseDuration sets a cluster's Lease's duration to the grace period, so that its reporter renews it
+// every quarter of that (RenewalPeriod), and records the version this write makes as no heartbeat.
+func (m *HealthMonitor) setLeaseDuration(ctx context.Context, lease *coordinationv1.Lease) error {
+	want := int32(m.GracePeriod / time.Second)
+	if ptr.Deref(lease.Spec.LeaseDurationSeconds, 0) == want {
+		return nil
+	}
+	before := lease.ResourceVersion
+	patch := client.MergeFrom(lease.DeepCopy())
+	lease.Spec.LeaseDurationSeconds = &want
+	if err := m.Client.Patch(ctx, lease, patch, client.FieldOwner(HealthFieldManager)); err != nil {
+		return err
+	}
+	m.heartbeats.wrote(lease.Name, before, lease.ResourceVersion)
+	return nil
 }
 
 // fleet says how many clusters are unreachable, from the heartbeats the monitor saw, and how long the hub
@@ -244,6 +267,9 @@ type heartbeat struct {
 	changed bool
 	// lost says the cluster was judged unreachable before the hub started and has not renewed since.
 	lost bool
+	// hubWrote is the version the hub's own write of the Lease replaced: a cache that has not caught up with
+	// that write shows it, and it is no heartbeat either.
+	hubWrote string
 }
 
 // observe records the Lease version of a cluster seen at now and returns what the hub knows of its heartbeat.
@@ -254,11 +280,22 @@ func (h *heartbeats) observe(cluster, version string, now time.Time) heartbeat {
 	switch {
 	case !known:
 		hb = heartbeat{version: version, observed: now}
-	case hb.version != version:
+	case hb.version != version && version != hb.hubWrote:
 		hb = heartbeat{version: version, observed: now, changed: true}
 	}
 	h.seen[cluster] = hb
 	return hb
+}
+
+// wrote records that the hub itself changed a cluster's Lease from version before to after: neither is a
+// heartbeat when seen next.
+func (h *heartbeats) wrote(cluster, before, after string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hb, ok := h.seen[cluster]; ok {
+		hb.version, hb.hubWrote = after, before
+		h.seen[cluster] = hb
+	}
 }
 
 // lose records that a cluster's Lease, unchanged since the hub started, is no heartbeat.

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
@@ -116,5 +118,45 @@ func TestHeartbeatsFollowTheHubsClock(t *testing.T) {
 	h.forget("a")
 	if hb := h.observe("a", "2", start.Add(time.Hour)); hb.changed || !hb.observed.Equal(start.Add(time.Hour)) {
 		t.Fatalf("a forgotten cluster is seen anew: %+v", hb)
+	}
+}
+
+// TestTheHubsOwnLeaseWriteIsNoHeartbeat: the health monitor sets a Lease's duration; neither the version its
+// write makes nor the one it replaced (a cache behind the write still shows it) counts as a renewal, and the
+// agent's next renewal does.
+func TestTheHubsOwnLeaseWriteIsNoHeartbeat(t *testing.T) {
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	h := heartbeats{seen: map[string]heartbeat{}}
+	h.observe("a", "1", start)
+	h.observe("a", "2", start.Add(5*time.Second)) // a renewal, seen at 5 s
+	h.wrote("a", "2", "3")
+	for _, version := range []string{"3", "2", "3"} {
+		if hb := h.observe("a", version, start.Add(30*time.Second)); !hb.observed.Equal(start.Add(5 * time.Second)) {
+			t.Fatalf("version %s after the hub's write: last heartbeat seen at %s, want 5s", version, hb.observed.Sub(start))
+		}
+	}
+	if hb := h.observe("a", "4", start.Add(40*time.Second)); !hb.changed || !hb.observed.Equal(start.Add(40*time.Second)) {
+		t.Fatalf("the agent's renewal after the hub's write: %+v, want seen at 40s", hb)
+	}
+	if hb := h.observe("a", "2", start.Add(50*time.Second)); !hb.observed.Equal(start.Add(50 * time.Second)) {
+		t.Fatal("an older version seen after a renewal is a change like any other")
+	}
+}
+
+func TestRenewalPeriod(t *testing.T) {
+	for _, tt := range []struct{ grace, want time.Duration }{
+		{20 * time.Second, 10 * time.Second}, {40 * time.Second, 10 * time.Second},
+		{160 * time.Second, 40 * time.Second}, {10 * time.Minute, 150 * time.Second},
+	} {
+		if got := RenewalPeriod(tt.grace); got != tt.want {
+			t.Errorf("RenewalPeriod(%s) = %s, want %s", tt.grace, got, tt.want)
+		}
+		lease := &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To(int32(tt.grace / time.Second))}}
+		if got := LeasePeriod(lease); got != tt.want {
+			t.Errorf("LeasePeriod(a Lease of %s) = %s, want %s", tt.grace, got, tt.want)
+		}
+	}
+	if got := LeasePeriod(&coordinationv1.Lease{}); got != HeartbeatPeriod {
+		t.Errorf("a Lease without a duration is renewed every %s, want %s", got, HeartbeatPeriod)
 	}
 }

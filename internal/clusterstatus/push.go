@@ -26,10 +26,10 @@ const (
 	ReasonCredentialsInvalid = "CredentialsInvalid"
 )
 
-// PushReporter does for Push clusters what the agent does for Pull ones: every HeartbeatPeriod it reaches
-// the member with the credentials in the cluster's Secret, renews the Lease and applies the status facts
-// (PushFieldManager). It also owns the CredentialsValid condition, applied on its own (CredentialsFieldManager)
-// so that a cluster whose credentials fail keeps its last reported facts.
+// PushReporter does for Push clusters what the agent does for Pull ones: every heartbeat (RenewalPeriod) it
+// reaches the member with the credentials in the cluster's Secret, renews the Lease and applies the status
+// facts (PushFieldManager). It also owns the CredentialsValid condition, applied on its own
+// (CredentialsFieldManager) so that a cluster whose credentials fail keeps its last reported facts.
 type PushReporter struct {
 	Client client.Client
 	// Secrets reads credentials straight from the API server, so the hub caches no Secrets.
@@ -68,19 +68,21 @@ func (r *PushReporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			return ctrl.Result{}, err
 		}
 	}
+	period := HeartbeatPeriod
 	if err == nil {
 		var member kubernetes.Interface
 		if member, err = kubernetes.NewForConfig(cfg); err == nil {
 			reporter := &Reporter{Hub: r.Client, Member: member, Cluster: cluster.Name, Holder: r.Holder, AgentVersion: r.Version,
 				FieldManager: PushFieldManager}
 			err = reporter.ReportOnce(ctx)
+			period = reporter.Period()
 		}
 	}
 	if err != nil {
 		// An unreachable member gets no heartbeat; the health monitor turns it Unknown after the grace period.
 		ctrl.LoggerFrom(ctx).Info("push cluster not reported", "cluster", cluster.Name, "error", err.Error())
 	}
-	return ctrl.Result{RequeueAfter: HeartbeatPeriod}, nil
+	return ctrl.Result{RequeueAfter: period}, nil
 }
 
 // setCredentialsCondition records whether the cluster's credentials can be used (invalid nil: they can), with

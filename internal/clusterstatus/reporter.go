@@ -8,6 +8,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -18,8 +19,24 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
-// HeartbeatPeriod is how often a reporter renews the Lease and looks at the member.
+// HeartbeatPeriod is the shortest time between two heartbeats of a cluster, and the period when its Lease
+// has no duration yet. The health monitor sets each Lease's duration to the hub's grace period, and a
+// reporter renews the Lease and looks at the member every quarter of that (RenewalPeriod): every 10 s with
+// the default grace period of 40 s, every 40 s for a fleet whose hub runs with --cluster-grace-period 160s.
 const HeartbeatPeriod = 10 * time.Second
+
+// RenewalPeriod is how often a cluster's Lease is renewed when the hub judges the cluster unreachable after
+// grace without a renewal: a quarter of it, so that three renewals may be lost first, and never more often
+// than HeartbeatPeriod.
+func RenewalPeriod(grace time.Duration) time.Duration { return max(HeartbeatPeriod, grace/4) }
+
+// LeasePeriod is the renewal period of a Lease, from the duration the hub set on it.
+func LeasePeriod(lease *coordinationv1.Lease) time.Duration {
+	if lease == nil || lease.Spec.LeaseDurationSeconds == nil {
+		return HeartbeatPeriod
+	}
+	return RenewalPeriod(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
+}
 
 // Reporter speaks for one member: it renews the cluster's Lease on the hub while the member answers, and
 // applies the cluster's status facts when something in them changed (owners.go says who owns what). One
@@ -52,21 +69,27 @@ type Reporter struct {
 // without the reporter's knowing (a hub restored from a backup, say).
 const StatusRereadEvery = 6
 
-// Run reports every HeartbeatPeriod until ctx ends. Errors are logged and retried next period.
+// Run reports every Period until ctx ends. Errors are logged and retried next period.
 func (r *Reporter) Run(ctx context.Context) {
-	tick := time.NewTicker(HeartbeatPeriod)
-	defer tick.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
-		if err := r.ReportOnce(ctx); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "reporting cluster status", "cluster", r.Cluster)
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-timer.C:
 		}
+		start := time.Now()
+		if err := r.ReportOnce(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "reporting cluster status", "cluster", r.Cluster)
+		}
+		timer.Reset(r.Period() - time.Since(start))
 	}
 }
+
+// Period is how long after a report the next one is due: LeasePeriod of the Lease as last renewed
+// (HeartbeatPeriod after a failed renewal).
+func (r *Reporter) Period() time.Duration { return LeasePeriod(r.lease) }
 
 // ReportOnce collects the member's status, renews the Lease, and writes the status facts if they changed. A
 // member that does not answer gets no heartbeat, so the hub sees it as unreachable.
@@ -143,9 +166,18 @@ func withLastKnown(discovered, last []clusterv1alpha1.APIEnablement) []clusterv1
 	return out
 }
 
-// renewLease updates the Lease as last renewed, and reads it first only when the last renewal failed (a
-// conflict, say) or there was none.
+// renewLease updates the Lease as last renewed, and reads it first only when there was none or the last
+// renewal failed. A renewal refused because the Lease changed since (the hub set its duration) is made again
+// at once, from the Lease read again.
 func (r *Reporter) renewLease(ctx context.Context) error {
+	err := r.renew(ctx)
+	if apierrors.IsConflict(err) {
+		err = r.renew(ctx)
+	}
+	return err
+}
+
+func (r *Reporter) renew(ctx context.Context) error {
 	if r.lease == nil {
 		lease := &coordinationv1.Lease{}
 		key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(r.Cluster), Name: r.Cluster}
@@ -155,7 +187,6 @@ func (r *Reporter) renewLease(ctx context.Context) error {
 		r.lease = lease
 	}
 	r.lease.Spec.HolderIdentity = ptr.To(r.Holder)
-	r.lease.Spec.LeaseDurationSeconds = ptr.To(int32(HeartbeatPeriod.Seconds() * 4))
 	r.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 	if err := r.Hub.Update(ctx, r.lease); err != nil {
 		r.lease = nil

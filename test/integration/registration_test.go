@@ -434,9 +434,29 @@ func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 	if counted.reads == 0 {
 		t.Fatal("the first report read nothing from the hub: the count of reads below proves nothing")
 	}
+	// The health monitor sets the Lease's duration to the hub's grace period (40 s here): the reporter renews
+	// every quarter of it. A renewal from the Lease read before that write is refused and made again at once.
+	testenv.Eventually(t, time.Minute, "the hub sets the Lease's duration", func() error {
+		if err := env.Client.Get(ctx, leaseKey, lease); err != nil {
+			return err
+		}
+		if d := ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); d != 40 {
+			return fmt.Errorf("leaseDurationSeconds %d, want 40", d)
+		}
+		return nil
+	})
+	if err := r.ReportOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.Period() != 10*time.Second {
+		t.Fatalf("the reporter reports every %s under a grace period of 40 s, want 10s", r.Period())
+	}
+	if err := env.Client.Get(ctx, leaseKey, lease); err != nil {
+		t.Fatal(err)
+	}
 	// A heartbeat of an unchanged member costs the hub one request, the Lease's renewal, until the reporter
-	// reads the Cluster again after statusRereadEvery (6) reports.
-	for report := 2; report <= 7; report++ {
+	// reads the Cluster again, StatusRereadEvery (6) reports after it first read it.
+	for report := 3; report <= 7; report++ {
 		counted.n, counted.reads, counted.writes = 0, 0, 0
 		if err := r.ReportOnce(ctx); err != nil {
 			t.Fatal(err)
@@ -448,7 +468,7 @@ func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 			t.Fatalf("report %d: %d writes, want 1 (the Lease's renewal)", report, counted.writes)
 		}
 		wantReads := 0
-		if report == 7 {
+		if report == 1+clusterstatus.StatusRereadEvery {
 			wantReads = 1 // the Cluster, read again
 		}
 		if counted.reads != wantReads {
@@ -462,24 +482,38 @@ func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 	if !renewed.Spec.RenewTime.After(lease.Spec.RenewTime.Time) {
 		t.Fatal("the Lease was not renewed")
 	}
-	// A renewal refused (here: the Lease changed behind the reporter's back) is retried with the Lease read
-	// again, and the report after that renews it.
+	// A Lease changed behind the reporter's back is read again and renewed in the same report.
 	renewed.Spec.HolderIdentity = ptr.To("someone-else")
 	if err := env.Client.Update(ctx, renewed); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.ReportOnce(ctx); !apierrors.IsConflict(err) {
-		t.Fatalf("renewing a Lease changed since: %v, want a conflict", err)
-	}
+	counted.reads, counted.writes = 0, 0
 	if err := r.ReportOnce(ctx); err != nil {
-		t.Fatalf("the report after a refused renewal: %v", err)
+		t.Fatalf("renewing a Lease changed since: %v", err)
+	}
+	if counted.reads != 1 || counted.writes != 2 {
+		t.Fatalf("renewing a Lease changed since: %d reads and %d writes, want 1 and 2 (refused, read, renewed)", counted.reads, counted.writes)
 	}
 	if err := env.Client.Get(ctx, leaseKey, renewed); err != nil {
 		t.Fatal(err)
 	}
 	if ptr.Deref(renewed.Spec.HolderIdentity, "") != "agent-self" {
-		t.Fatalf("the Lease is held by %q after the retry, want agent-self", ptr.Deref(renewed.Spec.HolderIdentity, ""))
+		t.Fatalf("the Lease is held by %q after the report, want agent-self", ptr.Deref(renewed.Spec.HolderIdentity, ""))
 	}
+	// A duration someone else set is put back by the health monitor, whose grace period is 40 s.
+	renewed.Spec.LeaseDurationSeconds = ptr.To[int32](160)
+	if err := env.Client.Update(ctx, renewed); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the hub sets the Lease's duration back", func() error {
+		if err := env.Client.Get(ctx, leaseKey, renewed); err != nil {
+			return err
+		}
+		if d := ptr.Deref(renewed.Spec.LeaseDurationSeconds, 0); d != 40 {
+			return fmt.Errorf("leaseDurationSeconds %d, want 40", d)
+		}
+		return nil
+	})
 }
 
 // clusterWrites counts the requests a client makes: n the writes of Cluster objects and their status,
