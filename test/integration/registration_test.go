@@ -436,15 +436,17 @@ func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 	}
 	// The health monitor sets the Lease's duration to the hub's grace period (40 s here): the reporter renews
 	// every quarter of it. A renewal from the Lease read before that write is refused and made again at once.
-	testenv.Eventually(t, time.Minute, "the hub sets the Lease's duration", func() error {
-		if err := env.Client.Get(ctx, leaseKey, lease); err != nil {
+	durationIsTheGracePeriod := func() error {
+		current := &coordinationv1.Lease{}
+		if err := env.Client.Get(ctx, leaseKey, current); err != nil {
 			return err
 		}
-		if d := ptr.Deref(lease.Spec.LeaseDurationSeconds, 0); d != 40 {
+		if d := ptr.Deref(current.Spec.LeaseDurationSeconds, 0); d != 40 {
 			return fmt.Errorf("leaseDurationSeconds %d, want 40", d)
 		}
 		return nil
-	})
+	}
+	testenv.Eventually(t, time.Minute, "the hub sets the Lease's duration", durationIsTheGracePeriod)
 	if err := r.ReportOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -505,15 +507,7 @@ func TestReporterWritesStatusOnlyWhenItChanges(t *testing.T) {
 	if err := env.Client.Update(ctx, renewed); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, "the hub sets the Lease's duration back", func() error {
-		if err := env.Client.Get(ctx, leaseKey, renewed); err != nil {
-			return err
-		}
-		if d := ptr.Deref(renewed.Spec.LeaseDurationSeconds, 0); d != 40 {
-			return fmt.Errorf("leaseDurationSeconds %d, want 40", d)
-		}
-		return nil
-	})
+	testenv.Eventually(t, time.Minute, "the hub sets the Lease's duration back", durationIsTheGracePeriod)
 }
 
 // clusterWrites counts the requests a client makes: n the writes of Cluster objects and their status,
