@@ -63,13 +63,11 @@ type Controller[T binding] struct {
 	namespaced bool
 	cache      cache.Cache
 	ctrl       controller.Controller
+	created    createdWorks
 
 	mu sync.Mutex
 	// watched are the template kinds (under the version bindings name them) this controller watches.
 	watched map[schema.GroupVersionKind]bool
-	// uncached are the Works this controller created that its cache has not shown it yet: a render that
-	// comes before the cache catches up reads them from the API server instead of creating them again.
-	uncached map[client.ObjectKey]bool
 }
 
 // renderManager is the field manager of what the render controller writes.

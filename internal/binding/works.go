@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -111,8 +112,8 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	err = r.Client.Get(ctx, key, work)
 	switch {
 	case err == nil:
-		r.created(key, false) // cached at last, if this controller created it
-	case apierrors.IsNotFound(err) && r.createdUncached(key):
+		r.created.cached(key)
+	case apierrors.IsNotFound(err) && r.created.has(key):
 		// Created by an earlier render the cache has not caught up with: read it from the API server rather
 		// than be refused a second create.
 		err = r.Reader.Get(ctx, key, work)
@@ -125,7 +126,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		}
 		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
 			if err == nil {
-				r.created(key, true)
+				r.created.add(key)
 				metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
 			}
 			return err
@@ -155,25 +156,33 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	return nil
 }
 
-// created records that this controller created a Work (true), or that the cache now holds it (false).
-func (r *Controller[T]) created(key client.ObjectKey, created bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !created {
-		delete(r.uncached, key)
-		return
-	}
-	if r.uncached == nil {
-		r.uncached = map[client.ObjectKey]bool{}
-	}
-	r.uncached[key] = true
+// createdWorks are the Works the render controller created that its cache has not shown it yet: a render
+// that comes before the cache catches up reads them from the API server instead of creating them again.
+type createdWorks struct {
+	mu   sync.Mutex
+	keys map[client.ObjectKey]bool
 }
 
-// createdUncached says whether this controller created a Work the cache has not shown it yet.
-func (r *Controller[T]) createdUncached(key client.ObjectKey) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.uncached[key]
+func (c *createdWorks) add(key client.ObjectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.keys == nil {
+		c.keys = map[client.ObjectKey]bool{}
+	}
+	c.keys[key] = true
+}
+
+// cached forgets a Work the cache now holds.
+func (c *createdWorks) cached(key client.ObjectKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.keys, key)
+}
+
+func (c *createdWorks) has(key client.ObjectKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keys[key]
 }
 
 // encodeManifests encodes rendered manifests as the API server stores them, so that an unchanged Work
