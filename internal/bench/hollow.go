@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -49,7 +48,7 @@ type hollowAgent struct {
 
 	mu      sync.Mutex
 	healthy bool
-	lease   *coordinationv1.Lease
+	leases  *clusterstatus.LeaseRenewer
 }
 
 // hollowMapper knows the few kinds a hollow agent uses, so that a thousand agents do not each read the hub's
@@ -94,7 +93,8 @@ func joinHollow(ctx context.Context, hub hubAccess, dir, name string, kinds holl
 	if err != nil {
 		return nil, err
 	}
-	return &hollowAgent{name: name, client: c, works: works, queue: make(chan string, 1024), healthy: true}, nil
+	return &hollowAgent{name: name, client: c, works: works, queue: make(chan string, 1024), healthy: true,
+		leases: &clusterstatus.LeaseRenewer{Hub: c, Cluster: name, Holder: "hollow-agent:" + name}}, nil
 }
 
 // start reports once, then keeps the heartbeat and the Work acknowledgements going until ctx ends.
@@ -134,7 +134,7 @@ func (a *hollowAgent) start(ctx context.Context) error {
 					_ = a.client.Get(ctx, client.ObjectKey{Name: a.name}, &clusterv1alpha1.Cluster{})
 				}
 				a.mu.Lock()
-				period := clusterstatus.LeasePeriod(a.lease)
+				period := a.leases.Period()
 				a.mu.Unlock()
 				timer.Reset(period)
 			}
@@ -157,11 +157,7 @@ func (a *hollowAgent) firstHeartbeat(ctx context.Context) error {
 func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	err := a.renew(ctx)
-	if apierrors.IsConflict(err) {
-		err = a.renew(ctx) // the hub set the Lease's duration: renew the Lease read again, as a real agent does
-	}
-	if err != nil || !report {
+	if err := a.leases.Renew(ctx); err != nil || !report {
 		return err
 	}
 	cluster := &clusterv1alpha1.Cluster{}
@@ -184,24 +180,6 @@ func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 	}}
 	// An agent may patch its Cluster's status, not replace it.
 	return a.client.Status().Patch(ctx, cluster, client.MergeFrom(original))
-}
-
-// renew updates the Lease as last renewed, read first when there is none.
-func (a *hollowAgent) renew(ctx context.Context) error {
-	if a.lease == nil {
-		a.lease = &coordinationv1.Lease{}
-		if err := a.client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(a.name), Name: a.name}, a.lease); err != nil {
-			a.lease = nil
-			return err
-		}
-	}
-	a.lease.Spec.HolderIdentity = ptr.To("hollow-agent:" + a.name)
-	a.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if err := a.client.Update(ctx, a.lease); err != nil {
-		a.lease = nil // read it again next time
-		return err
-	}
-	return nil
 }
 
 // setHealthy changes what the agent reports and reports it at once.

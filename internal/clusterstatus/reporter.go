@@ -6,37 +6,15 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
-
-// HeartbeatPeriod is the shortest time between two heartbeats of a cluster, and the period when its Lease
-// has no duration yet. The health monitor sets each Lease's duration to the hub's grace period, and a
-// reporter renews the Lease and looks at the member every quarter of that (RenewalPeriod): every 10 s with
-// the default grace period of 40 s, every 40 s for a fleet whose hub runs with --cluster-grace-period 160s.
-const HeartbeatPeriod = 10 * time.Second
-
-// RenewalPeriod is how often a cluster's Lease is renewed when the hub judges the cluster unreachable after
-// grace without a renewal: a quarter of it, so that three renewals may be lost first, and never more often
-// than HeartbeatPeriod.
-func RenewalPeriod(grace time.Duration) time.Duration { return max(HeartbeatPeriod, grace/4) }
-
-// LeasePeriod is the renewal period of a Lease, from the duration the hub set on it.
-func LeasePeriod(lease *coordinationv1.Lease) time.Duration {
-	if lease == nil || lease.Spec.LeaseDurationSeconds == nil {
-		return HeartbeatPeriod
-	}
-	return RenewalPeriod(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second)
-}
 
 // Reporter speaks for one member: it renews the cluster's Lease on the hub while the member answers, and
 // applies the cluster's status facts when something in them changed (owners.go says who owns what). One
@@ -54,8 +32,8 @@ type Reporter struct {
 	// Push clusters).
 	FieldManager string
 
-	// lease is the Lease as last renewed: the next renewal updates it without reading it first.
-	lease *coordinationv1.Lease
+	// leases renews the cluster's Lease; made on the first report.
+	leases *LeaseRenewer
 	// known is the cluster's status as last read from the hub or applied there, and sinceRead counts the
 	// reports since it was read.
 	known     *clusterv1alpha1.ClusterStatus
@@ -87,9 +65,13 @@ func (r *Reporter) Run(ctx context.Context) {
 	}
 }
 
-// Period is how long after a report the next one is due: LeasePeriod of the Lease as last renewed
-// (HeartbeatPeriod after a failed renewal).
-func (r *Reporter) Period() time.Duration { return LeasePeriod(r.lease) }
+// Period is how long after a report the next one is due: the Lease's renewal period.
+func (r *Reporter) Period() time.Duration {
+	if r.leases == nil {
+		return HeartbeatPeriod
+	}
+	return r.leases.Period()
+}
 
 // ReportOnce collects the member's status, renews the Lease, and writes the status facts if they changed. A
 // member that does not answer gets no heartbeat, so the hub sees it as unreachable.
@@ -98,7 +80,10 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.renewLease(ctx); err != nil {
+	if r.leases == nil {
+		r.leases = &LeaseRenewer{Hub: r.Hub, Cluster: r.Cluster, Holder: r.Holder}
+	}
+	if err := r.leases.Renew(ctx); err != nil {
 		return err
 	}
 	current, err := r.currentStatus(ctx)
@@ -164,33 +149,4 @@ func withLastKnown(discovered, last []clusterv1alpha1.APIEnablement) []clusterv1
 	}
 	slices.SortFunc(out, func(a, b clusterv1alpha1.APIEnablement) int { return strings.Compare(a.GroupVersion, b.GroupVersion) })
 	return out
-}
-
-// renewLease updates the Lease as last renewed, and reads it first only when there was none or the last
-// renewal failed. A renewal refused because the Lease changed since (the hub set its duration) is made again
-// at once, from the Lease read again.
-func (r *Reporter) renewLease(ctx context.Context) error {
-	err := r.renew(ctx)
-	if apierrors.IsConflict(err) {
-		err = r.renew(ctx)
-	}
-	return err
-}
-
-func (r *Reporter) renew(ctx context.Context) error {
-	if r.lease == nil {
-		lease := &coordinationv1.Lease{}
-		key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(r.Cluster), Name: r.Cluster}
-		if err := r.Hub.Get(ctx, key, lease); err != nil {
-			return err
-		}
-		r.lease = lease
-	}
-	r.lease.Spec.HolderIdentity = ptr.To(r.Holder)
-	r.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if err := r.Hub.Update(ctx, r.lease); err != nil {
-		r.lease = nil
-		return err
-	}
-	return nil
 }
