@@ -9,7 +9,9 @@ import (
 	"slices"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/authorization/union"
 	"k8s.io/apiserver/pkg/endpoints/request"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -88,12 +90,13 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 }
 
 // runAPIServer completes and validates the options, then serves until ctx ends. It is kube-apiserver's own
-// Run (options → Config → server chain) with two steps added: the aggregator resolves localServices itself,
-// and handlers (path prefix → handler) are mounted on the server's non-REST mux before it runs: they are
-// served on the secure port behind the whole filter chain (authentication, audit, impersonation, priority
-// and fairness, authorization as non-resource URLs), with the requester's user.Info in the request's context.
-// Requests to the streams paths are long-running.
-func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, localServices map[string]*url.URL, handlers map[string]http.Handler, streams []string) error {
+// Run (options → Config → server chain) with c's additions: c.Authorizer goes first in the authorizer chain,
+// the aggregator resolves c.LocalServices itself, and c.Handlers (path prefix → handler) are mounted on the
+// server's non-REST mux before it runs: they are served on the secure port behind the whole filter chain
+// (authentication, audit, impersonation, priority and fairness, authorization as non-resource URLs), with the
+// requester's user.Info in the request's context. Requests to the c.Streams paths are long-running.
+func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, c *Config) error {
+	localServices, handlers, streams := c.LocalServices, c.Handlers, c.Streams
 	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		return fmt.Errorf("kube-apiserver feature gates: %w", err)
 	}
@@ -113,6 +116,18 @@ func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, loc
 	config, err := apiserverapp.NewConfig(completed)
 	if err != nil {
 		return err
+	}
+	if c.Authorizer != nil {
+		// Each server of the chain keeps the authorizer it was configured with: the aggregator's filters
+		// authorize requests, the kube-apiserver's answers SubjectAccessReviews.
+		for _, g := range []*genericapiserver.Config{config.KubeAPIs.ControlPlane.Generic, &config.Aggregator.GenericConfig.Config, &config.ApiExtensions.GenericConfig.Config} {
+			if g.Authorization.Authorizer, err = union.New(
+				union.NamedAuthorizer{AuthorizerName: "flotilla", Authorizer: c.Authorizer},
+				union.NamedAuthorizer{AuthorizerName: "kube-apiserver", Authorizer: g.Authorization.Authorizer},
+			); err != nil {
+				return err
+			}
+		}
 	}
 	if len(localServices) != 0 {
 		config.Aggregator.ExtraConfig.ServiceResolver = &localResolver{local: localServices, delegate: config.Aggregator.ExtraConfig.ServiceResolver}

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -80,6 +81,9 @@ type Config struct {
 	// URL (the admin), for measuring the control plane. Off by default: the profiles show the process's
 	// goroutine stacks and allocation sites to whoever may read them, and a CPU profile costs CPU while it runs.
 	Profiling bool
+	// Authorizer, when set, is asked about every request before the Node and RBAC authorizers; what it has no
+	// opinion on, they decide. The hub's authorizer of agents (registration.AgentAuthorizer) is one.
+	Authorizer authorizer.Authorizer
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }
@@ -188,7 +192,7 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
 	go func() {
 		defer close(cp.apiServerDone)
-		if err := runAPIServer(apiCtx, opts, c.LocalServices, c.Handlers, c.Streams); err != nil && apiCtx.Err() == nil {
+		if err := runAPIServer(apiCtx, opts, &c); err != nil && apiCtx.Err() == nil {
 			cp.failed <- fmt.Errorf("kube-apiserver: %w", err)
 		}
 	}()

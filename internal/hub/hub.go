@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -64,6 +65,8 @@ type Hub struct {
 	proxyServer *proxy.Server
 	// pullBackend reaches pull members for the proxy; nil: they answer 503, no tunnel.
 	pullBackend proxy.Backend
+	// agents decides, in the embedded hub's API server, what agents may do with their own Cluster.
+	agents registration.AgentAuthorizer
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
@@ -119,6 +122,9 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 			return nil, err
 		}
 		if err := h.startProxy(ctx); err != nil {
+			return nil, err
+		}
+		if err := h.authorizeAgents(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -193,6 +199,7 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		SigningDuration: o.MaxAgentCertTTL,
 		Progress:        progress,
 		Profiling:       o.Profiling,
+		Authorizer:      authorizer.AuthorizerFunc(h.agents.Authorize),
 	}
 	if o.Dashboard {
 		cfg.Handlers = map[string]http.Handler{dashboard.Prefix: &h.dashboard}
@@ -346,6 +353,17 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return mgr, nil
+}
+
+// authorizeAgents lets the API server's AgentAuthorizer decide by the proxy's cache of Clusters, and says
+// so on the system namespace, so registrations bind no ClusterRole per agent.
+func (h *Hub) authorizeAgents(ctx context.Context) error {
+	c, err := client.New(h.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	h.agents.Use(h.proxyCache, c)
+	return registration.AuthorizeAgentsInHub(ctx, c)
 }
 
 // publishForAgents publishes the hub's address and CA for agents' discovery, and lets bootstrap tokens file

@@ -18,8 +18,10 @@ import (
 // EnsureClusterObjects creates what a registered cluster needs on the hub: the Cluster (when missing), its
 // namespace flotilla-cluster-NAME, its Lease, and, for Pull clusters, RBAC that lets the agent identity do
 // exactly this: read Works and write their status in its namespace, renew its Lease, record events there,
-// read its export requests and write its EndpointSlice reports there, read its Cluster and write its status.
-// Everything is owned by the Cluster, so deleting the Cluster removes it all.
+// read its export requests and write its EndpointSlice reports there. What it may do with its own Cluster
+// (read it, apply its status, open its tunnel) the hub's AgentAuthorizer decides, or, on a hub without one,
+// a ClusterRole and ClusterRoleBinding of its own. Everything is owned by the Cluster, so deleting the
+// Cluster removes it all.
 func EnsureClusterObjects(ctx context.Context, c client.Client, desired *clusterv1alpha1.Cluster) (*clusterv1alpha1.Cluster, error) {
 	cluster := &clusterv1alpha1.Cluster{}
 	err := c.Get(ctx, client.ObjectKey{Name: desired.Name}, cluster)
@@ -30,12 +32,13 @@ func EnsureClusterObjects(ctx context.Context, c client.Client, desired *cluster
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", desired.Name, err)
 	}
-	return cluster, ensureOwnedObjects(ctx, c, cluster)
+	return cluster, ensureOwnedObjects(ctx, c, c, cluster)
 }
 
 // ensureOwnedObjects creates a Cluster's namespace and Lease and binds its agent RBAC to the Cluster's
-// current agent user (CurrentAgentUser), replacing the subject of an earlier registration.
-func ensureOwnedObjects(ctx context.Context, c client.Client, cluster *clusterv1alpha1.Cluster) error {
+// current agent user (CurrentAgentUser), replacing the subject of an earlier registration. reader, not a
+// cache, tells whether the hub authorizes agents itself.
+func ensureOwnedObjects(ctx context.Context, c client.Client, reader client.Reader, cluster *clusterv1alpha1.Cluster) error {
 	owner := []metav1.OwnerReference{{
 		APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
 	}}
@@ -52,8 +55,11 @@ func ensureOwnedObjects(ctx context.Context, c client.Client, cluster *clusterv1
 	}
 	var rbac []client.Object
 	if cluster.Spec.SyncMode == clusterv1alpha1.Pull {
-		roles, bindings := agentRBAC(cluster.Name, CurrentAgentUser(cluster), owner)
-		rbac = append(roles, bindings...)
+		authorized, err := hubAuthorizesAgents(ctx, reader)
+		if err != nil {
+			return err
+		}
+		rbac = agentRBAC(cluster.Name, CurrentAgentUser(cluster), owner, !authorized)
 	}
 	for _, o := range objs {
 		if err := createIfMissing(ctx, c, o); err != nil {
@@ -70,12 +76,18 @@ func ensureOwnedObjects(ctx context.Context, c client.Client, cluster *clusterv1
 	return nil
 }
 
-// agentRBAC returns the roles of a cluster's agent and the bindings that give them to user.
-func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bindings []client.Object) {
-	name, ns := "flotilla:agent:"+cluster, clusterv1alpha1.ClusterNamespace(cluster)
+// agentRBACPrefix starts the name of an agent's ClusterRole and ClusterRoleBinding; the cluster's name ends
+// it.
+const agentRBACPrefix = "flotilla:agent:"
+
+// agentRBAC returns the roles of a cluster's agent and the bindings that give them to user: a Role in the
+// cluster's namespace and, with ownCluster, a ClusterRole for what the AgentAuthorizer would otherwise allow.
+// Roles come before the bindings that name them.
+func agentRBAC(cluster, user string, owner []metav1.OwnerReference, ownCluster bool) []client.Object {
+	name, ns := agentRBACPrefix+cluster, clusterv1alpha1.ClusterNamespace(cluster)
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
 	work := workv1alpha1.GroupVersion.Group
-	roles = []client.Object{
+	objs := []client.Object{
 		&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
 			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
@@ -91,25 +103,26 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 					Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			},
 		},
-		&rbacv1.ClusterRole{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
-			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owner},
-			Rules: []rbacv1.PolicyRule{
-				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get"}},
-				// patch: the agent applies the status facts it owns (server-side apply), never a whole status.
-				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"patch"}},
-				// create: the agent opens its tunnel with an upgraded POST on its own cluster's connect
-				// subresource of the hub's aggregated proxy API (internal/tunnel).
-				{APIGroups: []string{proxyGroup}, Resources: []string{"clusters/attach"}, ResourceNames: []string{cluster}, Verbs: []string{"create"}},
-			},
-		},
-	}
-	bindings = []client.Object{
 		&rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "flotilla:agent"},
 			Subjects:   subjects,
+		},
+	}
+	if !ownCluster {
+		return objs
+	}
+	// The rules of AgentAuthorizer's ownClusterRequest, for this cluster only.
+	return append(objs,
+		&rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owner},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get"}},
+				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"patch"}},
+				{APIGroups: []string{proxyGroup}, Resources: []string{"clusters/attach"}, ResourceNames: []string{cluster}, Verbs: []string{"create"}},
+			},
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
@@ -117,8 +130,7 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference) (roles, bind
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 			Subjects:   subjects,
 		},
-	}
-	return roles, bindings
+	)
 }
 
 // proxyGroup is the hub's aggregated API group whose clusters/attach subresource agents open their tunnel on.

@@ -75,8 +75,8 @@ func ClusterOfUser(user string) (string, bool) {
 	return cluster, ok
 }
 
-// CurrentAgentUser is the user name of a Pull Cluster's current agent: the one its RBAC is bound to and the
-// only one whose renewals are approved.
+// CurrentAgentUser is the user name of a Pull Cluster's current agent: the one its RBAC is bound to, the
+// only one AgentAuthorizer allows and the only one whose renewals are approved.
 func CurrentAgentUser(cluster *clusterv1alpha1.Cluster) string {
 	if user := cluster.Annotations[clusterv1alpha1.AnnotationAgentUser]; user != "" {
 		return user

@@ -86,7 +86,7 @@ func register(ctx context.Context, c client.Client, reader client.Reader, r join
 			return nil, fmt.Errorf("re-registering cluster %s: %w", cluster.Name, err)
 		}
 	}
-	if err := ensureOwnedObjects(ctx, c, cluster); err != nil {
+	if err := ensureOwnedObjects(ctx, c, reader, cluster); err != nil {
 		return nil, err
 	}
 	current := &clusterv1alpha1.Cluster{}

@@ -94,8 +94,9 @@ func (r *Registry) DialContext(cluster string) func(ctx context.Context, network
 var clustersResource = schema.GroupResource{Group: Group, Resource: "clusters"}
 
 // Authorize returns nil when u may open cluster's tunnel: cluster is a Pull cluster and u is its current
-// agent (registration.CurrentAgentUser), in the agents' group. RBAC lets only that user through the hub's
-// API server already; this check keeps a mistaken role binding from handing a tunnel to anyone else.
+// agent (registration.CurrentAgentUser), in the agents' group. The hub's API server lets only that user
+// through already (registration.AgentAuthorizer); this check keeps a mistaken role binding from handing a
+// tunnel to anyone else.
 func Authorize(ctx context.Context, hub client.Reader, u user.Info, cluster string) error {
 	c := &clusterv1alpha1.Cluster{}
 	if err := hub.Get(ctx, client.ObjectKey{Name: cluster}, c); apierrors.IsNotFound(err) {

@@ -13,6 +13,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -194,6 +195,54 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 		if err := do(); !apierrors.IsForbidden(err) {
 			t.Errorf("agent of iso-a may %s: got %v, want Forbidden", what, err)
 		}
+	}
+
+	// The hub's own authorizer gave the agent its rights on its Cluster: no ClusterRoleBinding per agent.
+	for _, obj := range []client.Object{&rbacv1.ClusterRoleBinding{}, &rbacv1.ClusterRole{}} {
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "flotilla:agent:iso-a"}, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T flotilla:agent:iso-a on a hub that authorizes agents itself: %v, want NotFound", obj, err)
+		}
+	}
+}
+
+// TestHubRemovesAgentClusterRolesOfEarlierVersions: the ClusterRole and ClusterRoleBinding per agent that
+// registrations made before the hub authorized agents itself are removed when the hub starts; a binding of
+// the same name that a Cluster does not own is left alone.
+func TestHubRemovesAgentClusterRolesOfEarlierVersions(t *testing.T) {
+	ctx := context.Background()
+	cluster, err := registration.EnsureClusterObjects(ctx, env.Client, &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "legacy-rbac"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, cluster) })
+	owner := []metav1.OwnerReference{{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID}}
+	roleRef := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "flotilla:agent:legacy-rbac"}
+	earlier := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent:legacy-rbac", OwnerReferences: owner}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent:legacy-rbac", OwnerReferences: owner}, RoleRef: roleRef},
+	}
+	someoneElses := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent:not-a-cluster"}, RoleRef: roleRef}
+	for _, obj := range append(earlier, someoneElses) {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, someoneElses) })
+
+	if err := registration.AuthorizeAgentsInHub(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range earlier {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s of an earlier registration: %v, want NotFound", obj, obj.GetName(), err)
+		}
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(someoneElses), someoneElses); err != nil {
+		t.Errorf("a ClusterRoleBinding no Cluster owns was removed: %v", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "flotilla:agent", Namespace: clusterv1alpha1.ClusterNamespace("legacy-rbac")}, &rbacv1.RoleBinding{}); err != nil {
+		t.Errorf("the agent's RoleBinding in its namespace: %v", err)
 	}
 }
 

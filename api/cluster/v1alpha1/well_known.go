@@ -23,8 +23,8 @@ const SystemNamespace = "flotilla-system"
 
 // Annotations Flotilla keeps on a Cluster.
 const (
-	// AnnotationAgentUser on a Pull Cluster is the user name of its current agent; RBAC is bound to it and a
-	// renewal is approved only for it. A Cluster without it predates registrations and trusts the user
+	// AnnotationAgentUser on a Pull Cluster is the user name of its current agent; the hub authorizes only it
+	// and approves a renewal only for it. A Cluster without it predates registrations and trusts the user
 	// system:flotilla:agent:NAME.
 	AnnotationAgentUser = "flotilla.io/agent-user"
 	// AnnotationJoinDropped on a Cluster lists what its join asked for and the token did not allow.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,6 +70,20 @@ func TestHubAdoptsExistingCluster(t *testing.T) {
 		}
 		return nil
 	})
+
+	// This API server has no AgentAuthorizer: a Pull agent's rights on its own Cluster are RBAC's.
+	pull, err := registration.EnsureClusterObjects(ctx, env.Client, &clusterv1alpha1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "adopted-pull"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "flotilla:agent:adopted-pull"}, binding); err != nil {
+		t.Fatalf("no ClusterRoleBinding for the agent of a Pull cluster on a hub without its own authorizer: %v", err)
+	}
+	if len(binding.Subjects) != 1 || binding.Subjects[0].Name != registration.CurrentAgentUser(pull) {
+		t.Fatalf("the agent's ClusterRoleBinding binds %v, want %s", binding.Subjects, registration.CurrentAgentUser(pull))
+	}
 	p.Kill()
 
 	// Somebody edits a Flotilla CRD; the next hub start puts the embedded definition back.
