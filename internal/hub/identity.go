@@ -108,10 +108,7 @@ func controllersFlowControl() (*flowcontrolv1.PriorityLevelConfiguration, []*flo
 		Spec: flowcontrolv1.FlowSchemaSpec{
 			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: ControllersPriorityLevel},
 			MatchingPrecedence:         1000,
-			// One flow per namespace, not one for the controllers' user: fair queuing then serves a template's
-			// namespace (claims, bindings, their status) beside the cluster namespaces (Works), so a burst's
-			// first stages are not queued behind the Work writes of the templates before them.
-			DistinguisherMethod: &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByNamespaceType},
+			DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
 			Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
 				Subjects: subjects,
 				ResourceRules: []flowcontrolv1.ResourcePolicyRule{{

@@ -78,13 +78,14 @@ func ownClusterRequest(attrs authorizer.Attributes) bool {
 	if attrs.GetResource() != "clusters" {
 		return false
 	}
-	switch attrs.GetAPIGroup() + " " + attrs.GetSubresource() + " " + attrs.GetVerb() {
-	case clusterv1alpha1.GroupVersion.Group + "  get",
+	type request struct{ group, subresource, verb string }
+	switch (request{attrs.GetAPIGroup(), attrs.GetSubresource(), attrs.GetVerb()}) {
+	case request{clusterv1alpha1.GroupVersion.Group, "", "get"},
 		// patch: the agent applies the status facts it owns (server-side apply), never a whole status.
-		clusterv1alpha1.GroupVersion.Group + " status patch",
+		request{clusterv1alpha1.GroupVersion.Group, "status", "patch"},
 		// create: the agent opens its tunnel with an upgraded POST on its own cluster's attach subresource of
 		// the hub's aggregated proxy API (internal/tunnel).
-		proxyGroup + " attach create":
+		request{proxyGroup, "attach", "create"}:
 		return true
 	}
 	return false
