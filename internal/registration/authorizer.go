@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,26 +111,18 @@ func AuthorizeAgentsInHub(ctx context.Context, c client.Client) error {
 			return fmt.Errorf("marking namespace %s: %w", ns.Name, err)
 		}
 	}
-	bindings := &rbacv1.ClusterRoleBindingList{}
-	if err := c.List(ctx, bindings); err != nil {
-		return err
-	}
-	for i := range bindings.Items {
-		if b := &bindings.Items[i]; isAgentClusterRBAC(b) {
-			if err := client.IgnoreNotFound(c.Delete(ctx, b)); err != nil {
-				return err
-			}
+	for _, list := range []client.ObjectList{&rbacv1.ClusterRoleBindingList{}, &rbacv1.ClusterRoleList{}} {
+		if err := c.List(ctx, list); err != nil {
+			return err
 		}
-	}
-	roles := &rbacv1.ClusterRoleList{}
-	if err := c.List(ctx, roles); err != nil {
-		return err
-	}
-	for i := range roles.Items {
-		if r := &roles.Items[i]; isAgentClusterRBAC(r) {
-			if err := client.IgnoreNotFound(c.Delete(ctx, r)); err != nil {
-				return err
+		err := meta.EachListItem(list, func(o runtime.Object) error {
+			if obj := o.(client.Object); isAgentClusterRBAC(obj) {
+				return client.IgnoreNotFound(c.Delete(ctx, obj))
 			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil
