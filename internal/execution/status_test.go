@@ -111,3 +111,32 @@ func TestProgressOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestSummarize: a Work is applied when every object is, healthy when every object is, and a failure's
+// message says why; a Work with no objects is applied and healthy.
+func TestSummarize(t *testing.T) {
+	ok := workv1alpha1.ManifestStatus{Applied: true, Health: workv1alpha1.ResourceHealthy}
+	progressing := workv1alpha1.ManifestStatus{Applied: true, Health: workv1alpha1.ResourceUnhealthy}
+	refused := workv1alpha1.ManifestStatus{Health: workv1alpha1.ResourceUnknown}
+	meta.SetStatusCondition(&refused.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionFalse,
+		Reason: ReasonApplyFailed, Message: `deployments.apps "web" is forbidden`})
+	tests := []struct {
+		name             string
+		statuses         []workv1alpha1.ManifestStatus
+		applied, healthy bool
+		message          string
+	}{
+		{"nothing to apply", nil, true, true, "0 objects applied"},
+		{"all applied and healthy", []workv1alpha1.ManifestStatus{ok, ok}, true, true, "2 objects applied"},
+		{"one still rolling out", []workv1alpha1.ManifestStatus{ok, progressing}, true, false, "2 objects applied"},
+		{"one refused", []workv1alpha1.ManifestStatus{ok, refused}, false, false, `deployments.apps "web" is forbidden`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			applied, healthy, message := summarize(tt.statuses)
+			if applied != tt.applied || healthy != tt.healthy || message != tt.message {
+				t.Fatalf("summarize = %v, %v, %q; want %v, %v, %q", applied, healthy, message, tt.applied, tt.healthy, tt.message)
+			}
+		})
+	}
+}

@@ -210,7 +210,7 @@ func (a *Approver) wait(ctx context.Context, csr *certificatesv1.CertificateSign
 		csr.Annotations = map[string]string{}
 	}
 	csr.Annotations[annotationAwaiting] = why
-	if err := a.Client.Patch(ctx, csr, patch); err != nil {
+	if err := a.Client.Patch(ctx, csr, patch, client.FieldOwner(fieldManager)); err != nil {
 		return fmt.Errorf("marking CSR %s as waiting: %w", csr.Name, err)
 	}
 	log.FromContext(ctx).Info("join waits for flotilla accept", "csr", csr.Name, "requester", csr.Spec.Username, "why", why)

@@ -68,9 +68,13 @@ func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM
 	return nil
 }
 
-// apply server-side applies an object with Flotilla's field manager.
+// fieldManager owns what registration applies: the agents' RBAC, the hub's registration roles and Push
+// clusters' credentials.
+var fieldManager = workv1alpha1.ControllerFieldManager("registration")
+
+// apply server-side applies an object as registration.
 func apply(ctx context.Context, c client.Client, obj client.Object) error {
-	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(workv1alpha1.FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("applying %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil

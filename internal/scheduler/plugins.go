@@ -74,6 +74,9 @@ type TaintToleration struct {
 func (TaintToleration) Name() string { return "TaintToleration" }
 
 func (p TaintToleration) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {
+	if len(c.Spec.Taints) == 0 {
+		return ""
+	}
 	tolerations := p.tolerations(b)
 	placed := placedOn(b, c.Name)
 	for _, t := range c.Spec.Taints {

@@ -34,9 +34,13 @@ func (f *Framework) filterVerdicts(b *workv1alpha1.ResourceBindingSpec, c *clust
 
 // leftOut gives every cluster of candidates not in kept the same verdict.
 func leftOut(candidates, kept []*clusterv1alpha1.Cluster, plugin, reason string) []workv1alpha1.ClusterVerdict {
+	keep := make(map[*clusterv1alpha1.Cluster]bool, len(kept))
+	for _, c := range kept {
+		keep[c] = true
+	}
 	var out []workv1alpha1.ClusterVerdict
 	for _, c := range candidates {
-		if !slices.Contains(kept, c) {
+		if !keep[c] {
 			out = append(out, workv1alpha1.ClusterVerdict{Cluster: c.Name, Plugin: plugin, Reason: reason})
 		}
 	}
@@ -53,8 +57,12 @@ func divisionVerdicts(b *workv1alpha1.ResourceBindingSpec, picked []*clusterv1al
 		byRoom = rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionAggregated ||
 			(rs.WeightPreference != nil && rs.WeightPreference.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas)
 	}
+	placed := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		placed[t.Name] = true
+	}
 	for _, c := range picked {
-		if placedOn(&workv1alpha1.ResourceBindingSpec{Clusters: targets}, c.Name) {
+		if placed[c.Name] {
 			continue
 		}
 		switch {
