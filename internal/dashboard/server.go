@@ -158,7 +158,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case c := <-changes:
-			if pending == nil && s.access.Allowed(r, c) {
+			// The empty Change (the watches started) names nothing; it only makes the page fetch itself.
+			if pending == nil && (c == Change{} || s.access.Allowed(r, c)) {
 				pending = time.After(s.debounce)
 			}
 		case <-pending:

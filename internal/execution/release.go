@@ -20,7 +20,9 @@ import (
 // Terminating for good, say after a Cluster was deleted with kubectl while its agent was stopped.
 type Releaser struct {
 	Client client.Client
-	// Clusters reads Clusters from the API server rather than a cache: a Cluster not seen yet is not gone.
+	// Clusters reads Clusters from the API server. The cache answers first: a Cluster it holds exists, and
+	// the Work is its executor's to finalize. Only a Cluster the cache does not hold is read from the API
+	// server, since one not seen yet is not gone.
 	Clusters client.Reader
 }
 
@@ -41,7 +43,10 @@ func (r *Releaser) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if !ok || w.DeletionTimestamp == nil || !controllerutil.ContainsFinalizer(w, workv1alpha1.FinalizerExecution) {
 		return ctrl.Result{}, nil
 	}
-	err := r.Clusters.Get(ctx, client.ObjectKey{Name: name}, &clusterv1alpha1.Cluster{})
+	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, &clusterv1alpha1.Cluster{})
+	if apierrors.IsNotFound(err) {
+		err = r.Clusters.Get(ctx, client.ObjectKey{Name: name}, &clusterv1alpha1.Cluster{})
+	}
 	if !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err // the cluster's executor finalizes it
 	}
