@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,34 +46,12 @@ func Watched() []schema.GroupVersionResource {
 }
 
 // Notifier turns changes of the watched kinds into Change messages for its subscribers. It keeps only the
-// objects' metadata (metadata-only informers), one copy for every page of every person, and only while
-// someone is subscribed (a page is open) and for lingerPeriod after the last one left: while nobody looks,
-// the hub spends nothing on the dashboard's watches, neither memory nor the decoding of every change of the
-// watched kinds once more.
+// objects' metadata (metadata-only informers), one copy for every page of every person.
 type Notifier struct {
-	meta metadata.Interface
-	// plan says in which namespace each kind is watched (metav1.NamespaceAll for all of them).
-	plan   map[schema.GroupVersionResource]string
-	linger time.Duration
-
-	mu   sync.Mutex
-	subs map[int]chan Change
-	next int
-	// done is Start's stop channel: nil before Start, and no watch runs once it is closed.
-	done <-chan struct{}
-	// running are the watches while they run, nil otherwise; idle stops them once nobody is subscribed.
-	running *watches
-	idle    *time.Timer
-}
-
-// lingerPeriod is how long the watches outlive the last subscriber: a page that loads another page closes
-// its stream and opens a new one a moment later, and should find them running.
-const lingerPeriod = time.Minute
-
-// watches are one run of the informers.
-type watches struct {
-	stop   chan struct{}
-	synced atomic.Bool
+	mu     sync.Mutex
+	subs   map[int]chan Change
+	next   int
+	starts []func(<-chan struct{})
 	syncs  []func(<-chan struct{}) map[schema.GroupVersionResource]bool
 }
 
@@ -96,9 +72,10 @@ func NewNotifier(ctx context.Context, cfg *rest.Config, fallbackNamespace string
 	})
 }
 
-// newNotifier plans to watch through meta what allowed says it may.
+// newNotifier watches through meta what allowed says it may.
 func newNotifier(meta metadata.Interface, fallbackNamespace string, allowed func(schema.GroupVersionResource, string) (bool, error)) (*Notifier, error) {
-	n := &Notifier{meta: meta, plan: map[schema.GroupVersionResource]string{}, linger: lingerPeriod, subs: map[int]chan Change{}}
+	n := &Notifier{subs: map[int]chan Change{}}
+	factories := map[string]metadatainformer.SharedInformerFactory{}
 	for gvr, namespaced := range watched {
 		namespace := metav1.NamespaceAll
 		ok, err := allowed(gvr, namespace)
@@ -111,151 +88,41 @@ func newNotifier(meta metadata.Interface, fallbackNamespace string, allowed func
 				return nil, err
 			}
 		}
-		if ok {
-			n.plan[gvr] = namespace
+		if !ok {
+			continue
 		}
-	}
-	return n, nil
-}
-
-// Start lets the Notifier watch, while anyone is subscribed, until stop closes.
-func (n *Notifier) Start(stop <-chan struct{}) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.done = stop
-	if len(n.subs) > 0 {
-		n.watchLocked()
-	}
-	go func() {
-		<-stop
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		n.stopLocked()
-	}()
-}
-
-// WaitForSync waits until every informer of the running watches has listed its kind, or stop closes.
-func (n *Notifier) WaitForSync(stop <-chan struct{}) {
-	n.mu.Lock()
-	w := n.running
-	n.mu.Unlock()
-	if w == nil {
-		return
-	}
-	for _, sync := range w.syncs {
-		sync(stop)
-	}
-}
-
-// Subscribe returns a channel of changes and the function that ends the subscription. A subscriber that
-// falls behind misses changes, never blocks the others: any one change makes a page fetch itself anew. The
-// first subscriber starts the watches; once they have listed their kinds, every subscriber gets one empty
-// Change: what changed before they ran is not known, so each page fetches itself once.
-func (n *Notifier) Subscribe() (<-chan Change, func()) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	id, ch := n.next, make(chan Change, 16)
-	n.next++
-	n.subs[id] = ch
-	if n.idle != nil {
-		n.idle.Stop()
-		n.idle = nil
-	}
-	n.watchLocked()
-	return ch, func() {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		delete(n.subs, id)
-		if len(n.subs) == 0 && n.running != nil && n.idle == nil {
-			n.idle = time.AfterFunc(n.linger, n.stopIfIdle)
-		}
-	}
-}
-
-// watching reports whether the watches run.
-func (n *Notifier) watching() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.running != nil
-}
-
-// watchLocked starts the informers unless they run already or the Notifier is not started (or stopped).
-func (n *Notifier) watchLocked() {
-	if n.running != nil || n.done == nil || closed(n.done) {
-		return
-	}
-	w := &watches{stop: make(chan struct{})}
-	factories := map[string]metadatainformer.SharedInformerFactory{}
-	for gvr, namespace := range n.plan {
 		f := factories[namespace]
 		if f == nil {
-			f = metadatainformer.NewFilteredSharedInformerFactory(n.meta, 0, namespace, nil)
+			f = metadatainformer.NewFilteredSharedInformerFactory(meta, 0, namespace, nil)
 			factories[namespace] = f
+			n.starts = append(n.starts, f.Start)
+			n.syncs = append(n.syncs, f.WaitForCacheSync)
 		}
 		publish := func(obj any) {
-			if !w.synced.Load() {
-				return // the first list: the empty Change below stands for all of it
-			}
 			if o, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = o.Obj
 			}
-			if m, ok := obj.(metav1.Object); ok {
-				n.publish(Change{Resource: gvr, Namespace: m.GetNamespace()})
+			m, ok := obj.(metav1.Object)
+			if !ok {
+				return
 			}
+			n.publish(Change{Resource: gvr, Namespace: m.GetNamespace()})
 		}
 		informer := f.ForResource(gvr).Informer()
 		// A change is passed on by kind and namespace alone: managedFields, three quarters of the metadata,
-		// need not be kept. Neither call fails on an informer not started yet.
-		_ = informer.SetTransform(crcache.TransformStripManagedFields())
-		_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// need not be kept.
+		if err := informer.SetTransform(crcache.TransformStripManagedFields()); err != nil {
+			return nil, err
+		}
+		if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    publish,
 			UpdateFunc: func(_, obj any) { publish(obj) },
 			DeleteFunc: publish,
-		})
-	}
-	for _, f := range factories {
-		f.Start(w.stop)
-		w.syncs = append(w.syncs, f.WaitForCacheSync)
-	}
-	n.running = w
-	go func() {
-		for _, sync := range w.syncs {
-			sync(w.stop)
+		}); err != nil {
+			return nil, err
 		}
-		if !closed(w.stop) {
-			w.synced.Store(true)
-			n.publish(Change{})
-		}
-	}()
-}
-
-// stopIfIdle stops the watches if nobody subscribed again since the last subscriber left.
-func (n *Notifier) stopIfIdle() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if len(n.subs) == 0 {
-		n.stopLocked()
 	}
-}
-
-func (n *Notifier) stopLocked() {
-	if n.idle != nil {
-		n.idle.Stop()
-		n.idle = nil
-	}
-	if n.running != nil {
-		close(n.running.stop)
-		n.running = nil
-	}
-}
-
-func closed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
+	return n, nil
 }
 
 // mayWatch asks the hub whether cfg's user may list and watch gvr in namespace.
@@ -272,6 +139,35 @@ func mayWatch(ctx context.Context, kube kubernetes.Interface, gvr schema.GroupVe
 		}
 	}
 	return true, nil
+}
+
+// Start runs the informers until stop closes.
+func (n *Notifier) Start(stop <-chan struct{}) {
+	for _, start := range n.starts {
+		start(stop)
+	}
+}
+
+// WaitForSync waits until every informer has listed its kind, or stop closes.
+func (n *Notifier) WaitForSync(stop <-chan struct{}) {
+	for _, sync := range n.syncs {
+		sync(stop)
+	}
+}
+
+// Subscribe returns a channel of changes and the function that ends the subscription. A subscriber that
+// falls behind misses changes, never blocks the others: any one change makes a page fetch itself anew.
+func (n *Notifier) Subscribe() (<-chan Change, func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id, ch := n.next, make(chan Change, 16)
+	n.next++
+	n.subs[id] = ch
+	return ch, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.subs, id)
+	}
 }
 
 func (n *Notifier) publish(c Change) {

@@ -158,8 +158,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case c := <-changes:
-			// The empty Change (the watches started) names nothing; it only makes the page fetch itself.
-			if pending == nil && (c == Change{} || s.access.Allowed(r, c)) {
+			if pending == nil && s.access.Allowed(r, c) {
 				pending = time.After(s.debounce)
 			}
 		case <-pending:
