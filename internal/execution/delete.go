@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -117,7 +118,16 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 	patch := client.MergeFromWithOptions(w.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution)
 	e.forget(w)
-	return client.IgnoreNotFound(e.Hub.Patch(ctx, w, patch))
+	if err := e.Hub.Patch(ctx, w, patch); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.finalized == nil {
+		e.finalized = map[types.NamespacedName]types.UID{}
+	}
+	e.finalized[client.ObjectKeyFromObject(w)] = w.UID
+	return nil
 }
 
 // unjoining returns how the Work's cluster leaves the hub: the AnnotationUnjoin of its Cluster, and

@@ -94,6 +94,9 @@ type Executor struct {
 	// (status.go).
 	written map[types.NamespacedName]writtenStatus
 	held    map[types.NamespacedName]heldStatus
+	// finalized are the deleted Works (by name, and UID) whose finalizer this executor removed, until the
+	// cache shows them gone: a late event (the member objects' own deletion) must not finalize them again.
+	finalized map[types.NamespacedName]types.UID
 }
 
 type appliedAt struct {
@@ -144,8 +147,17 @@ func (e *Executor) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if err := e.Hub.Get(ctx, req.NamespacedName, w); err != nil {
 		if apierrors.IsNotFound(err) {
 			e.forgetStatus(req.NamespacedName)
+			e.mu.Lock()
+			delete(e.finalized, req.NamespacedName)
+			e.mu.Unlock()
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	e.mu.Lock()
+	finalized := w.DeletionTimestamp != nil && e.finalized[req.NamespacedName] == w.UID
+	e.mu.Unlock()
+	if finalized {
+		return ctrl.Result{}, nil // the cache is behind the finalizer's removal
 	}
 	e.catchUp(w)
 	member, err := e.MemberFor(ctx, w.Namespace)
