@@ -20,8 +20,9 @@ import (
 // collectgarbage, getfenv and setfenv), table, string, math and kube libraries; no os, io, package, coroutine
 // or debug. Each call gets a fresh interpreter with a bounded call stack and data stack, string.rep,
 // string.gsub and string.format refuse results over luaMaxString (luastrings.go), and the time limit every
-// evaluation has (evalTimeout) stops the instruction loop: a script cannot run forever nor grow a table or
-// string past what that time allows.
+// evaluation has (evalTimeout) stops the instruction loop and the pattern matcher of string.find, match,
+// gmatch and gsub (luapattern.go): a script cannot run forever nor grow a table or string past what that
+// time allows.
 type Lua struct{}
 
 var _ Language = Lua{}
@@ -104,7 +105,9 @@ const (
 )
 
 // Compile parses the script, runs its top level (which defines the functions) in the sandbox and checks that
-// it defines op's function. Errors carry the line ("luaScript line:3(column:7) near 'end'").
+// it defines op's function. Errors carry the line ("luaScript line:3(column:7) near 'end'"). The top level
+// runs within evalTimeout, as it does before every evaluation: admission, which compiles every operation of
+// a customization, spends at most that per operation on a script that would not finish.
 func (Lua) Compile(op Operation, source string) (Program, error) {
 	fn, ok := luaFunctions[op]
 	if !ok {

@@ -37,6 +37,12 @@ func TestLuaSandbox(t *testing.T) {
 		{"endless recursion", `local function f(n) return 1 + f(n + 1) end f(1)`, "stack overflow"},
 		{"huge string.rep", `local s = string.rep("x", 1e10)`, "would exceed"},
 		{"huge rep as a method", `local s = ("xy"):rep(1e9)`, "would exceed"},
+		// Backtracking patterns take hours in one library call (gopher-lua's matcher never looked at the time).
+		{"backtracking string.match", `string.match("x"..(" "):rep(200000).."y", "^%s*(.-)%s*$")`,
+			"string.match: the pattern was still matching at the evaluation's time limit"},
+		{"backtracking string.find", `string.find(("a"):rep(5000), "a*a*a*b")`, "string.find: the pattern was still matching"},
+		{"backtracking string.gmatch", `for w in (("a"):rep(5000)):gmatch("a*a*a*b") do end`, "string.gmatch: the pattern was still matching"},
+		{"backtracking string.gsub", `string.gsub(("a"):rep(5000), "a*a*a*b", "")`, "string.gsub: the pattern was still matching"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := luaHealth(t, "function InterpretHealth(observedObj)\n  "+tc.body+"\n  return true\nend\n")
@@ -64,6 +70,8 @@ func TestLuaCompileErrors(t *testing.T) {
 		{"no function", "function GetReplicas(obj)\n  return 1\nend\n", []string{"does not define function InterpretHealth"}},
 		{"error at top level", "error('broken')\n", []string{"luaScript:1: broken"}},
 		{"endless top level", "while true do end\n", []string{"context deadline exceeded"}},
+		{"backtracking pattern at top level", `local trimmed = string.match("x"..(" "):rep(200000).."y", "^%s*(.-)%s*$")`,
+			[]string{"string.match: the pattern was still matching at the evaluation's time limit"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := luaHealth(t, tc.script)

@@ -1,11 +1,9 @@
 package interpreter
 
 import (
-	"fmt"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
-	"github.com/yuin/gopher-lua/pm"
 )
 
 // A script's memory is bounded by the time limit alone where it grows a value one instruction at a time
@@ -14,12 +12,20 @@ import (
 // development machine). A library function is one Go call, which the time limit cannot interrupt: those that
 // can make a result much larger than their arguments are bounded here instead. string.rep (boundedRep),
 // string.gsub and string.format refuse a result over luaMaxString bytes (or over their input, if longer).
+// Those that match patterns (find, match, gmatch, gsub) can take far longer than their arguments are
+// long: they match with luapattern.go's matcher, which stops at the time limit.
 
-// boundStrings replaces the string library's amplifying functions with bounded ones.
+// boundStrings replaces the string library's amplifying functions with bounded ones, and its pattern
+// functions with ones that stop at the time limit.
 func boundStrings(L *lua.LState) {
 	strs := L.GetGlobal(lua.StringLibName).(*lua.LTable)
 	strs.RawSetString("rep", L.NewFunction(boundedRep))
 	strs.RawSetString("gsub", L.NewFunction(boundedGsub))
+	strs.RawSetString("find", L.NewFunction(patternFind(true)))
+	strs.RawSetString("match", L.NewFunction(patternFind(false)))
+	gmatch := L.NewFunction(patternGmatch)
+	strs.RawSetString("gmatch", gmatch)
+	strs.RawSetString("gfind", gmatch) // gopher-lua's name of Lua 5.0
 	format := strs.RawGetString("format").(*lua.LFunction).GFunction
 	strs.RawSetString("format", L.NewFunction(func(L *lua.LState) int {
 		checkFormat(L, L.CheckString(1))
@@ -65,18 +71,99 @@ func checkFormat(L *lua.LState, format string) {
 	}
 }
 
-// boundedGsub is gopher-lua's string.gsub (the same matching, replacement and results) building its result
-// in one pass and refusing one over luaMaxString bytes or its input's length, whichever is more. gopher-lua's
-// own copies the whole string again for every match: a million matches in a megabyte take hours in one
-// call.
+// patternSpecials are the characters that make a pattern more than plain text, as Lua's SPECIALS.
+const patternSpecials = "^$*+?.([%-"
+
+// patternFind is string.find (find true) or string.match, with gopher-lua's arguments and results and the
+// matcher of luapattern.go.
+func patternFind(find bool) lua.LGFunction {
+	name := "string.match"
+	if find {
+		name = "string.find"
+	}
+	return func(L *lua.LState) int {
+		str, pat := L.CheckString(1), L.CheckString(2)
+		init := L.OptInt(3, 1)
+		switch {
+		case init < 0:
+			init = max(len(str)+init, 0)
+		case init > 0:
+			init--
+		}
+		if init > len(str) {
+			L.Push(lua.LNil)
+			return 1
+		}
+		if find && (lua.LVAsBool(L.Get(4)) || !strings.ContainsAny(pat, patternSpecials)) {
+			i := strings.Index(str[init:], pat)
+			if i < 0 {
+				L.Push(lua.LNil)
+				return 1
+			}
+			L.Push(lua.LNumber(init + i + 1))
+			L.Push(lua.LNumber(init + i + len(pat)))
+			return 2
+		}
+		m := newMatcher(L, name, str, pat)
+		start, end, ok := m.next(init)
+		if !ok {
+			L.Push(lua.LNil)
+			return 1
+		}
+		n := 0
+		if find {
+			L.Push(lua.LNumber(start + 1))
+			L.Push(lua.LNumber(end))
+			n = 2
+		}
+		for _, v := range m.captures(start, end, !find) {
+			L.Push(v)
+			n++
+		}
+		return n
+	}
+}
+
+// patternGmatch is string.gmatch: an iterator that finds each match when the loop asks for it (gopher-lua's
+// finds them all first). A pattern anchored with ^ matches at the start only, as in gopher-lua.
+func patternGmatch(L *lua.LState) int {
+	str, pat := L.CheckString(1), L.CheckString(2)
+	from := 0
+	L.Push(L.NewFunction(func(L *lua.LState) int {
+		if from > len(str) {
+			return 0
+		}
+		m := newMatcher(L, "string.gmatch", str, pat)
+		start, end, ok := m.next(from)
+		switch {
+		case !ok || m.anchored():
+			from = len(str) + 1
+		case end == start:
+			from = end + 1
+		default:
+			from = end
+		}
+		if !ok {
+			return 0
+		}
+		captures := m.captures(start, end, true)
+		for _, v := range captures {
+			L.Push(v)
+		}
+		return len(captures)
+	}))
+	return 1
+}
+
+// boundedGsub is string.gsub, with gopher-lua's replacements and results, building its result in one pass
+// and refusing one over luaMaxString bytes or its input's length, whichever is more: gopher-lua's copies the
+// whole string again for every match, and a million matches in a megabyte take hours in one call. As in Lua,
+// a count of replacements less than one replaces nothing (gopher-lua's replaces everything for 0).
 func boundedGsub(L *lua.LState) int {
 	str, pat := L.CheckString(1), L.CheckString(2)
 	L.CheckTypes(3, lua.LTString, lua.LTTable, lua.LTFunction)
-	repl, limit := L.CheckAny(3), L.OptInt(4, -1)
-	matches, err := pm.Find(pat, []byte(str), 0, limit)
-	if err != nil {
-		L.RaiseError("%s", err.Error())
-	}
+	repl, limit := L.CheckAny(3), L.OptInt(4, len(str)+1)
+	m := newMatcher(L, "string.gsub", str, pat)
 	bound := max(luaMaxString, len(str))
 	var out strings.Builder
 	write := func(s string) {
@@ -85,56 +172,52 @@ func boundedGsub(L *lua.LState) int {
 		}
 		out.WriteString(s)
 	}
-	last := 0
-	for _, m := range matches {
-		start, end := m.Capture(0), m.Capture(1)
-		write(str[last:start])
-		if value, ok := replacement(L, str, repl, m); ok {
+	n, s := 0, 0
+	for n < limit && s <= len(str) {
+		start, end, ok := m.next(s)
+		if !ok {
+			break
+		}
+		n++
+		write(str[s:start])
+		if value, ok := replacement(L, m, repl, start, end); ok {
 			write(value)
 		} else {
 			write(str[start:end])
 		}
-		last = end
+		s = end
+		if end == start { // an empty match: the next one starts after the next character
+			write(str[end:min(end+1, len(str))])
+			s++
+		}
+		if m.anchored() {
+			break
+		}
 	}
-	write(str[last:])
+	if s < len(str) {
+		write(str[s:])
+	}
 	L.Push(lua.LString(out.String()))
-	L.Push(lua.LNumber(len(matches)))
+	L.Push(lua.LNumber(n))
 	return 2
 }
 
-// replacement is what gsub puts in place of match m; ok is false when the match stays (a table or function
-// replacement gave nil or false).
-func replacement(L *lua.LState, str string, repl lua.LValue, m *pm.MatchData) (string, bool) {
+// replacement is what gsub puts in place of the match from start to end; ok is false when the match stays
+// (a table or function replacement gave nil or false).
+func replacement(L *lua.LState, m *matcher, repl lua.LValue, start, end int) (string, bool) {
 	var value lua.LValue
 	switch r := repl.(type) {
 	case lua.LString:
-		return expand(L, str, string(r), m), true
+		return expand(m, string(r), start, end), true
 	case *lua.LTable:
-		idx := 0
-		if m.CaptureLength() > 2 {
-			idx = 2
-		}
-		if m.IsPosCapture(idx) {
-			value = L.GetTable(r, lua.LNumber(m.Capture(idx)))
-		} else {
-			value = L.GetField(r, str[m.Capture(idx):m.Capture(idx+1)])
-		}
+		value = L.GetTable(r, m.captured(0, start, end))
 	case *lua.LFunction:
 		L.Push(r)
-		nargs := 0
-		for i := 2; i < m.CaptureLength(); i += 2 {
-			if m.IsPosCapture(i) {
-				L.Push(lua.LNumber(m.Capture(i)))
-			} else {
-				L.Push(lua.LString(captured(L, str, m, i)))
-			}
-			nargs++
+		captures := m.captures(start, end, true)
+		for _, v := range captures {
+			L.Push(v)
 		}
-		if nargs == 0 {
-			L.Push(lua.LString(captured(L, str, m, 0)))
-			nargs = 1
-		}
-		L.Call(nargs, 1)
+		L.Call(len(captures), 1)
 		value = L.Get(-1)
 		L.Pop(1)
 	}
@@ -144,9 +227,9 @@ func replacement(L *lua.LState, str string, repl lua.LValue, m *pm.MatchData) (s
 	return lua.LVAsString(value), true
 }
 
-// expand writes a string replacement for match m: %0-%9 are captures (%1 the whole match when there are
-// none), %% is %, and % before anything else stays as written.
-func expand(L *lua.LState, str, repl string, m *pm.MatchData) string {
+// expand writes a string replacement for the match from start to end: %0 is the match, %1-%9 its captures
+// (%1 the whole match when there are none), %% is %, and % before anything else stays as written.
+func expand(m *matcher, repl string, start, end int) string {
 	var b strings.Builder
 	for i := 0; i < len(repl); i++ {
 		c := repl[i]
@@ -158,27 +241,14 @@ func expand(L *lua.LState, str, repl string, m *pm.MatchData) string {
 		switch d := repl[i]; {
 		case d == '%':
 			b.WriteByte('%')
-		case d >= '0' && d <= '9':
-			b.WriteString(captured(L, str, m, 2*int(d-'0')))
+		case d == '0':
+			b.WriteString(m.src[start:end])
+		case d >= '1' && d <= '9':
+			b.WriteString(lua.LVAsString(m.captured(int(d-'1'), start, end)))
 		default:
 			b.WriteByte('%')
 			b.WriteByte(d)
 		}
 	}
 	return b.String()
-}
-
-// captured is capture idx/2 of match m (0: the whole match; the first capture is the whole match when there
-// is none); a position capture as its number.
-func captured(L *lua.LState, str string, m *pm.MatchData, idx int) string {
-	if idx > 2 && idx >= m.CaptureLength() {
-		L.RaiseError("invalid capture index")
-	}
-	if idx >= m.CaptureLength() && idx == 2 {
-		idx = 0
-	}
-	if m.IsPosCapture(idx) {
-		return fmt.Sprint(m.Capture(idx))
-	}
-	return str[m.Capture(idx):m.Capture(idx+1)]
 }

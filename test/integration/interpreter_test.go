@@ -372,4 +372,41 @@ end`}
 			return nil
 		})
 	})
+
+	t.Run("a backtracking pattern stops at the time limit", func(t *testing.T) {
+		// string.match takes hours on this in one call, which no time limit interrupted in gopher-lua. At its
+		// top level, the script is refused at admission (TestInvalidObjectsRejected); in a function, the
+		// binding says which operation of which customization failed.
+		const backtracking = `string.match("x"..(" "):rep(200000).."y", "^%s*(.-)%s*$")`
+		const stopped = "string.match: the pattern was still matching at the evaluation's time limit"
+		ic := &configv1alpha1.InterpreterCustomization{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "widgets"}, ic); err != nil {
+			t.Fatal(err)
+		}
+		working := ic.Spec.Customizations.ReplicaResource.DeepCopy()
+		ic.Spec.Customizations.ReplicaResource = &configv1alpha1.Expression{LuaScript: `
+function GetReplicas(desiredObj)
+  local trimmed = ` + backtracking + `
+  return desiredObj.spec.replicas, {}
+end`}
+		if err := env.Client.Update(ctx, ic); err != nil {
+			t.Fatal(err)
+		}
+		bindingSays(t, "Interpreted=False naming the operation and the pattern", func(b *workv1alpha1.ResourceBinding) error {
+			c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionInterpreted)
+			if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "InterpreterCustomization widgets: replicaResource") ||
+				!strings.Contains(c.Message, stopped) {
+				return fmt.Errorf("Interpreted %+v", c)
+			}
+			return nil
+		})
+		// Put the working operation back: every evaluation of the broken one spends the whole time limit.
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "widgets"}, ic); err != nil {
+			t.Fatal(err)
+		}
+		ic.Spec.Customizations.ReplicaResource = working
+		if err := env.Client.Update(ctx, ic); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -223,6 +223,11 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"customization with a Lua script without the operation's function",
 			customization("    healthInterpretation: {luaScript: 'function GetReplicas(obj) return 1 end'}\n"),
 			[]string{"spec.customizations.healthInterpretation.luaScript", "does not define function InterpretHealth"}},
+		// The top level runs at admission within the evaluation's time limit, the pattern matcher included.
+		{"customization whose Lua top level matches a backtracking pattern",
+			customization("    healthInterpretation:\n      luaScript: |\n        local trimmed = string.match(\"x\"..(\" \"):rep(200000)..\"y\", \"^%s*(.-)%s*$\")\n" +
+				"        function InterpretHealth(observedObj)\n          return true\n        end\n"),
+			[]string{"spec.customizations.healthInterpretation.luaScript", "string.match: the pattern was still matching at the evaluation's time limit"}},
 		{"customization with both cel and luaScript",
 			customization("    healthInterpretation: {cel: 'true', luaScript: 'function InterpretHealth(o) return true end'}\n"),
 			[]string{"spec.customizations.healthInterpretation", "exactly one of cel and luaScript must be set"}},
