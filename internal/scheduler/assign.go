@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -30,9 +31,11 @@ func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1al
 	}
 	aggregated := rs.ReplicaDivisionPreference == policyv1alpha1.ReplicaDivisionAggregated
 	dynamic := rs.WeightPreference != nil && rs.WeightPreference.DynamicWeight == policyv1alpha1.DynamicWeightByAvailableReplicas
-	if (aggregated || dynamic) && len(b.Clusters) > 0 {
+	if (aggregated || dynamic) && len(b.Clusters) > 0 && placedReplicas(b.Clusters) <= math.MaxInt32 {
 		// Capacity changes all the time, not least because of this binding's own pods: a placement by
-		// capacity is not divided anew each time, only adjusted.
+		// capacity is not divided anew each time, only adjusted. Not one whose replicas add up past a replica
+		// count (a Duplicated one of a large count, which runs the count on every cluster): adjust counts
+		// them in an int32.
 		return sortedByName(adjust(b, feasible, aggregated)), ""
 	}
 	weights := make([]int64, len(feasible))
@@ -80,10 +83,21 @@ func staticWeight(p *policyv1alpha1.ClusterPreferences, c *clusterv1alpha1.Clust
 	return 0
 }
 
+// placedReplicas is the sum of a placement's replicas, which can pass an int32.
+func placedReplicas(clusters []workv1alpha1.TargetCluster) int64 {
+	var sum int64
+	for _, t := range clusters {
+		sum += int64(t.Replicas)
+	}
+	return sum
+}
+
 // divide shares replicas in proportion to weights: each cluster gets the floor of its share, and the
 // remainder goes one by one to the largest fractional parts, ties to clusters that already run more replicas
-// of this binding, then by name. Clusters left with no replicas are dropped.
+// of this binding, then by name. Clusters left with no replicas are dropped. The weights are bounded first
+// (boundedWeights), so that replicas×weight stays below 2^62 and the total of the weights within an int64.
 func divide(replicas int32, clusters []*clusterv1alpha1.Cluster, weights []int64, current []workv1alpha1.TargetCluster) []workv1alpha1.TargetCluster {
+	weights = boundedWeights(weights)
 	var total int64
 	for _, w := range weights {
 		total += w
@@ -126,6 +140,25 @@ func divide(replicas int32, clusters []*clusterv1alpha1.Cluster, weights []int64
 		if s.replicas > 0 {
 			out = append(out, workv1alpha1.TargetCluster{Name: s.name, Replicas: s.replicas})
 		}
+	}
+	return out
+}
+
+// boundedWeights returns weights none of which is negative or over policyv1alpha1.MaxStaticWeight. Admission
+// bounds static weights so, and availableReplicas dynamic ones; a policy stored before admission bounded them
+// may hold larger ones, and then every weight is divided by the same factor, which keeps their proportions.
+func boundedWeights(weights []int64) []int64 {
+	largest := int64(0)
+	for _, w := range weights {
+		largest = max(largest, w)
+	}
+	if largest <= policyv1alpha1.MaxStaticWeight && !slices.ContainsFunc(weights, func(w int64) bool { return w < 0 }) {
+		return weights
+	}
+	scale := largest/policyv1alpha1.MaxStaticWeight + 1
+	out := make([]int64, len(weights))
+	for i, w := range weights {
+		out[i] = max(w, 0) / scale
 	}
 	return out
 }

@@ -16,6 +16,8 @@ import (
 
 // availableReplicas is how many more replicas of a binding a cluster can take, from its resource summary:
 // the least, over pods and every requested resource, of (allocatable − allocated − allocating) ÷ request.
+// It is at most math.MaxInt32, a replica count, whatever a member reports: as a dynamic weight it keeps
+// divide's arithmetic within an int64 (see policyv1alpha1.MaxStaticWeight).
 func availableReplicas(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) int64 {
 	rs := c.Status.ResourceSummary
 	if rs == nil {
@@ -29,19 +31,49 @@ func availableReplicas(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.C
 	}
 	available := int64(math.MaxInt32)
 	if _, ok := rs.Allocatable[corev1.ResourcePods]; ok {
-		pods := free(corev1.ResourcePods)
-		available = pods.Value()
+		available = fitting(free(corev1.ResourcePods), *resource.NewQuantity(1, resource.DecimalSI))
 	}
 	if b.ReplicaRequirements != nil {
 		for name, request := range b.ReplicaRequirements.ResourceRequest {
 			if request.IsZero() {
 				continue
 			}
-			f := free(name)
-			available = min(available, f.MilliValue()/request.MilliValue())
+			available = min(available, fitting(free(name), request))
 		}
 	}
-	return max(available, 0)
+	return available
+}
+
+// fitting is how many requests fit in free, from 0 to math.MaxInt32. Counted in thousandths (CPU is asked
+// for in millicores) where both quantities allow it; Quantity.MilliValue overflows an int64 past 9.2*10^15
+// units (and gives a negative or wrapped count), so a larger quantity, which only a member reporting
+// nonsense or a request asking for it has, is counted exactly by bisection.
+func fitting(free, request resource.Quantity) int64 {
+	if free.Sign() <= 0 || request.Sign() <= 0 {
+		return 0
+	}
+	const milliSafe = math.MaxInt64 / 1000
+	if free.CmpInt64(milliSafe) < 0 && request.CmpInt64(milliSafe) < 0 {
+		return min(free.MilliValue()/request.MilliValue(), math.MaxInt32)
+	}
+	times := func(n int64) resource.Quantity {
+		q := request.DeepCopy()
+		q.Mul(n) // exact: past an int64, Quantity multiplies as a decimal
+		return q
+	}
+	if q := times(math.MaxInt32); q.Cmp(free) <= 0 {
+		return math.MaxInt32
+	}
+	lo, hi := int64(0), int64(math.MaxInt32) // request×lo ≤ free < request×hi
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if q := times(mid); q.Cmp(free) <= 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // aggregate keeps the fewest clusters (most room first, then rank) whose room fits the replicas, and weighs

@@ -47,6 +47,14 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"static weight 0",
 			pp("  placement:\n    replicaScheduling:\n      weightPreference:\n        staticWeightList:\n          - targetCluster: {clusterNames: [a]}\n            weight: 0\n"),
 			[]string{"spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight", "greater than or equal to 1"}},
+		// Replicas (an int32) times a weight must stay within the scheduler's int64 (MaxStaticWeight).
+		{"static weight past an int32",
+			pp("  placement:\n    replicaScheduling:\n      weightPreference:\n        staticWeightList:\n          - targetCluster: {clusterNames: [a]}\n            weight: 2147483648\n"),
+			[]string{"spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight", "less than or equal to 2147483647"}},
+		{"static weight of the largest int64",
+			pp("  placement:\n    replicaScheduling:\n      weightPreference:\n        staticWeightList:\n          - targetCluster: {clusterNames: [a]}\n            weight: 9223372036854775807\n"),
+			// It arrives as a float (9.223372036854776e+18), so the bound reads 2.147483647e+09.
+			[]string{"spec.placement.replicaScheduling.weightPreference.staticWeightList[0].weight", "less than or equal to 2.147483647e+09"}},
 		{"unknown dynamicWeight",
 			pp("  placement:\n    replicaScheduling:\n      weightPreference:\n        dynamicWeight: FreeMemory\n"),
 			[]string{"spec.placement.replicaScheduling.weightPreference.dynamicWeight", `Unsupported value: "FreeMemory"`, `"AvailableReplicas"`}},

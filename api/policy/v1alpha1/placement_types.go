@@ -183,14 +183,22 @@ type ClusterPreferences struct {
 	DynamicWeight DynamicWeightFactor `json:"dynamicWeight,omitempty"`
 }
 
+// MaxStaticWeight is the largest static weight admission accepts (the Maximum of StaticClusterWeight.Weight),
+// the largest int32. A replica count is an int32 too, so a count times a weight stays below 2^62, and the
+// weights of 2^32 clusters together below 2^63: the scheduler divides with int64 arithmetic that cannot
+// overflow. Karmada leaves the weight unbounded; ratios need nowhere near this range.
+const MaxStaticWeight = 1<<31 - 1
+
 // StaticClusterWeight gives one weight to the clusters that targetCluster selects.
 type StaticClusterWeight struct {
 	// TargetCluster selects the clusters that get this weight.
 	// +required
 	TargetCluster ClusterAffinity `json:"targetCluster"`
 
-	// Weight is the share of replicas, relative to the other weights. At least 1.
+	// Weight is the share of replicas, relative to the other weights. At least 1, at most 2147483647
+	// (MaxStaticWeight).
 	// +required
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=2147483647
 	Weight int64 `json:"weight"`
 }
