@@ -210,8 +210,21 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	if err != nil {
 		return err
 	}
+	hub, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	// The hub's ID goes into the mark on what the executor applies. It is read again with each certificate,
+	// so a hub upgraded to publish one is followed within a certificate's lifetime.
+	hubID, err := registration.PublishedHubID(ctx, hub)
+	if err != nil {
+		return err
+	}
+	if hubID == "" {
+		klog.FromContext(ctx).Info("the hub publishes no ID (it is older than this agent): member objects are marked as by earlier versions, without the hub's ID")
+	}
 	// The Cluster is read straight from the hub: the agent may get its own Cluster but not watch them all.
-	executor := &execution.Executor{Hub: mgr.GetClient(), Clusters: mgr.GetAPIReader(), FieldManager: clusterstatus.AgentFieldManager}
+	executor := &execution.Executor{Hub: mgr.GetClient(), Clusters: mgr.GetAPIReader(), FieldManager: clusterstatus.AgentFieldManager, HubID: hubID}
 	member, err := execution.NewMember(memberConfig)
 	if err != nil {
 		return err
@@ -220,10 +233,6 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	defer member.Stop()
 	executor.MemberFor = func(context.Context, string) (*execution.Member, error) { return member, nil }
 	err = executor.SetupWithManager(mgr, "execution", controller.Options{MaxConcurrentReconciles: 8, SkipNameValidation: ptr.To(true)})
-	if err != nil {
-		return err
-	}
-	hub, err := client.New(hubConfig, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

@@ -46,35 +46,40 @@ var (
 // claim decides whether the Work may apply obj over existing, what reading it from the member returned.
 // Only a NotFound means nothing is there: any other read error is returned to be retried, never taken for
 // "absent" (a forced apply would then take over whatever is there). An existing object is the Work's own
-// when it carries the Work's annotation (also after an unjoin and a re-join of the cluster: the Work of the
-// same binding has the same name); a namespace Flotilla created implicitly, or anything under
-// conflictResolution: Overwrite, is adopted; anything else is refused.
-func claim(w *workv1alpha1.Work, obj, existing *unstructured.Unstructured, getErr error) (ownership, error) {
+// when it carries the Work's mark of this hub, made for that object (mark.go; also after an unjoin that
+// could not reach the member and a re-join of the cluster: the Work of the same binding has the same name);
+// a namespace Flotilla created implicitly, or anything under conflictResolution: Overwrite, is adopted;
+// anything else is refused, another hub's object or one carrying a copied mark included.
+func claim(hubID string, w *workv1alpha1.Work, obj, existing *unstructured.Unstructured, getErr error) (ownership, error) {
 	if apierrors.IsNotFound(getErr) {
 		return absent, nil
 	}
 	if getErr != nil {
 		return 0, fmt.Errorf("reading %s %s from the member: %w", obj.GetKind(), client.ObjectKeyFromObject(obj), getErr)
 	}
-	annotations := existing.GetAnnotations()
 	managed := existing.GetLabels()[workv1alpha1.LabelManagedBy] == workv1alpha1.ManagedByValue
-	manager := annotations[workv1alpha1.AnnotationWork]
+	named := existing.GetAnnotations()[workv1alpha1.AnnotationWork]
+	manager, _ := markedBy(hubID, existing)
 	switch {
-	case manager == workRef(w):
+	case owns(hubID, w, existing):
 		return owned, nil
-	case obj.GetAnnotations()[workv1alpha1.AnnotationDependency] == "true" && managed && manager != "":
+	case obj.GetAnnotations()[workv1alpha1.AnnotationDependency] == "true" && managed && manager != "" && manager != workRef(w):
 		return shared, nil
 	case w.Spec.ConflictResolution == policyv1alpha1.ConflictOverwrite:
 		return adopted, nil
-	case existing.GroupVersionKind().GroupKind() == namespaceKind && managed && manager == "":
+	case existing.GroupVersionKind().GroupKind() == namespaceKind && managed && named == "":
 		return adopted, nil // created by Flotilla for other objects before its Namespace template came
 	}
-	owner := "Flotilla did not create"
-	if manager != "" {
-		owner = "Work " + manager + " manages"
+	why := "Flotilla did not create it"
+	switch {
+	case manager != "" && manager != workRef(w):
+		why = "Work " + manager + " manages it"
+	case named != "":
+		why = "its mark naming Work " + named + " is not one this hub made for it (another hub's, copied from another object, " +
+			"or an earlier version's on an object the Work did not apply)"
 	}
-	return 0, &conflictError{fmt.Sprintf("%s %s already exists in the member and %s it; conflictResolution: Overwrite adopts it",
-		obj.GetKind(), client.ObjectKeyFromObject(obj), owner)}
+	return 0, &conflictError{fmt.Sprintf("%s %s already exists in the member and %s; conflictResolution: Overwrite adopts it",
+		obj.GetKind(), client.ObjectKeyFromObject(obj), why)}
 }
 
 // inBindingNamespace refuses a manifest of a namespaced binding that would land outside the binding's
@@ -123,7 +128,7 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 		}
 	}
 	existing, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	how, err := claim(w, obj, existing, err)
+	how, err := claim(e.HubID, w, obj, existing, err)
 	var conflict *conflictError
 	switch {
 	case errors.As(err, &conflict):
@@ -148,7 +153,11 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 		}
 	}
 	// Once adopted, always adopted: the mark is applied again each time, or server-side apply would drop it.
-	mark(obj, w, how == adopted || (how == owned && existing.GetAnnotations()[workv1alpha1.AnnotationAdopted] == "true"))
+	id := objectID{group: gvk.Group, kind: gvk.Kind, name: obj.GetName()}
+	if namespaced {
+		id.namespace = obj.GetNamespace()
+	}
+	mark(obj, e.HubID, w, id, how == adopted || (how == owned && existing.GetAnnotations()[workv1alpha1.AnnotationAdopted] == "true"))
 	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: workv1alpha1.FieldManager, Force: true})
 	if apierrors.IsNotFound(err) && namespaced {
 		// The namespace was deleted in the member since it was last seen: create it again and retry once.
@@ -168,25 +177,4 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: ReasonApplied, Message: "applied"})
 	observe(&ms, out, statusLimit)
 	return ms, out.GetGeneration()
-}
-
-// mark labels obj as Flotilla's and names its Work, records an adoption, and drops the hub's list of
-// retained fields.
-func mark(obj *unstructured.Unstructured, w *workv1alpha1.Work, adopt bool) {
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[workv1alpha1.LabelManagedBy] = workv1alpha1.ManagedByValue
-	obj.SetLabels(labels)
-	annotations := obj.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[workv1alpha1.AnnotationWork] = workRef(w)
-	delete(annotations, workv1alpha1.AnnotationRetainedFields) // for the executor (retain.go), not the member
-	if adopt {
-		annotations[workv1alpha1.AnnotationAdopted] = "true"
-	}
-	obj.SetAnnotations(annotations)
 }

@@ -45,15 +45,22 @@ func TestApplyOrder(t *testing.T) {
 	}
 }
 
-// TestClaim is the conflict rule table: only a NotFound creates, only the Work's own object or an adoption
-// on purpose is applied over, and any other read error is retried rather than forced over.
+// TestClaim is the conflict rule table: only a NotFound creates, only the Work's own object (its mark of this
+// hub, mark.go) or an adoption on purpose is applied over, and any other read error is retried rather than
+// forced over.
 func TestClaim(t *testing.T) {
 	work := func(resolution policyv1alpha1.ConflictResolution) *workv1alpha1.Work {
 		return &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: "flotilla-cluster-m1", Name: "default.web"},
 			Spec: workv1alpha1.WorkSpec{ConflictResolution: resolution}}
 	}
-	ours := map[string]string{workv1alpha1.AnnotationWork: "flotilla-cluster-m1/default.web"}
-	others := map[string]string{workv1alpha1.AnnotationWork: "flotilla-cluster-m1/default.other"}
+	ours := map[string]string{workv1alpha1.AnnotationWork: testWork,
+		workv1alpha1.AnnotationOwner: ownerMark(testHub, testWork, objectID{kind: "ConfigMap", namespace: "a", name: "c"})}
+	others := map[string]string{workv1alpha1.AnnotationWork: otherWork,
+		workv1alpha1.AnnotationOwner: ownerMark(testHub, otherWork, objectID{kind: "ConfigMap", namespace: "a", name: "c"})}
+	otherHubs := map[string]string{workv1alpha1.AnnotationWork: testWork,
+		workv1alpha1.AnnotationOwner: ownerMark(otherHub, testWork, objectID{kind: "ConfigMap", namespace: "a", name: "c"})}
+	copied := map[string]string{workv1alpha1.AnnotationWork: testWork,
+		workv1alpha1.AnnotationOwner: ownerMark(testHub, testWork, objectID{kind: "ConfigMap", namespace: "a", name: "elsewhere"})}
 	managed := map[string]string{workv1alpha1.LabelManagedBy: workv1alpha1.ManagedByValue}
 	dependency := map[string]string{workv1alpha1.AnnotationDependency: "true"}
 	gr := schema.GroupResource{Resource: "configmaps"}
@@ -78,6 +85,14 @@ func TestClaim(t *testing.T) {
 			existing: object("v1", "ConfigMap", "a", "c", nil, nil), conflict: true},
 		{name: "another Work's object is refused", obj: object("v1", "ConfigMap", "a", "c", nil, nil),
 			existing: object("v1", "ConfigMap", "a", "c", managed, others), conflict: true},
+		{name: "another hub's object for a Work of the same name is refused", obj: object("v1", "ConfigMap", "a", "c", nil, nil),
+			existing: object("v1", "ConfigMap", "a", "c", managed, otherHubs), conflict: true},
+		{name: "an object carrying a mark copied from another object is refused", obj: object("v1", "ConfigMap", "a", "c", nil, nil),
+			existing: object("v1", "ConfigMap", "a", "c", managed, copied), conflict: true},
+		{name: "another hub's object is adopted under Overwrite", resolution: policyv1alpha1.ConflictOverwrite,
+			obj: object("v1", "ConfigMap", "a", "c", nil, nil), existing: object("v1", "ConfigMap", "a", "c", managed, otherHubs), want: adopted},
+		{name: "a dependency another hub placed is refused, not shared", obj: object("v1", "ConfigMap", "a", "c", nil, dependency),
+			existing: object("v1", "ConfigMap", "a", "c", managed, otherHubs), conflict: true},
 		{name: "a foreign object is adopted under Overwrite", resolution: policyv1alpha1.ConflictOverwrite,
 			obj: object("v1", "ConfigMap", "a", "c", nil, nil), existing: object("v1", "ConfigMap", "a", "c", nil, nil), want: adopted},
 		{name: "a dependency another Work placed is shared", obj: object("v1", "ConfigMap", "a", "c", nil, dependency),
@@ -93,7 +108,7 @@ func TestClaim(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := claim(work(c.resolution), c.obj, c.existing, c.getErr)
+			got, err := claim(testHub, work(c.resolution), c.obj, c.existing, c.getErr)
 			var conflict *conflictError
 			switch {
 			case c.conflict:

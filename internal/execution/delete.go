@@ -48,7 +48,7 @@ func (e *Executor) deleteObject(ctx context.Context, m *Member, w *workv1alpha1.
 	if err != nil {
 		return err
 	}
-	if !deletable(existing, workRef(w)) {
+	if !deletable(e.HubID, w, existing) {
 		return nil
 	}
 	err = ri.Delete(ctx, id.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
@@ -56,15 +56,16 @@ func (e *Executor) deleteObject(ctx context.Context, m *Member, w *workv1alpha1.
 	return client.IgnoreNotFound(err)
 }
 
-// deletable says whether letting go of obj means deleting it. Only an object that carries the Work's
-// annotation may go, and of those, objects Flotilla adopted and Namespaces, CRDs and PVCs (deleting them
-// takes everything in them, custom resources or data) only when the template opted in with
-// work.flotilla.io/deletion-policy: Delete. A Namespace or CRD Flotilla did not create is never deleted.
-func deletable(obj *unstructured.Unstructured, workRef string) bool {
-	annotations := obj.GetAnnotations()
-	if annotations[workv1alpha1.AnnotationWork] != workRef {
-		return false // someone else's, or taken over by another Work
+// deletable says whether letting go of obj means deleting it for Work w. Only an object that carries w's
+// mark of this hub, made for that object (mark.go), may go, and of those, objects Flotilla adopted and
+// Namespaces, CRDs and PVCs (deleting them takes everything in them, custom resources or data) only when the
+// template opted in with work.flotilla.io/deletion-policy: Delete. A Namespace or CRD Flotilla did not create
+// is never deleted.
+func deletable(hubID string, w *workv1alpha1.Work, obj *unstructured.Unstructured) bool {
+	if !owns(hubID, w, obj) {
+		return false // someone else's (another hub's, a copied mark), or taken over by another Work
 	}
+	annotations := obj.GetAnnotations()
 	kind := obj.GroupVersionKind().GroupKind()
 	optedIn := annotations[workv1alpha1.AnnotationDeletionPolicy] == workv1alpha1.DeletionPolicyDelete
 	wasAdopted := annotations[workv1alpha1.AnnotationAdopted] == "true"
@@ -77,8 +78,9 @@ func deletable(obj *unstructured.Unstructured, workRef string) bool {
 	return true
 }
 
-// finalize lets go of a deleted Work's objects in the member (deleting those deletable says may go, unless
-// the Work preserves them or its cluster leaves the hub keeping them) and then of the Work.
+// finalize lets go of a deleted Work's objects in the member and then of the Work: it deletes those
+// deletable says may go, or, when the Work preserves them or its cluster leaves the hub keeping them, releases
+// them all (release.go).
 func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work) error {
 	if !controllerutil.ContainsFinalizer(w, workv1alpha1.FinalizerExecution) {
 		return nil
@@ -87,22 +89,24 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 	if err != nil {
 		return err
 	}
-	if unjoin != clusterv1alpha1.UnjoinKeepResources && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
-		// The manifests as well as the reported statuses: a Work deleted before its status was written
-		// still owns what it applied.
-		ids := make([]workv1alpha1.ResourceIdentifier, 0, len(w.Status.ManifestStatuses)+len(w.Spec.Workload.Manifests))
-		for _, s := range w.Status.ManifestStatuses {
-			ids = append(ids, s.Identifier)
+	letGo := e.deleteObject
+	if unjoin == clusterv1alpha1.UnjoinKeepResources || ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
+		letGo = e.releaseObject
+	}
+	// The manifests as well as the reported statuses: a Work deleted before its status was written still
+	// owns what it applied.
+	ids := make([]workv1alpha1.ResourceIdentifier, 0, len(w.Status.ManifestStatuses)+len(w.Spec.Workload.Manifests))
+	for _, s := range w.Status.ManifestStatuses {
+		ids = append(ids, s.Identifier)
+	}
+	if manifests, err := decode(w); err == nil {
+		for i, obj := range manifests {
+			ids = append(ids, identifier(obj, i))
 		}
-		if manifests, err := decode(w); err == nil {
-			for i, obj := range manifests {
-				ids = append(ids, identifier(obj, i))
-			}
-		}
-		for _, id := range ids {
-			if err := e.deleteObject(ctx, m, w, id); err != nil {
-				return err
-			}
+	}
+	for _, id := range ids {
+		if err := letGo(ctx, m, w, id); err != nil {
+			return err
 		}
 	}
 	if unjoin == clusterv1alpha1.UnjoinDeleteResources {

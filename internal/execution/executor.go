@@ -3,18 +3,20 @@
 //
 // Objects are applied with server-side apply, forced, under the field manager "flotilla": Flotilla owns on a
 // member object exactly the fields of the manifest it applies (the rendered template, without the fields the
-// hub's API server set; binding.Render) and its managed-by label and work, template-generation and adopted
-// annotations, and puts them back when they change there. Fields the member keeps are left out of the
+// hub's API server set; binding.Render) and its managed-by label and work, owner, template-generation and
+// adopted annotations, and puts them back when they change there. Fields the member keeps are left out of the
 // manifest (retain.go): spec.replicas of a template labelled to retain it and of an object a
 // HorizontalPodAutoscaler in the member scales, and the fields an InterpreterCustomization retains, once the
 // object exists; a field only Flotilla owned is first handed to the field manager "flotilla-retained", since
 // server-side apply removes a field its only owner stops sending. Everything else on the object belongs to
 // whoever set it. CRDs go first, then namespaces, then the rest; a namespace is created only where something
 // namespaced goes (again, if it was deleted in the member). An object Flotilla did not create is left alone
-// unless the Work says conflictResolution: Overwrite, and is then recorded as adopted (apply.go). Objects are
-// deleted only when their Work drops them or is deleted — never because a member is unreachable or leaves the
-// hub — and not even then when Flotilla adopted them or they are Namespaces, CRDs or PVCs, unless the
-// template opts in (delete.go).
+// unless the Work says conflictResolution: Overwrite, and is then recorded as adopted (apply.go); whether
+// Flotilla created an object is told by a mark that names this hub and the Work and fits only that object
+// (mark.go). Objects are deleted only when their Work drops them or is deleted — never because a member is
+// unreachable or leaves the hub — and not even then when Flotilla adopted them or they are Namespaces, CRDs
+// or PVCs, unless the template opts in (delete.go). Objects a deleted Work preserves, or that stay in a
+// cluster leaving the hub, lose Flotilla's labels and annotations (release.go).
 package execution
 
 import (
@@ -81,6 +83,10 @@ type Executor struct {
 	Clusters client.Reader
 	// FieldManager names the executor in the managedFields of the Work statuses it writes.
 	FieldManager string
+	// HubID is the ID of the hub whose Works this executor applies (registration.HubID), which its mark on
+	// member objects names (mark.go). Empty only for an agent whose hub publishes none (a hub older than the
+	// mark): objects are then marked and recognised as earlier versions did.
+	HubID string
 	// Resync is how often a Work is looked at again when nothing changed (steadyPeriod when zero).
 	Resync time.Duration
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -27,10 +28,13 @@ import (
 const memberTTL = time.Minute
 
 // SetupPush registers the hub's executor, which applies the Works of Push clusters with the credentials the
-// hub stores for them. Works of Pull clusters are left to their agents. A bounded pool of workers keeps one
-// slow member from holding up the others.
-func SetupPush(mgr ctrl.Manager) error {
-	e := &Executor{Hub: mgr.GetClient(), FieldManager: workv1alpha1.ControllerFieldManager("push-execution")}
+// hub stores for them, marking what it applies with hubID. Works of Pull clusters are left to their agents. A
+// bounded pool of workers keeps one slow member from holding up the others.
+func SetupPush(mgr ctrl.Manager, hubID string) error {
+	if hubID == "" {
+		return errors.New("push-execution: the hub's ID is unknown")
+	}
+	e := &Executor{Hub: mgr.GetClient(), FieldManager: workv1alpha1.ControllerFieldManager("push-execution"), HubID: hubID}
 	members := &pushMembers{client: mgr.GetClient(), secrets: mgr.GetAPIReader(), notify: e.Notify, cache: map[string]cachedMember{}}
 	e.MemberFor = members.memberFor
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

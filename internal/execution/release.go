@@ -2,8 +2,16 @@ package execution
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,10 +22,83 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
+// releaseObject lets go of a member object of the Work without deleting it (the Work preserves its objects,
+// or its cluster leaves the hub keeping them): an object that carries the Work's mark of this hub loses every
+// label and annotation of Flotilla's (workv1alpha1.KeyPrefix), so it is plainly the member's own from then
+// on. A patch removes only those keys, on the object whose mark was checked (its UID); anything else on the
+// object stays as it is. An object another Work, another hub or nobody marked is left alone. A read error is
+// returned, never taken for the object's absence.
+func (e *Executor) releaseObject(ctx context.Context, m *Member, w *workv1alpha1.Work, id workv1alpha1.ResourceIdentifier) error {
+	ri, _, err := m.resource(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}, id.Namespace)
+	if meta.IsNoMatchError(err) {
+		return nil // the kind is gone from the member, and its objects with it
+	}
+	if err != nil {
+		return err
+	}
+	existing, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !owns(e.HubID, w, existing) {
+		return nil
+	}
+	patch, err := unmarkPatch(existing)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = ri.Patch(ctx, id.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: workv1alpha1.FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("releasing %s %s/%s: %w", id.Kind, id.Namespace, id.Name, err)
+	}
+	return nil
+}
+
+// unmarkPatch is the JSON merge patch that removes Flotilla's labels and annotations from obj, with obj's UID
+// as a precondition; nil when obj carries none.
+func unmarkPatch(obj *unstructured.Unstructured) ([]byte, error) {
+	labels, annotations := flotillaKeys(obj)
+	if len(labels) == 0 && len(annotations) == 0 {
+		return nil, nil
+	}
+	metadata := map[string]any{"uid": obj.GetUID()}
+	for field, keys := range map[string][]string{"labels": labels, "annotations": annotations} {
+		if len(keys) == 0 {
+			continue
+		}
+		removed := map[string]any{}
+		for _, k := range keys {
+			removed[k] = nil
+		}
+		metadata[field] = removed
+	}
+	return json.Marshal(map[string]any{"metadata": metadata})
+}
+
+// flotillaKeys lists the label and annotation keys of Flotilla's (workv1alpha1.KeyPrefix) that obj carries.
+func flotillaKeys(obj *unstructured.Unstructured) (labels, annotations []string) {
+	for k := range obj.GetLabels() {
+		if strings.HasPrefix(k, workv1alpha1.KeyPrefix) {
+			labels = append(labels, k)
+		}
+	}
+	for k := range obj.GetAnnotations() {
+		if strings.HasPrefix(k, workv1alpha1.KeyPrefix) {
+			annotations = append(annotations, k)
+		}
+	}
+	return labels, annotations
+}
+
 // Releaser removes the execution finalizer from deleted Works whose Cluster is gone from the hub. Their
 // member objects stay (a cluster leaving the hub keeps its workloads), and no agent or push credential is
 // left to remove the finalizer, which would otherwise hold the Work, and the cluster's namespace, in
-// Terminating for good, say after a Cluster was deleted with kubectl while its agent was stopped.
+// Terminating for good, say after a Cluster was deleted with kubectl while its agent was stopped. Nothing
+// reaches the member then, so those objects keep Flotilla's marks (a re-join of the cluster to this hub takes
+// them over again).
 type Releaser struct {
 	Client client.Client
 	// Clusters reads Clusters from the API server. The cache answers first: a Cluster it holds exists, and

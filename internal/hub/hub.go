@@ -51,6 +51,9 @@ type Hub struct {
 	AdminKubeconfig string
 	// Identity names this hub process in the leader Lease: unique per process.
 	Identity string
+	// ID names the hub itself, the same for all its processes (registration.HubID); executors mark member
+	// objects with it.
+	ID string
 	// Tunnels are the tunnels Pull clusters' agents hold open to this hub process; the hub's proxy reaches
 	// those members through them.
 	Tunnels *tunnel.Registry
@@ -154,7 +157,7 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		}
 	}
 	progress("controllers elect their leader as " + h.Identity)
-	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, Version: o.Version, Tunnels: h.Tunnels}, selected); err != nil {
+	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, HubID: h.ID, Version: o.Version, Tunnels: h.Tunnels}, selected); err != nil {
 		return nil, err
 	}
 	if o.Embedded() && o.Dashboard {
@@ -366,8 +369,8 @@ func (h *Hub) authorizeAgents(ctx context.Context) error {
 	return registration.AuthorizeAgentsInHub(ctx, c)
 }
 
-// publishForAgents publishes the hub's address and CA for agents' discovery, and lets bootstrap tokens file
-// CSRs.
+// publishForAgents learns the hub's ID and publishes it, with the hub's address and CA, for agents'
+// discovery, and lets bootstrap tokens file CSRs.
 func (h *Hub) publishForAgents(ctx context.Context) error {
 	caPEM, err := registration.HubCA(h.Config)
 	if err != nil {
@@ -377,7 +380,10 @@ func (h *Hub) publishForAgents(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return registration.EnsureHubObjects(ctx, c, h.Config.Host, caPEM)
+	if h.ID, err = registration.HubID(ctx, c); err != nil {
+		return err
+	}
+	return registration.EnsureHubObjects(ctx, c, h.Config.Host, caPEM, h.ID)
 }
 
 func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {

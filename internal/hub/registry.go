@@ -30,8 +30,10 @@ type Controller struct {
 // Settings are what controllers may need to know about the hub they run in.
 type Settings struct {
 	*Options
-	// Identity names this hub (leases it renews for Push clusters say so).
+	// Identity names this hub process (leases it renews for Push clusters say so).
 	Identity string
+	// HubID names the hub, the same for all its processes; the push executor marks member objects with it.
+	HubID string
 	// Version is Flotilla's version.
 	Version string
 	// Tunnels are the Pull clusters' tunnels this hub process holds.
@@ -60,7 +62,7 @@ var Controllers = Registry{
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error { return scheduler.Setup(mgr, s.DefaultFailoverToleration) }},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.Setup(mgr) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupStatus(mgr) }},
-	{Name: "push-execution", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupPush(mgr) }},
+	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},
 	{Name: "multicluster", Setup: func(mgr ctrl.Manager, _ Settings) error { return multicluster.Setup(mgr) }},

@@ -16,10 +16,11 @@ import (
 )
 
 // EnsureHubObjects publishes what agents need before they have an identity: the hub's CA and address in
-// kube-public/flotilla-cluster-info, readable anonymously, and the right for Flotilla bootstrap tokens (and
-// for agents, to renew) to file CertificateSigningRequests and read them back by name. They may not list or
-// watch them: other requesters' requests are none of their business.
-func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM []byte) error {
+// kube-public/flotilla-cluster-info, readable anonymously (and by agents, which read the hub's ID there,
+// hubid.go), and the right for Flotilla bootstrap tokens (and for agents, to renew) to file
+// CertificateSigningRequests and read them back by name. They may not list or watch them: other requesters'
+// requests are none of their business.
+func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM []byte, hubID string) error {
 	info := clientcmdapi.NewConfig()
 	info.Clusters[""] = &clientcmdapi.Cluster{Server: hubURL, CertificateAuthorityData: caPEM}
 	kubeconfig, err := clientcmd.Write(*info)
@@ -30,7 +31,7 @@ func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM
 		&corev1.ConfigMap{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 			ObjectMeta: metav1.ObjectMeta{Name: ClusterInfoName, Namespace: ClusterInfoNamespace},
-			Data:       map[string]string{"kubeconfig": string(kubeconfig)},
+			Data:       map[string]string{"kubeconfig": string(kubeconfig), ClusterInfoHubID: hubID},
 		},
 		&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
@@ -42,7 +43,8 @@ func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:cluster-info-reader", Namespace: ClusterInfoNamespace},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "flotilla:cluster-info-reader"},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:anonymous"}},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:anonymous"},
+				{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: AgentGroup}},
 		},
 		&rbacv1.ClusterRole{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},

@@ -24,6 +24,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -32,8 +33,8 @@ import (
 // that belong to no cluster, so the hub's own executors leave them alone, and each test drives its executor
 // by calling Reconcile.
 
-// newExecutor returns an executor whose member is the test hub, reached with memberConfig (the hub's admin
-// configuration when nil).
+// newExecutor returns an executor of the test hub (it marks objects with the hub's ID) whose member is the
+// test hub, reached with memberConfig (the hub's admin configuration when nil).
 func newExecutor(t *testing.T, hub client.Client, memberConfig *rest.Config) *execution.Executor {
 	t.Helper()
 	if memberConfig == nil {
@@ -43,7 +44,11 @@ func newExecutor(t *testing.T, hub client.Client, memberConfig *rest.Config) *ex
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &execution.Executor{Hub: hub, MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
+	hubID, err := registration.HubID(context.Background(), env.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &execution.Executor{Hub: hub, HubID: hubID, MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
 }
 
 func manifest(t *testing.T, obj client.Object) workv1alpha1.Manifest {

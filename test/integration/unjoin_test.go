@@ -47,8 +47,9 @@ func annotateUnjoin(t *testing.T, cluster *clusterv1alpha1.Cluster, mode string)
 }
 
 // TestExecutorKeepsObjectsOfAClusterLeavingTheHub: a Work deleted because its cluster is unjoined, or after
-// its Cluster is gone, leaves its objects in the member; with unjoin --delete-resources they are deleted
-// and the Work keeps its finalizer, reporting Deleted, until the unjoin removes the Cluster.
+// its Cluster is gone, leaves its objects in the member, without Flotilla's labels and annotations when the
+// executor still reaches the member; with unjoin --delete-resources they are deleted and the Work keeps its
+// finalizer, reporting Deleted, until the unjoin removes the Cluster.
 func TestExecutorKeepsObjectsOfAClusterLeavingTheHub(t *testing.T) {
 	ctx := context.Background()
 	cluster := createPullCluster(t, "leaving")
@@ -71,6 +72,9 @@ func TestExecutorKeepsObjectsOfAClusterLeavingTheHub(t *testing.T) {
 	}
 	if !present(t, configMap("exec-leaving", "kept", nil)) {
 		t.Fatal("unjoin keeping resources deleted a member object")
+	}
+	if keys := flotillaKeys(t, configMap("exec-leaving", "kept", nil)); len(keys) > 0 {
+		t.Fatalf("the object an unjoin kept still carries %v", keys)
 	}
 
 	annotateUnjoin(t, cluster, clusterv1alpha1.UnjoinDeleteResources)
@@ -99,6 +103,9 @@ func TestExecutorKeepsObjectsOfAClusterLeavingTheHub(t *testing.T) {
 	}
 	if !present(t, configMap("exec-leaving", "orphaned", nil)) {
 		t.Fatal("a Work of a removed cluster deleted its member object")
+	}
+	if keys := flotillaKeys(t, configMap("exec-leaving", "orphaned", nil)); len(keys) > 0 {
+		t.Fatalf("the object of a removed cluster still carries %v", keys)
 	}
 	// The Work held by --delete-resources is released, as flotilla unjoin would, so the namespace goes.
 	patch := client.MergeFrom(w.DeepCopy())

@@ -6,11 +6,25 @@ const (
 	LabelBindingNamespace = "work.flotilla.io/binding-namespace"
 	LabelBindingName      = "work.flotilla.io/binding-name"
 
+	// KeyPrefix starts every label and annotation key of Flotilla's on the objects it manages. A member
+	// object Flotilla lets go of without deleting it (preserveResourcesOnDeletion, an unjoin that keeps
+	// resources) loses every key with this prefix.
+	KeyPrefix = "work.flotilla.io/"
+
 	// LabelManagedBy on a member object says Flotilla applied it; AnnotationWork names the Work
-	// (namespace/name) it came from.
+	// (namespace/name) it came from. Both are for people and tools to read; neither proves anything.
 	LabelManagedBy = "work.flotilla.io/managed-by"
 	ManagedByValue = "flotilla"
 	AnnotationWork = "work.flotilla.io/work"
+
+	// AnnotationOwner on a member object is the executor's proof that it marked the object itself:
+	// "HUB/DIGEST", where HUB is the hub's ID (the UID of the hub's kube-system namespace) and DIGEST is
+	// derived from the hub ID, the Work and the object's group, kind, namespace and name. The executor treats
+	// as its Work's own (applies over it, deletes it when the Work lets go) only an object whose
+	// AnnotationOwner is the one it would write there: not another hub's, nor one copied from another object.
+	// Objects marked before it existed are recognised for the object their Work recorded as applied, and
+	// marked anew at the next apply.
+	AnnotationOwner = "work.flotilla.io/owner"
 
 	// AnnotationAdopted on a member object says Flotilla took it over (conflictResolution: Overwrite, or a
 	// namespace it had created implicitly) rather than created it for its Work: such an object is left in
