@@ -13,6 +13,12 @@
 //
 // Both write their conditions by server-side apply under their own field manager, so neither ever copies
 // back what the other (or the scheduler, which owns Scheduled) wrote.
+//
+// A Work carries its binding's labels and UID (AnnotationBindingUID), and a binding's Works are those it
+// claims (works.go): a binding deleted and created again takes over the earlier one's Works on the clusters
+// it uses and leaves the others alone. The work sweeper ("work-sweeper", sweeper.go) releases every Work in
+// a cluster's namespace that no existing owner claims, keeping its member objects, so that no orphan is
+// applied forever.
 package binding
 
 import (
@@ -188,6 +194,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	if err := r.Client.List(ctx, works, client.MatchingLabels(workLabels(b))); err != nil {
 		return ctrl.Result{}, err
 	}
+	works.Items = claimed(b, works.Items) // an earlier binding's elsewhere are the work sweeper's to release
 	if b.GetDeletionTimestamp() != nil {
 		return ctrl.Result{}, r.finalize(ctx, b, works.Items)
 	}
@@ -283,15 +290,19 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 func unneeded(spec *workv1alpha1.ResourceBindingSpec, works []workv1alpha1.Work) []*workv1alpha1.Work {
 	var out []*workv1alpha1.Work
 	for i := range works {
-		w := &works[i]
-		in := func(cluster string) bool { return clusterv1alpha1.ClusterNamespace(cluster) == w.Namespace }
-		targeted := slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return in(t.Name) })
-		evicting := slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return in(t.FromCluster) })
-		if !targeted && !evicting {
-			out = append(out, w)
+		if !wants(spec, works[i].Namespace) {
+			out = append(out, &works[i])
 		}
 	}
 	return out
+}
+
+// wants says whether a binding needs a Work in a cluster's namespace: it targets the cluster or is being
+// evicted from it.
+func wants(spec *workv1alpha1.ResourceBindingSpec, namespace string) bool {
+	in := func(cluster string) bool { return clusterv1alpha1.ClusterNamespace(cluster) == namespace }
+	return slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return in(t.Name) }) ||
+		slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return in(t.FromCluster) })
 }
 
 // ownedConditionsStatus is the part of a binding's status the render controller applies.

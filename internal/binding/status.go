@@ -100,6 +100,7 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err := r.Client.List(ctx, works, client.MatchingLabels(workLabels(b))); err != nil {
 		return ctrl.Result{}, err
 	}
+	works.Items = claimed(b, works.Items) // an earlier binding's elsewhere, until the work sweeper releases them, say nothing of this one
 	interpreted, err := r.interpret(ctx, b, template, works.Items)
 	if err != nil {
 		return ctrl.Result{}, err

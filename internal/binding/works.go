@@ -37,6 +37,26 @@ func workLabels(b client.Object) map[string]string {
 	return map[string]string{workv1alpha1.LabelBindingNamespace: b.GetNamespace(), workv1alpha1.LabelBindingName: b.GetName()}
 }
 
+// claims says whether the Work, which carries b's labels, is b's: b wrote it (or it was written before Works
+// recorded their binding's UID), or an earlier binding of the same name did, on a cluster b places its
+// template on or is leaving, and b takes it over (the template is the same; its objects go on being
+// managed). An earlier binding's Work on any other cluster is not b's to change or delete: the work sweeper
+// releases it, and its objects stay. (Deleting it as not needed would delete objects that nobody asked to
+// delete, all of them when b is not scheduled yet.)
+func claims(b client.Object, w *workv1alpha1.Work) bool {
+	uid := w.Annotations[workv1alpha1.AnnotationBindingUID]
+	if uid == "" || uid == string(b.GetUID()) {
+		return true
+	}
+	o, ok := b.(workv1alpha1.Object)
+	return ok && wants(o.BindingSpec(), w.Namespace)
+}
+
+// claimed keeps the Works b claims among those that carry its labels.
+func claimed(b client.Object, works []workv1alpha1.Work) []workv1alpha1.Work {
+	return slices.DeleteFunc(works, func(w workv1alpha1.Work) bool { return !claims(b, &w) })
+}
+
 // readTemplate reads the template a binding refers to.
 func readTemplate(ctx context.Context, c client.Reader, ref workv1alpha1.ObjectReference) (*unstructured.Unstructured, error) {
 	gv, err := schema.ParseGroupVersion(ref.APIVersion)
@@ -118,11 +138,13 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		// than be refused a second create.
 		err = r.Reader.Get(ctx, key, work)
 	}
+	uid := string(b.GetUID())
 	if apierrors.IsNotFound(err) {
 		work = &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: workLabels(b),
-			Finalizers: []string{workv1alpha1.FinalizerExecution}}, Spec: want}
+			Annotations: map[string]string{workv1alpha1.AnnotationBindingUID: uid},
+			Finalizers:  []string{workv1alpha1.FinalizerExecution}}, Spec: want}
 		if annotation != "" {
-			work.Annotations = map[string]string{workv1alpha1.AnnotationOverrides: annotation}
+			work.Annotations[workv1alpha1.AnnotationOverrides] = annotation
 		}
 		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
 			if err == nil {
@@ -139,11 +161,14 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	if err != nil {
 		return err
 	}
-	if equality.Semantic.DeepEqual(work.Spec, want) && work.Annotations[workv1alpha1.AnnotationOverrides] == annotation {
+	// A Work of an earlier binding of this name is taken over (claims): it records this binding's UID from now.
+	if equality.Semantic.DeepEqual(work.Spec, want) && work.Annotations[workv1alpha1.AnnotationOverrides] == annotation &&
+		work.Annotations[workv1alpha1.AnnotationBindingUID] == uid {
 		return nil
 	}
 	patch := client.MergeFrom(work.DeepCopy())
 	work.Spec = want
+	metav1.SetMetaDataAnnotation(&work.ObjectMeta, workv1alpha1.AnnotationBindingUID, uid)
 	if annotation == "" {
 		delete(work.Annotations, workv1alpha1.AnnotationOverrides)
 	} else {

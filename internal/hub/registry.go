@@ -62,6 +62,7 @@ var Controllers = Registry{
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error { return scheduler.Setup(mgr, s.DefaultFailoverToleration) }},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.Setup(mgr) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupStatus(mgr) }},
+	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupSweeper(mgr, multicluster.ConsumerWorks) }},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},

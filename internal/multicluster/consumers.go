@@ -24,6 +24,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/binding"
 )
 
 // AnnotationDerivedService on an imported ServiceImport names the derived Service that serves it.
@@ -114,6 +115,20 @@ func (r *ExportController) consumerWorks(ctx context.Context, export *mcsv1alpha
 	works := &workv1alpha1.WorkList{}
 	err := r.Client.List(ctx, works, client.MatchingLabels{LabelExportNamespace: export.Namespace, LabelServiceName: export.Name})
 	return works.Items, err
+}
+
+// ConsumerWorks tells the hub's work sweeper which Works are ServiceExports' (binding.SetupSweeper): a
+// consumer Work whose ServiceExport is gone (its finalizer removed by hand) is released like a binding's.
+var ConsumerWorks = binding.WorkOwner{
+	Kind: "ServiceExport",
+	New:  func() client.Object { return &mcsv1alpha1.ServiceExport{} },
+	Of: func(w *workv1alpha1.Work) (client.ObjectKey, bool) {
+		ns, name := w.Labels[LabelExportNamespace], w.Labels[LabelServiceName]
+		return client.ObjectKey{Namespace: ns, Name: name}, ns != "" && name != ""
+	},
+	Labels: func(export client.Object) map[string]string {
+		return map[string]string{LabelExportNamespace: export.GetNamespace(), LabelServiceName: export.GetName()}
+	},
 }
 
 // syncConsumers gives each consumer its Work and deletes the Works of clusters that stopped consuming (the

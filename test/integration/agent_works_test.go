@@ -21,7 +21,7 @@ func TestAgentChangesOnlyStatusAndFinalizersOfItsWorks(t *testing.T) {
 	ctx := context.Background()
 	agent, _ := join(t, env, "works-a", "id-works-a")
 	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: "flotilla-cluster-works-a",
-		Labels: map[string]string{workv1alpha1.LabelBindingName: "web-deployment"}, Finalizers: []string{workv1alpha1.FinalizerExecution}}}
+		Labels: ownedWorkLabels(t, "flotilla-cluster-works-a", "w", nil), Finalizers: []string{workv1alpha1.FinalizerExecution}}}
 	if err := env.Client.Create(ctx, work); err != nil {
 		t.Fatal(err)
 	}

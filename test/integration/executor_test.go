@@ -78,11 +78,13 @@ func ensureNamespace(t *testing.T, name string) {
 	}
 }
 
-// createWork creates a Work with the execution finalizer, as the binding controller does.
+// createWork creates a Work with the execution finalizer, as the binding controller does, and with a binding
+// of its own when it has no labels (ownedWorkLabels).
 func createWork(t *testing.T, namespace, name string, labels map[string]string, resolution policyv1alpha1.ConflictResolution,
 	objs ...client.Object) *workv1alpha1.Work {
 	t.Helper()
 	ensureNamespace(t, namespace)
+	labels = ownedWorkLabels(t, namespace, name, labels)
 	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels,
 		Finalizers: []string{workv1alpha1.FinalizerExecution}}, Spec: workv1alpha1.WorkSpec{ConflictResolution: resolution}}
 	for _, o := range objs {

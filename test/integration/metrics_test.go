@@ -131,8 +131,9 @@ func TestMetricsMoveWithPropagation(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, &workv1alpha1.Work{
-		ObjectMeta: metav1.ObjectMeta{Name: "unserved", Namespace: clusterv1alpha1.ClusterNamespace("metrics-push")},
-		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "unserved", Namespace: clusterv1alpha1.ClusterNamespace("metrics-push"),
+			Labels: ownedWorkLabels(t, clusterv1alpha1.ClusterNamespace("metrics-push"), "unserved", nil)},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
 	})
 
 	moved := []struct {

@@ -161,8 +161,9 @@ func TestPushCredentialsInTheSecretAndCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := &workv1alpha1.Work{
-		ObjectMeta: metav1.ObjectMeta{Name: "pushed", Namespace: clusterv1alpha1.ClusterNamespace("push-token")},
-		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pushed", Namespace: clusterv1alpha1.ClusterNamespace("push-token"),
+			Labels: ownedWorkLabels(t, clusterv1alpha1.ClusterNamespace("push-token"), "pushed", nil)},
+		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
 	}
 	if err := env.Client.Create(context.Background(), work); err != nil {
 		t.Fatal(err)

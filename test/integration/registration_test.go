@@ -97,7 +97,7 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 		t.Fatalf("cluster not created as asked: %+v %v", cluster.Spec, cluster.Labels)
 	}
 	for _, ns := range []string{"flotilla-cluster-iso-a", "flotilla-cluster-iso-b"} {
-		work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns}}
+		work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns, Labels: ownedWorkLabels(t, ns, "w", nil)}}
 		if err := env.Client.Create(ctx, work); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,11 @@ const (
 	// LabelBindingNamespace and LabelBindingName on a Work name the binding it was rendered from.
 	LabelBindingNamespace = "work.flotilla.io/binding-namespace"
 	LabelBindingName      = "work.flotilla.io/binding-name"
+	// AnnotationBindingUID on a Work is the UID of the binding that wrote it. A binding deleted and created
+	// again under the same name is another binding: the Works of the earlier one are not the new one's to
+	// change or delete, and the hub's work sweeper releases them. A Work without it (written by an earlier
+	// version) belongs to whichever binding its labels name.
+	AnnotationBindingUID = "work.flotilla.io/binding-uid"
 
 	// KeyPrefix starts every label and annotation key of Flotilla's on the objects it manages. A member
 	// object Flotilla lets go of without deleting it (preserveResourcesOnDeletion, an unjoin that keeps

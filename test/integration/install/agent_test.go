@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/agent"
 	"github.com/flotilla-io/flotilla/internal/helmchart"
@@ -160,9 +161,18 @@ func waitWorkApplied(t *testing.T, m *member, cluster, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Work's binding, which the hub's work sweeper would otherwise find missing. Its template does not
+	// exist and its placement selects no cluster, so no controller writes or changes a Work for it.
+	owner := &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: name + "-configmap"},
+		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "Namespace", Name: name + "-absent"},
+			Placement: &policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"nowhere"}}}}}
+	if err := env.Client.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, owner) })
 	work := &workv1alpha1.Work{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: clusterv1alpha1.ClusterNamespace(cluster),
-			Labels: map[string]string{workv1alpha1.LabelBindingName: name + "-configmap"}},
+			Labels: map[string]string{workv1alpha1.LabelBindingName: owner.Name}},
 		Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}},
 	}
 	testenv.Eventually(t, time.Minute, "the cluster's namespace on the hub", func() error {
