@@ -5,7 +5,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -125,6 +127,11 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 	if err != nil {
 		return err
 	}
+	if expired, notAfter, err := cred.Expired(time.Now()); err != nil {
+		return err
+	} else if expired {
+		return fmt.Errorf("the hub certificate in %s expired at %s; to recover, %s", cred.Path, notAfter.Format(time.RFC3339), recovery(cluster))
+	}
 	progress(fmt.Sprintf("agent of cluster %s reporting to the hub every quarter of the hub's grace period (at least every %s)",
 		cluster, clusterstatus.HeartbeatPeriod))
 	if err := runTunnel(ctx, cred, cluster, memberConfig, memberKube, progress); err != nil {
@@ -142,21 +149,46 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		err = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 12, Cap: 5 * time.Minute},
-			func(ctx context.Context) (bool, error) {
-				if err := cred.Renew(ctx, o.CertTTL); err != nil {
-					klog.FromContext(ctx).Error(err, "renewing the hub certificate; retrying")
-					return false, nil
-				}
-				return true, nil
-			})
-		if err != nil {
-			return fmt.Errorf("renewing the hub certificate: %w", err)
+		if err := renew(ctx, cred, cert.NotAfter, o.CertTTL); err != nil {
+			return err
 		}
 		if cert, err := cred.Certificate(); err == nil {
 			progress(fmt.Sprintf("hub certificate renewed; valid until %s", cert.NotAfter.Format(time.RFC3339)))
 		}
 	}
+}
+
+// renew renews the hub certificate, retrying with backoff until it expires at notAfter: an unreachable hub
+// is waited for. A denial (the registration ended or was given to another agent) and an expired certificate
+// end the agent with how to recover: join again with a new token on the same data directory, which the hub
+// finishes once an administrator accepts it (the Cluster, its Works and its objects stay as they are).
+func renew(ctx context.Context, cred registration.Credential, notAfter time.Time, ttl time.Duration) error {
+	cluster, _ := cred.ClusterName()
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: math.MaxInt32, Cap: 5 * time.Minute},
+		func(ctx context.Context) (bool, error) {
+			last = cred.Renew(ctx, ttl)
+			switch {
+			case last == nil:
+				return true, nil
+			case errors.Is(last, registration.ErrDenied):
+				return false, last
+			case !time.Now().Before(notAfter):
+				return false, fmt.Errorf("the hub certificate expired at %s: %w", notAfter.Format(time.RFC3339), last)
+			}
+			klog.FromContext(ctx).Error(last, "renewing the hub certificate; retrying until it expires", "expires", notAfter)
+			return false, nil
+		})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("renewing the hub certificate: %w; to recover, %s", err, recovery(cluster))
+	}
+	return nil
+}
+
+// recovery says how an agent whose certificate expired or was refused gets a new identity for cluster.
+func recovery(cluster string) string {
+	return fmt.Sprintf("join again with a new token on the same data directory (flotilla join HUB_URL --token-file FILE --cluster-name %s ..., "+
+		"or a new token in the agent's Secret and a restart in the member), then run flotilla accept %s on the hub", cluster, cluster)
 }
 
 // runTunnel keeps the cluster's tunnel to the hub open, in the background until ctx ends, so the hub's proxy

@@ -48,6 +48,7 @@ func newDescribeCommand() *cobra.Command {
 			fmt.Fprintf(w, "Location:\tprovider=%s region=%s zones=%s\n", orDash(cl.Spec.Provider), orDash(cl.Spec.Region), orDash(strings.Join(cl.Spec.Zones, ",")))
 			if cl.Spec.SyncMode == clusterv1alpha1.Pull {
 				fmt.Fprintf(w, "Agent user:\t%s\n", registration.CurrentAgentUser(cl))
+				fmt.Fprintf(w, "Agent certificate:\t%s\n", certificateExpiry(cl, time.Now()))
 			}
 			if dropped := cl.Annotations[clusterv1alpha1.AnnotationJoinDropped]; dropped != "" {
 				fmt.Fprintf(w, "Dropped at join:\t%s (asked for by the join, not allowed by its token)\n", dropped)
@@ -113,4 +114,17 @@ func eventSource(namespace string) string {
 		return "hub"
 	}
 	return "namespace " + namespace
+}
+
+// certificateExpiry says when a Pull cluster's agent certificate expires, and what to do once it has.
+func certificateExpiry(cl *clusterv1alpha1.Cluster, now time.Time) string {
+	expires, err := time.Parse(time.RFC3339, cl.Annotations[clusterv1alpha1.AnnotationAgentCertificateExpires])
+	switch {
+	case err != nil:
+		return "- (not recorded: signed before the hub recorded expiries)"
+	case !now.Before(expires):
+		return fmt.Sprintf("EXPIRED at %s: run flotilla join again on the agent's data directory with a new token, then flotilla accept %s",
+			expires.Format(time.RFC3339), cl.Name)
+	}
+	return fmt.Sprintf("expires %s (in %s); the agent renews it before then", expires.Format(time.RFC3339), expires.Sub(now).Round(time.Minute))
 }

@@ -26,12 +26,21 @@ type tokenCreateOptions struct {
 	description string
 	labels      string
 	grant       registration.Grant
+	// anyName and reusable opt out of the defaults: a token joins the one name --cluster-name gives, once.
+	anyName, reusable bool
 }
 
 func (o *tokenCreateOptions) validate() error {
 	if o.ttl < time.Minute || o.ttl > 365*24*time.Hour {
 		return fmt.Errorf("--ttl %s: must be between 1m and 8760h", o.ttl)
 	}
+	switch {
+	case o.grant.ClusterName == "" && !o.anyName:
+		return fmt.Errorf("--cluster-name is required: a token joins one cluster name (--any-name lets it join any free name)")
+	case o.grant.ClusterName != "" && o.anyName:
+		return fmt.Errorf("--cluster-name %s and --any-name: give one", o.grant.ClusterName)
+	}
+	o.grant.SingleUse = !o.reusable
 	l, err := labels.ConvertSelectorToLabelsMap(o.labels)
 	if err != nil {
 		return fmt.Errorf("--labels %q: %w", o.labels, err)
@@ -74,10 +83,13 @@ func newTokenCreateCommand() *cobra.Command {
 		Short: "Create a bootstrap token and print the join command that uses it",
 		Long: `Create a bootstrap token and print the join command that uses it.
 
+A token joins one cluster: --cluster-name names it, and the token is spent by its first approved join.
+--any-name lets it join any free name and --reusable lets it join more than once; both widen what a leaked
+token can do, so prefer one bound token per cluster.
+
 A join gets the labels, provider, region and zones it asks for only when the token allows them (--labels,
 --provider, --region, --zones) or an administrator accepts it with flotilla accept; the rest is dropped and
-shown by flotilla describe cluster. --cluster-name binds the token to one name; --single-use deletes it when
-its first join is approved.`,
+shown by flotilla describe cluster.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
@@ -99,6 +111,9 @@ its first join is approved.`,
 			if err != nil {
 				return err
 			}
+			if o.anyName {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: token %s can join any free cluster name; whoever holds it picks the name\n", token.ID)
+			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Token %s expires %s.\n\nOn each member cluster, run:\n\n", token.ID, token.Expires.Format(time.RFC3339))
 			fmt.Fprintf(out, "  %s\n", o.joinCommand(cfg.Host, token, hashes))
@@ -109,8 +124,11 @@ its first join is approved.`,
 	fs := cmd.Flags()
 	fs.DurationVar(&o.ttl, "ttl", 24*time.Hour, "how long the token can be used to join")
 	fs.StringVar(&o.description, "description", "flotilla join token", "what the token is for")
-	fs.StringVar(&o.grant.ClusterName, "cluster-name", "", "the only cluster name the token can join")
-	fs.BoolVar(&o.grant.SingleUse, "single-use", false, "delete the token when its first join is approved")
+	fs.StringVar(&o.grant.ClusterName, "cluster-name", "", "the one cluster name the token can join (required unless --any-name)")
+	fs.BoolVar(&o.anyName, "any-name", false, "let the token join any free cluster name instead of one (prints a warning)")
+	fs.BoolVar(&o.reusable, "reusable", false, "keep the token after its first approved join, until it expires (default: single use)")
+	fs.Bool("single-use", true, "")
+	_ = fs.MarkDeprecated("single-use", "tokens are single-use by default; --reusable opts out")
 	fs.StringVar(&o.labels, "labels", "", "labels a join with this token may give its Cluster, k=v,k2=v2 (others are dropped)")
 	fs.StringVar(&o.grant.Provider, "provider", "", "provider a join with this token may claim")
 	fs.StringVar(&o.grant.Region, "region", "", "region a join with this token may claim")

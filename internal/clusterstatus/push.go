@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,6 +66,10 @@ func (r *PushReporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, nil
 	}
 	cfg, err := MemberConfig(ctx, r.Secrets, cluster)
+	var member kubernetes.Interface
+	if err == nil {
+		member, err = kubernetes.NewForConfig(cfg)
+	}
 	var invalid *InvalidCredentialsError
 	if err == nil || errors.As(err, &invalid) {
 		if err := r.setCredentialsCondition(ctx, cluster, invalid); err != nil {
@@ -70,13 +78,10 @@ func (r *PushReporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	period := HeartbeatPeriod
 	if err == nil {
-		var member kubernetes.Interface
-		if member, err = kubernetes.NewForConfig(cfg); err == nil {
-			reporter := &Reporter{Hub: r.Client, Member: member, Cluster: cluster.Name, Holder: r.Holder, AgentVersion: r.Version,
-				FieldManager: PushFieldManager}
-			err = reporter.ReportOnce(ctx)
-			period = reporter.Period()
-		}
+		reporter := &Reporter{Hub: r.Client, Member: member, Cluster: cluster.Name, Holder: r.Holder, AgentVersion: r.Version,
+			FieldManager: PushFieldManager}
+		err = reporter.ReportOnce(ctx)
+		period = reporter.Period()
 	}
 	if err != nil {
 		// An unreachable member gets no heartbeat; the health monitor turns it Unknown after the grace period.
@@ -89,7 +94,8 @@ func (r *PushReporter) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 // an event when they turn unusable.
 func (r *PushReporter) setCredentialsCondition(ctx context.Context, cluster *clusterv1alpha1.Cluster, invalid *InvalidCredentialsError) error {
 	c := metav1.Condition{Type: clusterv1alpha1.ClusterConditionCredentialsValid, ObservedGeneration: cluster.Generation,
-		Status: metav1.ConditionTrue, Reason: ReasonCredentialsValid, Message: "the hub can build a client from the credentials in spec.secretRef"}
+		Status: metav1.ConditionTrue, Reason: ReasonCredentialsValid,
+		Message: "the hub reaches the member with the credentials in spec.secretRef, and it answers with the cluster's ID"}
 	if invalid != nil {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonCredentialsInvalid, invalid.Error()
 	}
@@ -113,8 +119,77 @@ type InvalidCredentialsError struct{ err error }
 func (e *InvalidCredentialsError) Error() string { return e.err.Error() }
 func (e *InvalidCredentialsError) Unwrap() error { return e.err }
 
+// checkClusterID confirms that the member answers with the Cluster's ID (its kube-system namespace's UID):
+// a changed endpoint, proxy or Secret that leads to another cluster is refused before anything is sent
+// there. A member that cannot be reached is passing trouble; one that answers as another cluster, or does
+// not let the credentials read kube-system, is an invalid credential.
+func checkClusterID(ctx context.Context, member kubernetes.Interface, cluster *clusterv1alpha1.Cluster) error {
+	if cluster.Spec.ID == "" {
+		return nil
+	}
+	ns, err := member.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	switch {
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return &InvalidCredentialsError{fmt.Errorf("the credentials cannot read namespace kube-system at %s, so the hub cannot confirm it is cluster %s: %w",
+			cluster.Spec.APIEndpoint, cluster.Spec.ID, err)}
+	case err != nil:
+		return err
+	case string(ns.UID) != cluster.Spec.ID:
+		return &InvalidCredentialsError{fmt.Errorf("the member at %s is cluster %s, not %s (spec.id): its endpoint or credentials lead to another cluster, and the hub uses neither",
+			cluster.Spec.APIEndpoint, ns.UID, cluster.Spec.ID)}
+	}
+	return nil
+}
+
+// confirmAgain is how long a confirmation that a push member answers with its Cluster's ID holds: the
+// member behind an unchanged endpoint is confirmed again after it, a changed endpoint at once.
+const confirmAgain = 10 * time.Minute
+
+// confirmation is what a Cluster's member was confirmed for (credentialFields) and when.
+type confirmation struct {
+	fields string
+	at     time.Time
+}
+
+// confirmed holds, per Cluster UID, the last confirmation of its member in this process: every user of
+// MemberConfig (status, execution, the proxy, service collection) shares it, so a member is asked once.
+var confirmed sync.Map
+
+// credentialFields are the Cluster's fields that decide where the hub's requests go and as whom.
+func credentialFields(c *clusterv1alpha1.Cluster) string {
+	ref := ""
+	if c.Spec.SecretRef != nil {
+		ref = c.Spec.SecretRef.Namespace + "/" + c.Spec.SecretRef.Name
+	}
+	return strings.Join([]string{c.Spec.APIEndpoint, c.Spec.ProxyURL, strconv.FormatBool(c.Spec.InsecureSkipTLSVerification), ref, c.Spec.ID}, "|")
+}
+
 // MemberConfig returns the client configuration of a Push cluster, from its spec and the Secret it names.
+// Before the hub uses an endpoint, proxy or Secret it has not used for this Cluster, it confirms that the
+// member answers with the Cluster's ID (checkClusterID); one that answers as another cluster is an
+// InvalidCredentialsError.
 func MemberConfig(ctx context.Context, hub client.Reader, cluster *clusterv1alpha1.Cluster) (*rest.Config, error) {
+	cfg, err := memberConfig(ctx, hub, cluster)
+	if err != nil {
+		return nil, err
+	}
+	fields := credentialFields(cluster)
+	if last, ok := confirmed.Load(cluster.UID); ok && last.(confirmation).fields == fields && time.Since(last.(confirmation).at) < confirmAgain {
+		return cfg, nil
+	}
+	member, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, &InvalidCredentialsError{err}
+	}
+	if err := checkClusterID(ctx, member, cluster); err != nil {
+		return nil, err
+	}
+	confirmed.Store(cluster.UID, confirmation{fields: fields, at: time.Now()})
+	return cfg, nil
+}
+
+// memberConfig builds the client configuration of a Push cluster without confirming it.
+func memberConfig(ctx context.Context, hub client.Reader, cluster *clusterv1alpha1.Cluster) (*rest.Config, error) {
 	ref := cluster.Spec.SecretRef
 	if ref == nil {
 		return nil, &InvalidCredentialsError{fmt.Errorf("push cluster %s has no spec.secretRef", cluster.Name)}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -26,8 +27,9 @@ const (
 
 // Tunnels is what the hub knows of Pull clusters' tunnels (tunnel.Registry).
 type Tunnels interface {
-	// Connected reports whether cluster's agent holds a tunnel to this hub open.
-	Connected(cluster string) bool
+	// Usable reports whether cluster's agent holds a tunnel to this hub open that still stands for c, the
+	// Cluster as it is now (nil: gone), and closes one that does not.
+	Usable(cluster string, c *clusterv1alpha1.Cluster) bool
 	// Notify calls f, which must not block, with a cluster's name each time its tunnel opens or closes.
 	Notify(f func(cluster string))
 }
@@ -47,16 +49,14 @@ type TunnelStatus struct {
 // SetupTunnelStatus registers the TunnelConnected writer with the manager.
 func SetupTunnelStatus(mgr ctrl.Manager, tunnels Tunnels) error {
 	r := &TunnelStatus{Client: mgr.GetClient(), Clusters: mgr.GetAPIReader(), Tunnels: tunnels, Recorder: mgr.GetEventRecorder("flotilla-tunnel")}
-	isPull := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		c, ok := o.(*clusterv1alpha1.Cluster)
-		return ok && c.Spec.SyncMode == clusterv1alpha1.Pull
-	})
+	// Every Cluster, not only Pull ones: a Cluster that leaves Pull mode or is deleted closes its tunnel.
+	// Annotations too: they name the agent a tunnel stands for, and when its certificate expires.
 	changes := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		tunnels.Notify(func(cluster string) { q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: cluster}}) })
 		return nil
 	})
 	return ctrl.NewControllerManagedBy(mgr).Named("tunnel-status").
-		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(isPull, predicate.GenerationChangedPredicate{})).
+		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WatchesRawSource(changes).
 		Complete(r)
 }
@@ -64,16 +64,20 @@ func SetupTunnelStatus(mgr ctrl.Manager, tunnels Tunnels) error {
 // Reconcile applies one Pull cluster's TunnelConnected condition when it changed.
 func (r *TunnelStatus) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &clusterv1alpha1.Cluster{}
-	if err := r.Clusters.Get(ctx, req.NamespacedName, cluster); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.Clusters.Get(ctx, req.NamespacedName, cluster); apierrors.IsNotFound(err) {
+		r.Tunnels.Usable(req.Name, nil) // closes the tunnel of a Cluster that is gone
+		return ctrl.Result{}, nil
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
+	usable := r.Tunnels.Usable(cluster.Name, cluster)
 	if cluster.Spec.SyncMode != clusterv1alpha1.Pull || cluster.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
 	c := metav1.Condition{Type: clusterv1alpha1.ClusterConditionTunnelConnected, ObservedGeneration: cluster.Generation,
 		Status: metav1.ConditionTrue, Reason: ReasonTunnelConnected,
 		Message: "the agent's tunnel to the hub is open: the hub reaches the member's API server through it"}
-	if !r.Tunnels.Connected(cluster.Name) {
+	if !usable {
 		c.Status, c.Reason = metav1.ConditionFalse, ReasonTunnelNotConnected
 		c.Message = "the agent holds no tunnel to this hub (not running, cannot reach the hub, or restarting): the hub cannot reach the member's API server"
 	}

@@ -188,15 +188,18 @@ func bindingFor(policy *admissionregistrationv1.ValidatingAdmissionPolicy) *admi
 
 // InstallAdmission installs (or restores) the hub's admission policies. The API server enforces them a
 // second or two later (it reloads policies once a second); WaitForAdmission waits for that.
-func InstallAdmission(ctx context.Context, cfg *rest.Config) error {
+func InstallAdmission(ctx context.Context, cfg *rest.Config, s AdmissionSettings) error {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
+	clusterCredentials := func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+		return clusterCredentialsAdmission(s)
+	}
 	// The override policy goes last: WaitForAdmission probes it, and the API server loads policies in the
 	// order they were written.
 	for _, admission := range []func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding){
-		agentWorksAdmission, purgeModeNamesAdmission, overrideValuesAdmission,
+		agentWorksAdmission, clusterCredentials, purgeModeNamesAdmission, overrideValuesAdmission,
 	} {
 		policy, binding := admission()
 		wantPolicy, wantBinding := policy.Spec, binding.Spec

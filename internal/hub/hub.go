@@ -105,7 +105,13 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 
 	// The admission policies go first: the API server takes a second or two to enforce them, time the CRDs
 	// take to be established anyway.
-	if err := InstallAdmission(ctx, h.Config); err != nil {
+	admission := AdmissionSettings{CredentialGroups: o.ClusterCredentialGroups, ControllersUser: ControllersUser, AllowLocalEndpoints: o.AllowLocalMemberEndpoints}
+	if !o.Embedded() {
+		if admission.ControllersUser, err = selfUser(ctx, h.Config); err != nil {
+			return nil, err
+		}
+	}
+	if err := InstallAdmission(ctx, h.Config, admission); err != nil {
 		return nil, err
 	}
 	if err := InstallCRDs(ctx, h.Config); err != nil {

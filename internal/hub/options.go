@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,11 @@ type Options struct {
 	Dashboard bool
 	// Version is Flotilla's version, reported for Push clusters.
 	Version string
+	// ClusterCredentialGroups may change the fields of a Cluster that decide where the hub sends a member's
+	// traffic and which agent it trusts (clusterCredentialsAdmission).
+	ClusterCredentialGroups []string
+	// AllowLocalMemberEndpoints admits Clusters whose endpoint is a loopback or link-local address.
+	AllowLocalMemberEndpoints bool
 }
 
 // NewOptions returns the defaults.
@@ -78,8 +84,9 @@ func NewOptions() *Options {
 			UnhealthyThreshold: clusterstatus.DefaultUnhealthyThreshold,
 			PerMinute:          clusterstatus.DefaultFailoverRate,
 		},
-		MaxAgentCertTTL: 30 * 24 * time.Hour,
-		Dashboard:       true,
+		MaxAgentCertTTL:         30 * 24 * time.Hour,
+		Dashboard:               true,
+		ClusterCredentialGroups: []string{"system:masters"},
 	}
 }
 
@@ -107,6 +114,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.Failover.PerMinute, "failover-rate", o.Failover.PerMinute, "clusters per minute that may be tainted NoExecute for failing health")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiles of the hub process at /debug/pprof on the secure port, to users allowed that non-resource URL (the hub admin): for measuring the hub, off otherwise")
 	fs.BoolVar(&o.Dashboard, "dashboard", o.Dashboard, "serve the dashboard at /dashboard/ on the secure port (embedded hub only); false: no dashboard, and none of its watches or RBAC objects")
+	fs.StringSliceVar(&o.ClusterCredentialGroups, "cluster-credential-groups", o.ClusterCredentialGroups, "groups that may set or change a Cluster's endpoint, proxy, TLS check, Secret, ID and agent annotations (with the hub's own controllers); anyone else who may patch Clusters changes only labels, taints and the rest")
+	fs.BoolVar(&o.AllowLocalMemberEndpoints, "allow-local-member-endpoints", o.AllowLocalMemberEndpoints, "admit Clusters whose endpoint is a loopback or link-local address (a local fleet, such as flotilla up's); off, such endpoints are refused at admission")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 
@@ -116,6 +125,9 @@ func (o *Options) Embedded() bool { return o.Kubeconfig == "" }
 // Validate checks every option and fills in derived defaults. It runs before anything starts.
 func (o *Options) Validate() error {
 	var errs []error
+	if len(o.ClusterCredentialGroups) == 0 || slices.Contains(o.ClusterCredentialGroups, "") {
+		errs = append(errs, errors.New("--cluster-credential-groups: name at least one group, and no empty one (system:masters holds the embedded hub's admin)"))
+	}
 	if o.Embedded() {
 		if o.AllowWorkloads || o.RegisterHost != "" {
 			errs = append(errs, errors.New("--allow-workloads and --register-host apply only to --kubeconfig"))

@@ -42,11 +42,12 @@ func (r *attachREST) Connect(ctx context.Context, name string, _ runtime.Object,
 	if !ok {
 		return nil, apierrors.NewUnauthorized("no authenticated user")
 	}
-	if err := tunnel.Authorize(ctx, r.hub, caller, name); err != nil {
+	grant, err := tunnel.Authorize(ctx, r.hub, caller, name)
+	if err != nil {
 		return nil, err
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if err := r.tunnels.Serve(w, req, name); err != nil {
+		if err := r.tunnels.Serve(w, req, name, grant); err != nil {
 			responder.Error(err)
 		}
 	}), nil
@@ -60,10 +61,11 @@ type PullBackend struct {
 	targets map[string]*Target
 }
 
-// For returns the Target of a Pull cluster, or 503 when its agent has no tunnel open. Targets are kept per
+// For returns the Target of a Pull cluster, or 503 when its agent has no tunnel open that still stands for
+// the Cluster as it is (tunnel.Registry.Usable, checked before each use). Targets are kept per
 // cluster, so their connection pools (streams of the tunnel) serve request after request.
 func (b *PullBackend) For(_ context.Context, cluster *clusterv1alpha1.Cluster) (*Target, error) {
-	if !b.Tunnels.Connected(cluster.Name) {
+	if !b.Tunnels.Usable(cluster.Name, cluster) {
 		return nil, apierrors.NewServiceUnavailable((&tunnel.NotConnectedError{Cluster: cluster.Name}).Error())
 	}
 	b.mu.Lock()

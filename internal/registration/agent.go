@@ -305,7 +305,7 @@ func requestCertificate(ctx context.Context, kube kubernetes.Interface, user str
 		}
 		for _, c := range got.Status.Conditions {
 			if (c.Type == certificatesv1.CertificateDenied || c.Type == certificatesv1.CertificateFailed) && c.Status == corev1.ConditionTrue {
-				return false, fmt.Errorf("the hub denied the certificate request (%s): %s", c.Reason, c.Message)
+				return false, fmt.Errorf("%w (%s): %s", ErrDenied, c.Reason, c.Message)
 			}
 			if c.Type == certificatesv1.CertificateApproved && !waited {
 				waited = true
@@ -328,6 +328,18 @@ func randomHex(n int) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// ErrDenied says the hub decided against a certificate request: asking again the same way will not help.
+var ErrDenied = errors.New("the hub denied the certificate request")
+
+// Expired reports whether the credential's certificate has expired at now, and when it expires.
+func (c Credential) Expired(now time.Time) (bool, time.Time, error) {
+	cert, err := c.Certificate()
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	return !now.Before(cert.NotAfter), cert.NotAfter, nil
 }
 
 // ErrNotJoined is returned when an agent starts without a credential and without a token.

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -82,9 +83,11 @@ func (a *Approver) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		// An approved join only ever spends its token here: the Cluster was created before the approval,
 		// and one that is gone since was unjoined, never to be re-created from an old request.
 		if join {
-			return ctrl.Result{}, spendToken(ctx, a.Client, a.Reader, csr.Spec.Username)
+			if err := spendToken(ctx, a.Client, a.Reader, csr.Spec.Username); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, a.recordExpiry(ctx, csr, r)
 	case err != nil:
 		return ctrl.Result{}, a.decide(ctx, csr, false, "InvalidRequest", err.Error())
 	}
@@ -95,6 +98,34 @@ func (a *Approver) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		return ctrl.Result{}, a.join(ctx, csr, r)
 	}
 	return ctrl.Result{}, a.renew(ctx, csr, r)
+}
+
+// recordExpiry notes on the Cluster when the certificate signed for its current agent expires, so that
+// `flotilla describe cluster` can say an agent must join again. Certificates of other agents are ignored.
+func (a *Approver) recordExpiry(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, r joinRequest) error {
+	if len(csr.Status.Certificate) == 0 || r.cluster == "" {
+		return nil // not signed yet: the signer's status update brings the request back
+	}
+	block, _ := pem.Decode(csr.Status.Certificate)
+	if block == nil {
+		return nil
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil
+	}
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := a.Client.Get(ctx, client.ObjectKey{Name: r.cluster}, cluster); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	expires := cert.NotAfter.UTC().Format(time.RFC3339)
+	current, _ := time.Parse(time.RFC3339, cluster.Annotations[clusterv1alpha1.AnnotationAgentCertificateExpires])
+	if cert.Subject.CommonName != CurrentAgentUser(cluster) || !cert.NotAfter.After(current) {
+		return nil
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	metav1.SetMetaDataAnnotation(&cluster.ObjectMeta, clusterv1alpha1.AnnotationAgentCertificateExpires, expires)
+	return client.IgnoreNotFound(a.Client.Patch(ctx, cluster, patch, client.FieldOwner(fieldManager)))
 }
 
 // renew approves a renewal by the cluster's current agent, and denies one by an agent of an earlier
@@ -143,21 +174,29 @@ func (a *Approver) join(ctx context.Context, csr *certificatesv1.CertificateSign
 	}
 	existing := &clusterv1alpha1.Cluster{}
 	err = a.Reader.Get(ctx, client.ObjectKey{Name: r.cluster}, existing)
-	switch {
-	case err != nil && !apierrors.IsNotFound(err):
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
-	case err == nil && existing.DeletionTimestamp != nil:
+	}
+	exists := err == nil
+	// registered: this very request registered the Cluster already (objects or approval not all written);
+	// it is finished below, register being idempotent. It is the only fast path, and it comes after the
+	// hub's --require-approval: an accept that stopped halfway is finished by running accept again.
+	registered := exists && r.registered(existing)
+	sameMember := exists && existing.Spec.ID != "" && existing.Spec.ID == r.csr.Annotations[AnnotationClusterID] && existing.Spec.SyncMode == clusterv1alpha1.Pull
+	switch {
+	case exists && existing.DeletionTimestamp != nil:
 		return a.decide(ctx, csr, false, "ClusterUnjoining", fmt.Sprintf("cluster %s is being unjoined; join again once it is gone", r.cluster))
-	case err == nil && CurrentAgentUser(existing) == r.user:
-		// This request registered the Cluster already (objects or approval not all written, or an accept
-		// that stopped halfway): finish it below; register is idempotent.
-	case err == nil && existing.Spec.ID != "" && existing.Spec.ID == r.csr.Annotations[AnnotationClusterID] && existing.Spec.SyncMode == clusterv1alpha1.Pull:
-		return a.wait(ctx, csr, fmt.Sprintf("cluster %s is already registered; a join for a registered name is approved only by flotilla accept %s "+
-			"(the cluster ID it presents is not secret, so it proves nothing); the registered agent keeps its identity until then", r.cluster, r.cluster))
-	case err == nil:
+	case exists && !registered && CurrentAgentUser(existing) == r.user:
+		return a.decide(ctx, csr, false, "AgentUserTaken", fmt.Sprintf(
+			"%s is the identity of cluster %s's registered agent, and this request did not register it; a join asks for an identity of its own "+
+				"(flotilla join picks a new one), and a registered name changes hands only by flotilla accept", r.user, r.cluster))
+	case exists && !registered && !sameMember:
 		return a.decide(ctx, csr, false, "ClusterNameTaken", fmt.Sprintf(
 			"cluster name %q is already registered to another cluster (id %q, mode %s); choose another --cluster-name or unjoin %s first",
 			r.cluster, existing.Spec.ID, existing.Spec.SyncMode, r.cluster))
+	case exists && !registered:
+		return a.wait(ctx, csr, fmt.Sprintf("cluster %s is already registered; a join for a registered name is approved only by flotilla accept %s "+
+			"(the cluster ID it presents is not secret, so it proves nothing); the registered agent keeps its identity until then", r.cluster, r.cluster))
 	case a.RequireApproval:
 		return a.wait(ctx, csr, fmt.Sprintf("this hub requires flotilla accept %s for every join", r.cluster))
 	}
@@ -265,8 +304,23 @@ func decide(ctx context.Context, c client.Client, recorder events.EventRecorder,
 	if approve {
 		condition.Type, eventType = certificatesv1.CertificateApproved, corev1.EventTypeNormal
 	}
-	csr.Status.Conditions = append(csr.Status.Conditions, condition)
-	if err := c.SubResource("approval").Update(ctx, csr); err != nil {
+	// A request changes while it is decided (the approver marks one waiting while an administrator accepts
+	// it): on a conflict the decision is made again on the request as it is now, unless it was decided.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		csr.Status.Conditions = append(csr.Status.Conditions, condition)
+		err := c.SubResource("approval").Update(ctx, csr)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(csr), csr); err != nil {
+			return err
+		}
+		if approved, denied := decided(csr); approved || denied {
+			return errors.New("it was decided meanwhile")
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("recording %s on CSR %s: %w", condition.Type, csr.Name, err)
 	}
 	if recorder != nil {
@@ -297,6 +351,7 @@ func parseAgentCSR(csr *certificatesv1.CertificateSigningRequest) (joinRequest, 
 		return r, errNotAgentCSR
 	}
 	r.cluster, r.user = cluster, req.Subject.CommonName
+	r.key = PublicKeyHash(req.RawSubjectPublicKeyInfo)
 	if err := ValidateClusterName(cluster); err != nil {
 		return r, err
 	}

@@ -33,10 +33,16 @@ func CAHashes(caPEM []byte) ([]string, error) {
 	}
 	hashes := make([]string, 0, len(certs))
 	for _, cert := range certs {
-		sum := sha256.Sum256(cert.RawSubjectPublicKeyInfo)
-		hashes = append(hashes, "sha256:"+hex.EncodeToString(sum[:]))
+		hashes = append(hashes, PublicKeyHash(cert.RawSubjectPublicKeyInfo))
 	}
 	return hashes, nil
+}
+
+// PublicKeyHash is "sha256:" and the hex SHA-256 of a DER SubjectPublicKeyInfo: the form of a CA pin, and of
+// the agent key a Cluster records.
+func PublicKeyHash(spki []byte) string {
+	sum := sha256.Sum256(spki)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // ValidateCAHash checks the form of a pin: sha256:<64 hex digits>.

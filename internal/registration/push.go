@@ -176,6 +176,9 @@ func PushRESTConfig(cluster *clusterv1alpha1.Cluster, secret *corev1.Secret) (*r
 		return nil, fmt.Errorf("neither key %s nor key %s", SecretKeyKubeconfig, SecretKeyToken)
 	}
 	cfg.Host = cluster.Spec.APIEndpoint
+	if u, err := url.Parse(cfg.Host); err == nil && u.Scheme == "http" && (cfg.BearerToken != "" || cfg.Username != "") {
+		return nil, fmt.Errorf("spec.apiEndpoint %s is plain http: the hub never sends a token or password unencrypted; use https", cfg.Host)
+	}
 	if cluster.Spec.InsecureSkipTLSVerification {
 		cfg.Insecure, cfg.CAData = true, nil
 	}

@@ -74,6 +74,8 @@ func TestPushRESTConfig(t *testing.T) {
 					t.Fatalf("host %s token %q ca %q", host, token, caData)
 				}
 			}},
+		{name: "a token over plain http", cluster: cluster(func(s *clusterv1alpha1.ClusterSpec) { s.APIEndpoint = "http://member:8080" }), data: data,
+			wantErr: "never sends a token or password unencrypted"},
 		{name: "both forms", cluster: cluster(nil), data: map[string][]byte{"token": []byte("t"), "kubeconfig": []byte("x")}, wantErr: "keys kubeconfig and token: keep one"},
 		{name: "caBundle with a kubeconfig", cluster: cluster(nil), data: map[string][]byte{"caBundle": ca, "kubeconfig": []byte("x")}, wantErr: "key caBundle goes with token"},
 		{name: "neither", cluster: cluster(nil), data: map[string][]byte{"caBundle": ca}, wantErr: "neither key kubeconfig nor key token"},

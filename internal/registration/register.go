@@ -24,6 +24,27 @@ type joinRequest struct {
 	csr     *certificatesv1.CertificateSigningRequest
 	cluster string
 	user    string
+	// key is the SHA-256 of the request's public key, "sha256:HEX".
+	key string
+}
+
+// registered reports whether cluster's current agent was registered by this very request: the Cluster records
+// the UID and public key of the request that registered it, and nothing else may finish that registration.
+// The agent user alone proves nothing: anyone who may read Clusters sees it.
+func (r joinRequest) registered(cluster *clusterv1alpha1.Cluster) bool {
+	a := cluster.Annotations
+	return CurrentAgentUser(cluster) == r.user && r.csr.UID != "" && a[clusterv1alpha1.AnnotationRegistrationRequest] == string(r.csr.UID) &&
+		a[clusterv1alpha1.AnnotationAgentKey] == r.key
+}
+
+// record writes on cluster that this request registers its agent.
+func (r joinRequest) record(cluster *clusterv1alpha1.Cluster) {
+	if cluster.Annotations == nil {
+		cluster.Annotations = map[string]string{}
+	}
+	cluster.Annotations[clusterv1alpha1.AnnotationAgentUser] = r.user
+	cluster.Annotations[clusterv1alpha1.AnnotationRegistrationRequest] = string(r.csr.UID)
+	cluster.Annotations[clusterv1alpha1.AnnotationAgentKey] = r.key
 }
 
 // desired is the Cluster the request asks for, with every label and location it asked for, recorded as
@@ -31,7 +52,7 @@ type joinRequest struct {
 func (r joinRequest) desired() *clusterv1alpha1.Cluster {
 	a := r.csr.Annotations
 	c := &clusterv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: r.cluster, Annotations: map[string]string{clusterv1alpha1.AnnotationAgentUser: r.user}},
+		ObjectMeta: metav1.ObjectMeta{Name: r.cluster},
 		Spec: clusterv1alpha1.ClusterSpec{
 			SyncMode: clusterv1alpha1.Pull,
 			ID:       a[AnnotationClusterID],
@@ -45,6 +66,7 @@ func (r joinRequest) desired() *clusterv1alpha1.Cluster {
 	if l, err := labels.ConvertSelectorToLabelsMap(a[AnnotationLabels]); err == nil && len(l) > 0 {
 		c.Labels = l
 	}
+	r.record(c)
 	return c
 }
 
@@ -57,7 +79,9 @@ func (r joinRequest) describe() string {
 
 // register makes desired's Cluster exist and belong to the request's agent user, with its namespace, Lease
 // and RBAC. An existing Cluster of another registration is taken over only when rebind is set (an
-// administrator accepted) and it is the same member (cluster ID) in Pull mode; otherwise errNameTaken.
+// administrator accepted) and it is the same member (cluster ID) in Pull mode; otherwise errNameTaken. A
+// Cluster whose agent user is the request's but was registered by another request is never finished by
+// this one (errNameTaken).
 // Reads go to reader, uncached: two joins racing for one name must see each other's writes. After the
 // objects exist the Cluster is read again, so of two requests that raced, only the one it records wins.
 func register(ctx context.Context, c client.Client, reader client.Reader, r joinRequest, desired *clusterv1alpha1.Cluster, rebind bool) (*clusterv1alpha1.Cluster, error) {
@@ -70,7 +94,11 @@ func register(ctx context.Context, c client.Client, reader client.Reader, r join
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", desired.Name, err)
 	}
-	if CurrentAgentUser(cluster) != r.user {
+	if CurrentAgentUser(cluster) == r.user && !r.registered(cluster) {
+		return nil, fmt.Errorf("%w: the agent user %s of cluster %s was registered by another request; a join must ask for an identity of its own",
+			errNameTaken, r.user, cluster.Name)
+	}
+	if !r.registered(cluster) {
 		if !rebind || cluster.DeletionTimestamp != nil || cluster.Spec.SyncMode != clusterv1alpha1.Pull || cluster.Spec.ID == "" || cluster.Spec.ID != desired.Spec.ID {
 			return nil, fmt.Errorf("%w: cluster name %q is already registered to another cluster (id %q, mode %s); choose another --cluster-name or unjoin %s first",
 				errNameTaken, cluster.Name, cluster.Spec.ID, cluster.Spec.SyncMode, cluster.Name)
@@ -78,10 +106,7 @@ func register(ctx context.Context, c client.Client, reader client.Reader, r join
 		// The optimistic lock makes two accepted re-registrations of one name take turns: the second sees
 		// the first's agent user on its retry and fails above.
 		patch := client.MergeFromWithOptions(cluster.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		if cluster.Annotations == nil {
-			cluster.Annotations = map[string]string{}
-		}
-		cluster.Annotations[clusterv1alpha1.AnnotationAgentUser] = r.user
+		r.record(cluster)
 		if err := c.Patch(ctx, cluster, patch); err != nil {
 			return nil, fmt.Errorf("re-registering cluster %s: %w", cluster.Name, err)
 		}
@@ -93,7 +118,7 @@ func register(ctx context.Context, c client.Client, reader client.Reader, r join
 	if err := reader.Get(ctx, client.ObjectKey{Name: cluster.Name}, current); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", cluster.Name, err)
 	}
-	if current.UID != cluster.UID || CurrentAgentUser(current) != r.user {
+	if current.UID != cluster.UID || !r.registered(current) {
 		return nil, fmt.Errorf("%w: cluster %s was registered by another request at the same time", errNameTaken, cluster.Name)
 	}
 	return current, nil

@@ -10,8 +10,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // seen records what the fake member API server received.
@@ -39,6 +44,11 @@ func TestTunnel(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	agentUser := &user.DefaultInfo{Name: registration.AgentUser("m1", "0123456789abcdef"), Groups: []string{registration.AgentGroup}}
+	cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "m1", UID: "uid-1",
+		Annotations: map[string]string{clusterv1alpha1.AnnotationAgentUser: agentUser.Name}}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}}
+	var grantMu sync.Mutex
+	grant := GrantFor(agentUser, cluster)
 	registry := NewRegistry()
 	var mu sync.Mutex
 	var changes []bool
@@ -52,7 +62,10 @@ func TestTunnel(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		if err := registry.Serve(w, r, "m1"); err != nil {
+		grantMu.Lock()
+		g := grant
+		grantMu.Unlock()
+		if err := registry.Serve(w, r, "m1", g); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 		}
 	}))
@@ -113,6 +126,35 @@ func TestTunnel(t *testing.T) {
 		}
 		mu.Unlock()
 		get(t, target+"/api/v1/pods")
+	})
+	t.Run("a tunnel stands only for the registration and Cluster it was opened for", func(t *testing.T) {
+		if !registry.Usable("m1", cluster) {
+			t.Fatal("the tunnel does not stand for its own Cluster")
+		}
+		reregistered := cluster.DeepCopy()
+		reregistered.Annotations[clusterv1alpha1.AnnotationAgentUser] = registration.AgentUser("m1", "fedcba9876543210")
+		recreated := cluster.DeepCopy()
+		recreated.UID = "uid-2"
+		pushed := cluster.DeepCopy()
+		pushed.Spec.SyncMode = clusterv1alpha1.Push
+		for name, c := range map[string]*clusterv1alpha1.Cluster{"another agent": reregistered, "another Cluster of the name": recreated, "a push cluster": pushed, "no Cluster": nil} {
+			waitFor(t, func() bool { return registry.Connected("m1") })
+			if registry.Usable("m1", c) {
+				t.Fatalf("%s: the tunnel is still usable", name)
+			}
+			if registry.Usable("m1", cluster) {
+				t.Fatalf("%s: the refused tunnel was not closed", name)
+			}
+		}
+	})
+	t.Run("a tunnel closes when the agent's certificate expires", func(t *testing.T) {
+		grantMu.Lock()
+		grant.Expires = time.Now().Add(-time.Second)
+		grantMu.Unlock()
+		registry.Close()
+		if registry.Usable("m1", cluster) {
+			t.Fatal("a tunnel of an expired certificate is usable")
+		}
 	})
 }
 

@@ -41,8 +41,13 @@ func pushCluster(t *testing.T, name string, data map[string][]byte, change func(
 	if err := env.Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
+	// The member of these clusters is the test hub itself: the hub confirms the member answers with this ID.
+	kubeSystem, err := env.Kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	spec := clusterv1alpha1.ClusterSpec{
-		SyncMode: clusterv1alpha1.Push, ID: "id-" + name, APIEndpoint: env.Config.Host,
+		SyncMode: clusterv1alpha1.Push, ID: string(kubeSystem.UID), APIEndpoint: env.Config.Host,
 		SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: clusterv1alpha1.SystemNamespace, Name: secret.Name},
 	}
 	if change != nil {
@@ -174,7 +179,8 @@ func TestPushCredentialsInTheSecretAndCluster(t *testing.T) {
 }
 
 // TestPushCredentialsThatRunOrReadAreRefused: Secrets whose kubeconfig would make the hub run a command or
-// read a file turn CredentialsValid False with the reason, and the command never runs.
+// read a file turn CredentialsValid False with the reason, and the command never runs; so do credentials
+// that reach a member other than the one the Cluster's ID names.
 func TestPushCredentialsThatRunOrReadAreRefused(t *testing.T) {
 	ran := filepath.Join(t.TempDir(), "exec-ran")
 	kubeconfig := func(user *clientcmdapi.AuthInfo, cluster *clientcmdapi.Cluster) []byte {
@@ -212,6 +218,14 @@ func TestPushCredentialsThatRunOrReadAreRefused(t *testing.T) {
 	for _, tt := range tests {
 		pushCluster(t, tt.name, tt.data, nil)
 	}
+	// Valid credentials that lead to another cluster than the Cluster's ID are not used either.
+	elsewhere := struct {
+		name string
+		data map[string][]byte
+		want string
+	}{"push-elsewhere", map[string][]byte{"token": []byte(memberToken(t)), "caBundle": env.Config.CAData}, "not id-of-another-member (spec.id)"}
+	pushCluster(t, elsewhere.name, elsewhere.data, func(s *clusterv1alpha1.ClusterSpec) { s.ID = "id-of-another-member" })
+	tests = append(tests, elsewhere)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			testenv.Eventually(t, time.Minute, "CredentialsValid=False", func() error {

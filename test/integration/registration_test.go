@@ -338,6 +338,17 @@ func TestCertificateRenewalAndRevocation(t *testing.T) {
 	if err := agent.Get(ctx, client.ObjectKey{Name: "renewer"}, &clusterv1alpha1.Cluster{}); err != nil {
 		t.Fatalf("renewed certificate does not work: %v", err)
 	}
+	// The hub records when the current agent's certificate expires, for describe cluster.
+	testenv.Eventually(t, time.Minute, "the Cluster records the renewed certificate's expiry", func() error {
+		cluster := &clusterv1alpha1.Cluster{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "renewer"}, cluster); err != nil {
+			return err
+		}
+		if got, want := cluster.Annotations[clusterv1alpha1.AnnotationAgentCertificateExpires], renewed.NotAfter.UTC().Format(time.RFC3339); got != want {
+			return fmt.Errorf("recorded %q, want %q", got, want)
+		}
+		return nil
+	})
 
 	cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "renewer"}}
 	if err := env.Client.Delete(ctx, cluster, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
@@ -384,10 +395,10 @@ func TestRequireApproval(t *testing.T) {
 	if err := hub.Client.Get(ctx, client.ObjectKey{Name: "patient"}, &clusterv1alpha1.Cluster{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("cluster created before it was accepted: %v", err)
 	}
-	if _, err := registration.Decide(ctx, hub.Client, "patient", "", true, "welcome"); err != nil {
+	if _, err := registration.Decide(ctx, hub.Client, "patient", "", true, "welcome", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := registration.Decide(ctx, hub.Client, "refused", "", false, "not in this fleet"); err != nil {
+	if _, err := registration.Decide(ctx, hub.Client, "refused", "", false, "not in this fleet", nil); err != nil {
 		t.Fatal(err)
 	}
 	var errs []string
@@ -411,6 +422,43 @@ func TestRequireApproval(t *testing.T) {
 		t.Fatalf("accept dropped what the join asked for: labels %v region %q", patient.Labels, patient.Spec.Region)
 	}
 
+	// accept --labels narrows what a join asked for, never widens it, and says what it granted.
+	narrowed := startJoin(t, joinRequest(t, hub, "narrowed", "id-narrowed"), registration.NewCredential(t.TempDir()))
+	waitPending(t, hub, "narrowed", 1)
+	if _, err := registration.Decide(ctx, hub.Client, "narrowed", "", true, "", map[string]string{"env": "prod"}); err == nil || !strings.Contains(err.Error(), "did not ask for it") {
+		t.Fatalf("accept with a label the join did not ask for: %v, want a refusal", err)
+	}
+	p := testenv.StartProcess(t, "accept", "accept", "narrowed", "--labels", "", "--kubeconfig", hub.Kubeconfig)
+	if err := p.Wait(time.Minute); err != nil {
+		t.Fatalf("accept: %v\n%s", err, p.Output())
+	}
+	if !strings.Contains(p.Output(), "granted: labels -; provider -; region eu-west-1; zones -") {
+		t.Fatalf("accept does not say what it granted:\n%s", p.Output())
+	}
+	if err := <-narrowed; err != nil {
+		t.Fatal(err)
+	}
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := hub.Client.Get(ctx, client.ObjectKey{Name: "narrowed"}, cluster); err != nil || len(cluster.Labels) != 0 {
+		t.Fatalf("the narrowed cluster: %v, labels %v", err, cluster.Labels)
+	}
+
+	// This hub runs without --allow-local-member-endpoints: a Cluster may not point the hub at its own host.
+	secretRef := &clusterv1alpha1.LocalSecretReference{Namespace: clusterv1alpha1.SystemNamespace, Name: "cluster-local"}
+	for _, endpoint := range []string{"https://127.0.0.1:6443", "https://localhost:6443", "https://[::1]:6443", "https://169.254.169.254"} {
+		local := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "local"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: endpoint, SecretRef: secretRef}}
+		if err := hub.Client.Create(ctx, local, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "loopback or link-local") {
+			t.Errorf("a Cluster at %s: %v, want it refused", endpoint, err)
+		}
+	}
+	remote := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "remote"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://member.example.com:6443", SecretRef: secretRef}}
+	if err := hub.Client.Create(ctx, remote, client.DryRunAll); err != nil {
+		t.Errorf("a Cluster at a remote address: %v", err)
+	}
+
+	// A token holder who copies patient's agent user is denied here too: --require-approval opens no path.
+	waitDenied(t, hub, fileCopiedJoin(t, hub, "patient", registration.CurrentAgentUser(patient), "id-patient"), "AgentUserTaken")
+
 	// Three members ask for one name and three administrators accept at once: one wins.
 	for i := range 3 {
 		startJoin(t, joinRequest(t, hub, "contested", fmt.Sprintf("id-contested-%d", i)), registration.NewCredential(t.TempDir()))
@@ -419,7 +467,7 @@ func TestRequireApproval(t *testing.T) {
 	accepted := make(chan error, len(contested))
 	for _, csr := range contested {
 		go func() {
-			_, err := registration.Decide(ctx, hub.Client, "contested", csr.Name, true, "")
+			_, err := registration.Decide(ctx, hub.Client, "contested", csr.Name, true, "", nil)
 			accepted <- err
 		}()
 	}

@@ -2,6 +2,12 @@ package integration
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,15 +17,19 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/registration"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -102,7 +112,7 @@ func TestRejoinOfRegisteredNameNeedsAccept(t *testing.T) {
 
 	second := startJoin(t, joinRequest(t, env, "owned", "id-owned"), registration.NewCredential(t.TempDir()))
 	pending := waitPending(t, env, "owned", 2)
-	_, err = registration.Decide(ctx, env.Client, "owned", "", true, "")
+	_, err = registration.Decide(ctx, env.Client, "owned", "", true, "", nil)
 	if err == nil {
 		t.Fatal("accept chose one of two pending requests by itself")
 	}
@@ -111,10 +121,10 @@ func TestRejoinOfRegisteredNameNeedsAccept(t *testing.T) {
 			t.Errorf("accept's refusal does not mention %q:\n%v", want, err)
 		}
 	}
-	if _, err := registration.Decide(ctx, env.Client, "owned", first.Name, true, "welcome back"); err != nil {
+	if _, err := registration.Decide(ctx, env.Client, "owned", first.Name, true, "welcome back", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := registration.Decide(ctx, env.Client, "owned", "", false, "one is enough"); err != nil {
+	if _, err := registration.Decide(ctx, env.Client, "owned", "", false, "one is enough", nil); err != nil {
 		t.Fatal(err)
 	}
 	for name, done := range map[string]<-chan error{"accepted": copycat, "denied": second} {
@@ -247,7 +257,7 @@ func TestTokenRights(t *testing.T) {
 		t.Fatal("no join beyond the limit was denied")
 	}
 	waitPending(t, env, "crowded", registration.MaxPendingJoinsPerToken)
-	if _, err := registration.Decide(ctx, env.Client, "crowded", "", false, "no"); err != nil {
+	if _, err := registration.Decide(ctx, env.Client, "crowded", "", false, "no", nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -303,5 +313,142 @@ func TestJoinDropsWhatTheTokenDoesNotAllow(t *testing.T) {
 	}
 	if !strings.Contains(out, "AllClear") || !strings.Contains(out, "JoinRequestNarrowed") {
 		t.Errorf("describe misses an event:\n%s", out)
+	}
+}
+
+// fileCopiedJoin files, with a fresh token of hub, a join request whose certificate names user, the way a
+// token holder who read user off a Cluster would. It returns the request's name.
+func fileCopiedJoin(t *testing.T, hub *testenv.Env, cluster, user, clusterID string) string {
+	t.Helper()
+	ctx := context.Background()
+	token, err := registration.CreateToken(ctx, hub.Kube, time.Hour, "test", registration.Grant{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := kubernetes.NewForConfig(&rest.Config{Host: hub.Config.Host, BearerToken: token.String(), TLSClientConfig: rest.TLSClientConfig{CAData: hub.Config.CAData}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: user, Organization: []string{registration.AgentGroup}}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr := &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "copycat-", Labels: map[string]string{registration.LabelClusterName: cluster},
+			Annotations: map[string]string{registration.AnnotationClusterID: clusterID}},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
+			SignerName: certificatesv1.KubeAPIServerClientSignerName, ExpirationSeconds: ptr.To(int32(3600)),
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth, certificatesv1.UsageDigitalSignature},
+		},
+	}
+	var created *certificatesv1.CertificateSigningRequest
+	testenv.Eventually(t, time.Minute, "the token holder files a request", func() error {
+		created, err = holder.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
+		return err
+	})
+	return created.Name
+}
+
+// waitDenied waits until the CSR name is denied for reason, and checks that it was never approved nor signed.
+func waitDenied(t *testing.T, hub *testenv.Env, name, reason string) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, "request "+name+" is denied", func() error {
+		csr := &certificatesv1.CertificateSigningRequest{}
+		if err := hub.Client.Get(context.Background(), client.ObjectKey{Name: name}, csr); err != nil {
+			return err
+		}
+		for _, c := range csr.Status.Conditions {
+			switch {
+			case c.Type == certificatesv1.CertificateApproved || len(csr.Status.Certificate) > 0:
+				t.Fatalf("request %s was approved (%s)", name, c.Reason)
+			case c.Type == certificatesv1.CertificateDenied && c.Reason == reason:
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %v", csr.Status.Conditions)
+	})
+}
+
+// TestJoinCannotFinishAnotherRegistration: a token holder who copies a registered cluster's agent user (and
+// its cluster ID) into a join request is denied, and gets no certificate; the real agent keeps its identity
+// and renews. (TestRequireApproval shows the same on a hub with --require-approval.)
+func TestJoinCannotFinishAnotherRegistration(t *testing.T) {
+	ctx := context.Background()
+	agent, cred := join(t, env, "victim", "id-victim")
+	cluster := &clusterv1alpha1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "victim"}, cluster); err != nil {
+		t.Fatal(err)
+	}
+	user := registration.CurrentAgentUser(cluster)
+	for _, key := range []string{clusterv1alpha1.AnnotationRegistrationRequest, clusterv1alpha1.AnnotationAgentKey} {
+		if cluster.Annotations[key] == "" {
+			t.Errorf("the Cluster does not record %s", key)
+		}
+	}
+
+	waitDenied(t, env, fileCopiedJoin(t, env, "victim", user, "id-victim"), "AgentUserTaken")
+	if err := agent.Get(ctx, client.ObjectKey{Name: "victim"}, &clusterv1alpha1.Cluster{}); err != nil {
+		t.Fatalf("the registered agent lost its access: %v", err)
+	}
+	if err := cred.Renew(ctx, time.Hour); err != nil {
+		t.Fatalf("the registered agent cannot renew: %v", err)
+	}
+}
+
+// TestClusterCredentialsAreAdminOnly: a user who may patch Clusters (to taint and label them) may not change
+// where the hub sends a member's traffic nor which agent a Cluster trusts, nor create a Cluster that says so;
+// the hub's administrators may.
+func TestClusterCredentialsAreAdminOnly(t *testing.T) {
+	ctx := context.Background()
+	join(t, env, "guarded", "id-guarded")
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "cluster-operator"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, Verbs: []string{"get", "patch", "update", "create"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "cluster-operator"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "operator"}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "operator"}
+	operator, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := func(c client.Client, body string, opts ...client.PatchOption) error {
+		return c.Patch(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "guarded"}}, client.RawPatch(types.MergePatchType, []byte(body)), opts...)
+	}
+	testenv.Eventually(t, time.Minute, "the operator may label and taint", func() error {
+		return patch(operator, `{"metadata":{"labels":{"tier":"gold"}},"spec":{"taints":[{"key":"maintenance","effect":"NoSchedule"}]}}`)
+	})
+	for field, body := range map[string]string{
+		"spec.apiEndpoint":                            `{"spec":{"apiEndpoint":"https://attacker.example.com"}}`,
+		"spec.proxyURL":                               `{"spec":{"proxyURL":"http://attacker.example.com:3128"}}`,
+		"spec.insecureSkipTLSVerification":            `{"spec":{"insecureSkipTLSVerification":true}}`,
+		"spec.secretRef":                              `{"spec":{"secretRef":{"namespace":"flotilla-system","name":"cluster-other"}}}`,
+		"spec.id":                                     `{"spec":{"id":"another"}}`,
+		clusterv1alpha1.AnnotationAgentUser:           `{"metadata":{"annotations":{"flotilla.io/agent-user":"system:flotilla:agent:guarded:mine0000000000000000"}}}`,
+		clusterv1alpha1.AnnotationRegistrationRequest: `{"metadata":{"annotations":{"flotilla.io/registration-request":"my-csr-uid"}}}`,
+	} {
+		err := patch(operator, body)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "hub's administrators") {
+			t.Errorf("the operator changed %s: %v, want Forbidden", field, err)
+		}
+		if err := patch(env.Client, body, client.DryRunAll); err != nil {
+			t.Errorf("the administrator may not change %s: %v", field, err)
+		}
+	}
+	created := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "planted"},
+		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://attacker.example.com",
+			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: clusterv1alpha1.SystemNamespace, Name: "cluster-guarded"}}}
+	if err := operator.Create(ctx, created); !apierrors.IsForbidden(err) {
+		t.Errorf("the operator created a Cluster with an endpoint and a Secret: %v, want Forbidden", err)
 	}
 }

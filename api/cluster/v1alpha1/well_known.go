@@ -29,6 +29,15 @@ const (
 	AnnotationAgentUser = "flotilla.io/agent-user"
 	// AnnotationJoinDropped on a Cluster lists what its join asked for and the token did not allow.
 	AnnotationJoinDropped = "flotilla.io/join-dropped"
+	// AnnotationRegistrationRequest on a Pull Cluster is the UID of the join request (CSR) that registered its
+	// current agent, and AnnotationAgentKey the SHA-256 of that request's public key ("sha256:HEX"). The
+	// approver finishes only that request: another request that copies the agent user name (which anyone who
+	// reads Clusters sees) is not the registration.
+	AnnotationRegistrationRequest = "flotilla.io/registration-request"
+	AnnotationAgentKey            = "flotilla.io/agent-key"
+	// AnnotationAgentCertificateExpires on a Pull Cluster is when its agent's last certificate the hub signed
+	// expires (RFC 3339): an agent that has not renewed by then must join again (`describe cluster` says so).
+	AnnotationAgentCertificateExpires = "flotilla.io/agent-certificate-expires"
 )
 
 // AnnotationCluster marks each object of a fleet-wide read (the proxy's fleet list, `flotilla get KIND -o

@@ -187,7 +187,9 @@ Pull (default): verify the hub's CA against --ca-cert-hash, join with the bootst
 --token-file, $FLOTILLA_TOKEN or --token), then run the agent in the foreground. Labels and location the
 token does not allow are dropped unless an administrator accepts the join. A join for a name that is
 already registered waits for flotilla accept on the hub. The agent keeps its hub credential in --agent-data-dir; restart it later with
-flotilla agent, no token needed.
+flotilla agent, no token needed. An agent whose certificate expired recovers by running join again on the
+same data directory with a new token: the hub keeps the cluster's registration once flotilla accept NAME
+approves the new request.
 
 With --install (flotilla only, not flotilla-agent), the agent runs in the member instead: the objects of the flotilla-agent chart (a
 Deployment, its ServiceAccount and RBAC, the token in a Secret) are applied through --cluster-kubeconfig,
@@ -237,8 +239,22 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 				return err
 			}
 			if joined {
-				p.Step("already joined (credential in " + cred.Path + "); starting the agent")
-			} else {
+				// An agent whose certificate expired (it was stopped too long, or could not reach the hub to
+				// renew) joins again with the new token: the hub asks for flotilla accept, since the name is
+				// registered, and then keeps the Cluster with everything placed on it.
+				expired, notAfter, err := cred.Expired(time.Now())
+				if err != nil {
+					return err
+				}
+				if expired {
+					p.Step(fmt.Sprintf("the hub certificate in %s expired at %s; joining again with the token (the hub keeps cluster %s once an administrator runs flotilla accept %s)",
+						cred.Path, notAfter.Format(time.RFC3339), o.clusterName, o.clusterName))
+					joined = false
+				} else {
+					p.Step("already joined (credential in " + cred.Path + "); starting the agent")
+				}
+			}
+			if !joined {
 				err := registration.Join(ctx, registration.JoinRequest{
 					HubURL: o.hubURL, Token: o.token, CACertHashes: o.caCertHashes, ClusterName: o.clusterName, ClusterID: clusterID,
 					Labels: o.labels, Provider: o.provider, Region: o.region, Zones: o.zones, CertTTL: o.agent.CertTTL,

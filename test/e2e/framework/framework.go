@@ -90,7 +90,7 @@ func newHub(t *testing.T, parent string, extraArgs []string) *Cluster {
 	dir := filepath.Join(parent, "hub")
 	return &Cluster{
 		Name: "hub", DataDir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), t: t,
-		args:    append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t)}, extraArgs...),
+		args:    append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t), "--allow-local-member-endpoints"}, extraArgs...),
 		logFile: filepath.Join(dir, "hub.log"), ready: "hub ready",
 	}
 }
@@ -194,7 +194,7 @@ func (c *Cluster) Flotilla(args ...string) string {
 // Freeze and Resume stop and continue the agent with it.
 func JoinPull(t *testing.T, hub, member *Cluster, extraArgs ...string) *testenv.Process {
 	t.Helper()
-	create := []string{"token", "create", "--cluster-name", member.Name, "--single-use"}
+	create := []string{"token", "create", "--cluster-name", member.Name}
 	var rest []string
 	for i := 0; i < len(extraArgs); i++ {
 		switch flag := extraArgs[i]; flag {

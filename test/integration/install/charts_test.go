@@ -125,7 +125,7 @@ func nestedStrings(t *testing.T, obj map[string]any, name string) []string {
 // cluster it runs on as a Push member, which becomes Ready; a dev member plays the host.
 func TestHubRegistersHost(t *testing.T) {
 	m := startMember(t, "host")
-	p := testenv.StartProcess(t, "hub-on-host", "hub", "--kubeconfig", m.kubeconfig, "--allow-workloads", "--register-host", "host")
+	p := testenv.StartProcess(t, "hub-on-host", "hub", "--kubeconfig", m.kubeconfig, "--allow-workloads", "--register-host", "host", "--allow-local-member-endpoints")
 	waitOutput(t, p, 2*time.Minute, "the host cluster is registered as host (push mode")
 	hubClient, err := client.New(m.config, client.Options{Scheme: scheme.New()})
 	if err != nil {

@@ -1,0 +1,117 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+)
+
+// clusterCredentialsPolicy is the name of the admission policy (and its binding) that keeps the fields
+// deciding where a member's traffic goes, and whose agent it is, to administrators.
+const clusterCredentialsPolicy = "flotilla-cluster-credentials"
+
+// clusterCredentialSpec are the Cluster spec fields that are part of its credential: where the hub sends a
+// push member's requests (and with them Works and Secrets), with which Secret and TLS checks, and which
+// member (ID) it must find there.
+var clusterCredentialSpec = []string{"apiEndpoint", "insecureSkipTLSVerification", "proxyURL", "secretRef", "id"}
+
+// clusterCredentialAnnotations say which agent identity a Pull cluster trusts and which join request
+// registered it: whoever writes them picks the cluster's agent.
+var clusterCredentialAnnotations = []string{
+	clusterv1alpha1.AnnotationAgentUser, clusterv1alpha1.AnnotationRegistrationRequest, clusterv1alpha1.AnnotationAgentKey,
+}
+
+// AdmissionSettings are what the hub's admission policies depend on.
+type AdmissionSettings struct {
+	// CredentialGroups may change a Cluster's credential fields, with ControllersUser (the hub's own
+	// registration writes them).
+	CredentialGroups []string
+	ControllersUser  string
+	// AllowLocalEndpoints admits loopback and link-local member endpoints (a local fleet, tests).
+	AllowLocalEndpoints bool
+}
+
+// clusterCredentialsAdmission refuses, to everyone but the credential groups and the hub's controllers, any
+// change of a Cluster's credential fields and agent annotations, and their presence on a new Cluster. RBAC
+// cannot say it: `patch clusters` for taints and labels is also `patch` of spec.apiEndpoint. With
+// AllowLocalEndpoints false, it also refuses, to everyone, an endpoint on a loopback or link-local address
+// (the hub's own API server, a cloud's metadata service) written as an IP or localhost.
+func clusterCredentialsAdmission(s AdmissionSettings) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	forbidden := ptr.To(metav1.StatusReasonForbidden)
+	admins := fmt.Sprintf("request.userInfo.username == %q || request.userInfo.groups.exists(g, g in %s)", s.ControllersUser, celStrings(s.CredentialGroups))
+	who := fmt.Sprintf("only the hub's administrators (groups %s) may set or change it", strings.Join(s.CredentialGroups, ", "))
+	var validations []admissionregistrationv1.Validation
+	for _, f := range clusterCredentialSpec {
+		validations = append(validations, admissionregistrationv1.Validation{
+			Expression: fmt.Sprintf("(%s) || (oldObject == null ? !has(object.spec.%[2]s) : "+
+				"(has(object.spec.%[2]s) == has(oldObject.spec.%[2]s) && (!has(object.spec.%[2]s) || object.spec.%[2]s == oldObject.spec.%[2]s)))", admins, f),
+			Message: fmt.Sprintf("spec.%s: part of the cluster's credential: %s", f, who), Reason: forbidden,
+		})
+	}
+	for _, a := range clusterCredentialAnnotations {
+		annotation := func(obj string) string {
+			return fmt.Sprintf("(has(%[1]s.metadata.annotations) && %[2]q in %[1]s.metadata.annotations ? %[1]s.metadata.annotations[%[2]q] : '')", obj, a)
+		}
+		now, before := annotation("object"), annotation("oldObject")
+		validations = append(validations, admissionregistrationv1.Validation{
+			Expression: fmt.Sprintf("(%s) || (oldObject == null ? %s == '' : %s == %s)", admins, now, now, before),
+			Message:    fmt.Sprintf("metadata.annotations[%s]: names the cluster's agent: %s", a, who), Reason: forbidden,
+		})
+	}
+	if !s.AllowLocalEndpoints {
+		host := "url(object.spec.apiEndpoint).getHostname()"
+		validations = append(validations, admissionregistrationv1.Validation{
+			Expression: fmt.Sprintf("!has(object.spec.apiEndpoint) || !isURL(object.spec.apiEndpoint) || "+
+				"!(%[1]s == 'localhost' || (isIP(%[1]s) && (ip(%[1]s).isLoopback() || ip(%[1]s).isLinkLocalUnicast())))", host),
+			Message: "spec.apiEndpoint: a loopback or link-local address reaches the hub's own host, not a member; " +
+				"a hub for a local fleet runs with --allow-local-member-endpoints",
+		})
+	}
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: clusterCredentialsPolicy},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
+						Resources: []string{"clusters"}},
+				},
+			}}},
+			Validations: validations,
+		},
+	}
+	return policy, bindingFor(policy)
+}
+
+// celStrings writes strs as a CEL list literal.
+func celStrings(strs []string) string {
+	quoted := make([]string, len(strs))
+	for i, s := range strs {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// selfUser returns the user name the API server knows cfg by: on a hub over an existing cluster, the
+// controllers run as the kubeconfig's user.
+func selfUser(ctx context.Context, cfg *rest.Config) (string, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("who the hub is (SelfSubjectReview): %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
+}
