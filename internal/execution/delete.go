@@ -5,10 +5,8 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,18 +32,8 @@ func (e *Executor) prune(ctx context.Context, m *Member, w *workv1alpha1.Work, c
 // deleteObject lets go of a member object of the Work: it is deleted when deletable says so, and left in
 // place otherwise.
 func (e *Executor) deleteObject(ctx context.Context, m *Member, w *workv1alpha1.Work, id workv1alpha1.ResourceIdentifier) error {
-	ri, _, err := m.resource(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}, id.Namespace)
-	if meta.IsNoMatchError(err) {
-		return nil // the kind is gone from the member, and its objects with it
-	}
-	if err != nil {
-		return err
-	}
-	existing, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	ri, existing, err := m.current(ctx, id)
+	if err != nil || existing == nil {
 		return err
 	}
 	if !deletable(e.HubID, w, existing) {

@@ -117,6 +117,26 @@ func NewMember(cfg *rest.Config) (*Member, error) {
 
 // resource returns the client for a kind, reading the member's API anew once when the kind is unknown (a
 // CRD may just have been applied).
+// current reads the member object id names: its resource, and the object, or nil when the object (or its
+// kind) is gone. A read error is returned, never taken for absence.
+func (m *Member) current(ctx context.Context, id workv1alpha1.ResourceIdentifier) (dynamic.ResourceInterface, *unstructured.Unstructured, error) {
+	ri, _, err := m.resource(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}, id.Namespace)
+	if meta.IsNoMatchError(err) {
+		return nil, nil, nil // the kind is gone from the member, and its objects with it
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	existing, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ri, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return ri, existing, nil
+}
+
 func (m *Member) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
 	mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {

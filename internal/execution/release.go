@@ -7,10 +7,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -29,18 +27,8 @@ import (
 // object stays as it is. An object another Work, another hub or nobody marked is left alone. A read error is
 // returned, never taken for the object's absence.
 func (e *Executor) releaseObject(ctx context.Context, m *Member, w *workv1alpha1.Work, id workv1alpha1.ResourceIdentifier) error {
-	ri, _, err := m.resource(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}, id.Namespace)
-	if meta.IsNoMatchError(err) {
-		return nil // the kind is gone from the member, and its objects with it
-	}
-	if err != nil {
-		return err
-	}
-	existing, err := ri.Get(ctx, id.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	ri, existing, err := m.current(ctx, id)
+	if err != nil || existing == nil {
 		return err
 	}
 	if !owns(e.HubID, w, existing) {

@@ -58,14 +58,8 @@ func overrideValuesAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: overrideValuesPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{policyv1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"overridepolicies", "clusteroverridepolicies"}},
-				},
-			}}},
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: matching(policyv1alpha1.GroupVersion.Group, []string{"overridepolicies", "clusteroverridepolicies"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Validations: []admissionregistrationv1.Validation{
 				{
 					Expression: eachRule("!has(r.overriders.plaintext) || " + valueRequired("r.overriders.plaintext")),
@@ -111,14 +105,8 @@ func agentWorksAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, 
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: agentWorksPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{workv1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"works"}},
-				},
-			}}},
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: matching(workv1alpha1.GroupVersion.Group, []string{"works"}, admissionregistrationv1.Update),
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
 				Name: "agents", Expression: fmt.Sprintf("%q in request.userInfo.groups", registration.AgentGroup),
 			}},
@@ -161,20 +149,24 @@ func purgeModeNamesAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: purgeModeNamesPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Ignore), // a warning is no reason to refuse a policy
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{policyv1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"propagationpolicies", "clusterpropagationpolicies"}},
-				},
-			}}},
-			Validations: validations,
+			FailurePolicy:    ptr.To(admissionregistrationv1.Ignore), // a warning is no reason to refuse a policy
+			MatchConstraints: matching(policyv1alpha1.GroupVersion.Group, []string{"propagationpolicies", "clusterpropagationpolicies"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			Validations:      validations,
 		},
 	}
 	binding := bindingFor(policy)
 	binding.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
 	return policy, binding
+}
+
+// matching is what a policy applies to: the operations ops on resources of group, in every version.
+func matching(group string, resources []string, ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
+	return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources},
+		},
+	}}}
 }
 
 // bindingFor binds an admission policy cluster-wide, denying what it rejects.

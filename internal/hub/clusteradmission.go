@@ -79,15 +79,9 @@ func clusterCredentialsAdmission(s AdmissionSettings) (*admissionregistrationv1.
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: clusterCredentialsPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"clusters"}},
-				},
-			}}},
-			Validations: validations,
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: matching(clusterv1alpha1.GroupVersion.Group, []string{"clusters"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			Validations:      validations,
 		},
 	}
 	return policy, bindingFor(policy)
