@@ -115,8 +115,6 @@ func NewMember(cfg *rest.Config) (*Member, error) {
 	}, nil
 }
 
-// resource returns the client for a kind, reading the member's API anew once when the kind is unknown (a
-// CRD may just have been applied).
 // current reads the member object id names: its resource, and the object, or nil when the object (or its
 // kind) is gone. A read error is returned, never taken for absence.
 func (m *Member) current(ctx context.Context, id workv1alpha1.ResourceIdentifier) (dynamic.ResourceInterface, *unstructured.Unstructured, error) {
@@ -137,6 +135,8 @@ func (m *Member) current(ctx context.Context, id workv1alpha1.ResourceIdentifier
 	return ri, existing, nil
 }
 
+// resource returns the client for a kind, reading the member's API anew once when the kind is unknown (a
+// CRD may just have been applied).
 func (m *Member) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
 	mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
