@@ -153,8 +153,10 @@ func TestWorkSweeperKeepsTheObjectsOfAForceDeletedBinding(t *testing.T) {
 	})
 	const namespace = "sweeper-apps"
 	createNamespace(t, namespace)
-	// The binding's template does not exist and its placement selects no cluster: its Work is the test's.
-	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "kept-configmap",
+	// The binding's template does not exist and its placement selects no cluster: its Work is the test's. Its
+	// name is no template's binding name: the ConfigMap its Work applies lands on the hub (the member), where
+	// the detector would release a binding named kept-configmap as that ConfigMap's.
+	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "force-deleted",
 		Finalizers: []string{workv1alpha1.FinalizerBinding}},
 		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: namespace, Name: "absent"},
 			Placement: nowhere.DeepCopy()}}
