@@ -475,7 +475,8 @@ func TestRequireApproval(t *testing.T) {
 	for range contested {
 		if err := <-accepted; err == nil {
 			won = append(won, "accepted")
-		} else if !strings.Contains(err.Error(), "already registered") && !strings.Contains(err.Error(), "at the same time") {
+		} else if !strings.Contains(err.Error(), "already registered") && !strings.Contains(err.Error(), "at the same time") &&
+			!strings.Contains(err.Error(), "no pending join request") { // the approver denied it first: the name was taken meanwhile
 			t.Errorf("a losing accept says: %v", err)
 		}
 	}
