@@ -152,8 +152,9 @@ func registerAgain(ctx context.Context, env *devenv.Environment, member string, 
 	names := []string{member}
 	for i := 2; i <= n; i++ {
 		name := fmt.Sprintf("%s-as-%d", member, i)
-		// Each registration is its own cluster to the hub, so it carries an ID of its own.
-		if _, err := registration.JoinPush(ctx, env.Hub, registration.PushRequest{ClusterName: name, ClusterID: "bench-" + name, Kubeconfig: kubeconfig}); err != nil {
+		// The names carry no cluster ID: they all lead to one member, and the hub confirms an ID it is given
+		// against the member's kube-system UID before it sends anything there.
+		if _, err := registration.JoinPush(ctx, env.Hub, registration.PushRequest{ClusterName: name, Kubeconfig: kubeconfig}); err != nil {
 			return nil, fmt.Errorf("registering %s again as %s: %w", member, name, err)
 		}
 		names = append(names, name)
