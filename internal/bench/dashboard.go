@@ -4,21 +4,20 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
+	"net"
+	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
-	"github.com/flotilla-io/flotilla/internal/dashboard"
 )
 
 // DashboardOptions configure `flotilla bench dashboard`.
@@ -158,7 +157,7 @@ func RunDashboard(ctx context.Context, o DashboardOptions, out io.Writer, progre
 			return err
 		}
 		result.Memory.WithoutDashboard = &base
-		if err := expectNoDashboard(ctx, fleet.config); err != nil {
+		if err := expectNoDashboard(ctx, fleet.dashboardPort); err != nil {
 			return err
 		}
 		progress("restarting the hub with the dashboard")
@@ -169,7 +168,7 @@ func RunDashboard(ctx context.Context, o DashboardOptions, out io.Writer, progre
 	if result.Memory.AtRest, err = settled(ctx, fleet, o.Settle); err != nil {
 		return err
 	}
-	d, err := newDashboardClient(fleet.config)
+	d, err := newDashboardClient(fleet.config, fleet.dashboardPort)
 	if err != nil {
 		return err
 	}
@@ -323,24 +322,12 @@ func isPlaced(b *workv1alpha1.ResourceBinding) bool {
 	return true
 }
 
-// expectNoDashboard checks that a hub started with --dashboard=false answers the dashboard's path as an
-// unknown one.
-func expectNoDashboard(ctx context.Context, cfg *rest.Config) error {
-	c, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+dashboard.Prefix, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		return fmt.Errorf("the hub started with --dashboard=false answers %s with %s, want 404", dashboard.Prefix, resp.Status)
+// expectNoDashboard checks that a hub started with --dashboard=false serves nothing on the dashboard's port.
+func expectNoDashboard(ctx context.Context, port int) error {
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err == nil {
+		_ = conn.Close()
+		return fmt.Errorf("the hub started with --dashboard=false listens on the dashboard's port %d", port)
 	}
 	return nil
 }

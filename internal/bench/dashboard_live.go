@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,12 +29,12 @@ type dashboardClient struct {
 	stream *eventStream
 }
 
-func newDashboardClient(cfg *rest.Config) (*dashboardClient, error) {
+func newDashboardClient(cfg *rest.Config, port int) (*dashboardClient, error) {
 	c, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &dashboardClient{host: cfg.Host, http: c}, nil
+	return &dashboardClient{host: "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), http: c}, nil
 }
 
 // get fetches path; partial asks for the page's main element only, as a live refresh does.

@@ -25,12 +25,13 @@ import (
 // clusters (labelled bench=hollow) joined to it from this process.
 type hollowFleet struct {
 	hubDir string
-	port   int
-	hub    *process.Process
-	config *rest.Config
-	kube   kubernetes.Interface
-	admin  client.Client
-	agents []*hollowAgent
+	// port is the hub API's, dashboardPort the dashboard's.
+	port, dashboardPort int
+	hub                 *process.Process
+	config              *rest.Config
+	kube                kubernetes.Interface
+	admin               client.Client
+	agents              []*hollowAgent
 	// registered is how long all clusters took to join and become Ready, 32 joining at a time.
 	registered time.Duration
 }
@@ -38,11 +39,11 @@ type hollowFleet struct {
 // startHollowFleet starts a hub in DIR/hub with hubArgs and joins n hollow clusters to it with a token made
 // for purpose. On success the caller stops the hub (stopHub); on failure it is stopped already.
 func startHollowFleet(ctx context.Context, dir string, n int, purpose string, progress func(string), hubArgs ...string) (_ *hollowFleet, err error) {
-	ports, err := controlplane.FreePorts(1)
+	ports, err := controlplane.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	f := &hollowFleet{hubDir: filepath.Join(dir, "hub"), port: ports[0]}
+	f := &hollowFleet{hubDir: filepath.Join(dir, "hub"), port: ports[0], dashboardPort: ports[1]}
 	if err := f.startHub(ctx, hubArgs...); err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func (f *hollowFleet) startHub(ctx context.Context, args ...string) error {
 	if err := os.MkdirAll(f.hubDir, 0o700); err != nil {
 		return err
 	}
-	args = append([]string{"hub", "--data-dir", f.hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(f.port), "--allow-local-member-endpoints"}, args...)
+	args = append([]string{"hub", "--data-dir", f.hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(f.port), "--dashboard-port", strconv.Itoa(f.dashboardPort), "--allow-local-member-endpoints"}, args...)
 	p, err := process.Start("hub", filepath.Join(f.hubDir, "hub.out"), nil, self, args...)
 	if err != nil {
 		return err

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -38,10 +41,11 @@ func newDashboardCommand() *cobra.Command {
 		Use:   "dashboard",
 		Short: "Serve the fleet dashboard on 127.0.0.1, reading the hub with your own credentials",
 		Long: `Serve the fleet dashboard (clusters, workloads, why a workload is not on a cluster, policies) on
-127.0.0.1, for a hub you reach with a kubeconfig. Every page is read with your credentials, so you see
+127.0.0.1, for a hub you reach with a kubeconfig. Open the URL it prints: it carries a token of this
+run, without which the dashboard answers nobody. Every page is read with your credentials, so you see
 what hub RBAC lets you see; pages update themselves within a second of a change. A person who may only
 read one namespace names it with --namespace (default: the kubeconfig context's namespace), so live
-updates watch that namespace. The hub serves the same pages at /dashboard/ on its own port.`,
+updates watch that namespace. The hub serves the same pages on its dashboard port (6444).`,
 		Example: "  flotilla dashboard --kubeconfig ~/.flotilla/up/hub.kubeconfig --port 8080",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -88,14 +92,18 @@ func (o *dashboardOptions) run(ctx context.Context, ready func(url string)) erro
 	mux := http.NewServeMux()
 	mux.Handle(dashboard.Prefix, handler)
 	mux.Handle("/{$}", http.RedirectHandler(dashboard.Prefix, http.StatusFound))
-	srv := &http.Server{Handler: localOnly(listener.Addr().String(), mux), ReadHeaderTimeout: 10 * time.Second}
+	token, err := runToken()
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: localOnly(listener.Addr().String(), withRunToken(token, listener.Addr(), mux)), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	ready("http://" + listener.Addr().String() + dashboard.Prefix)
+	ready("http://" + listener.Addr().String() + dashboard.Prefix + "?" + tokenParam + "=" + token)
 	if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -109,6 +117,44 @@ func localOnly(addr string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Host != addr && r.Host != "localhost:"+port {
 			http.Error(w, "the dashboard answers only at "+addr, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// The dashboard of flotilla dashboard reads the hub with this person's credentials, so anything that can
+// reach 127.0.0.1 (another local user, a page in any browser tab) must not use it. Each run makes a random
+// token and prints it in the URL; the first request that brings it gets it back as a cookie (named after the
+// port: browsers share cookies between the ports of one host) and is sent to the same URL without it, and
+// every request must bring the cookie.
+const tokenParam = "token"
+
+// runToken is 32 random bytes, URL-safe.
+func runToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// withRunToken lets through requests that carry token, as a cookie or (the printed URL) as a parameter.
+func withRunToken(token string, addr net.Addr, next http.Handler) http.Handler {
+	matches := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), []byte(token)) == 1 }
+	_, port, _ := net.SplitHostPort(addr.String())
+	tokenCookie := "flotilla-dashboard-" + port
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); q.Has(tokenParam) && matches(q.Get(tokenParam)) {
+			http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			q.Del(tokenParam)
+			clean := *r.URL
+			clean.RawQuery = q.Encode()
+			http.Redirect(w, r, clean.RequestURI(), http.StatusFound)
+			return
+		}
+		if c, err := r.Cookie(tokenCookie); err != nil || !matches(c.Value) {
+			http.Error(w, "open the dashboard with the URL flotilla dashboard printed (it carries this run's token)", http.StatusUnauthorized)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
-	"slices"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/authorization/union"
-	"k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/rest"
@@ -91,12 +88,9 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 
 // runAPIServer completes and validates the options, then serves until ctx ends. It is kube-apiserver's own
 // Run (options → Config → server chain) with c's additions: c.Authorizer goes first in the authorizer chain,
-// the aggregator resolves c.LocalServices itself, and c.Handlers (path prefix → handler) are mounted on the
-// server's non-REST mux before it runs: they are served on the secure port behind the whole filter chain
-// (authentication, audit, impersonation, priority and fairness, authorization as non-resource URLs), with the
-// requester's user.Info in the request's context. Requests to the c.Streams paths are long-running.
+// and the aggregator resolves c.LocalServices itself.
 func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, c *Config) error {
-	localServices, handlers, streams := c.LocalServices, c.Handlers, c.Streams
+	localServices := c.LocalServices
 	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
 		return fmt.Errorf("kube-apiserver feature gates: %w", err)
 	}
@@ -132,13 +126,6 @@ func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, c *
 	if len(localServices) != 0 {
 		config.Aggregator.ExtraConfig.ServiceResolver = &localResolver{local: localServices, delegate: config.Aggregator.ExtraConfig.ServiceResolver}
 	}
-	// The aggregator's filters are the ones every request passes (the servers behind it are reached without
-	// theirs).
-	if longRunning := config.Aggregator.GenericConfig.LongRunningFunc; len(streams) != 0 {
-		config.Aggregator.GenericConfig.LongRunningFunc = func(r *http.Request, info *request.RequestInfo) bool {
-			return slices.Contains(streams, r.URL.Path) || longRunning(r, info)
-		}
-	}
 	cc, err := config.Complete()
 	if err != nil {
 		return err
@@ -146,9 +133,6 @@ func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, c *
 	server, err := apiserverapp.CreateServerChain(cc)
 	if err != nil {
 		return err
-	}
-	for prefix, h := range handlers {
-		server.GenericAPIServer.Handler.NonGoRestfulMux.HandlePrefix(prefix, h)
 	}
 	prepared, err := server.PrepareRun()
 	if err != nil {

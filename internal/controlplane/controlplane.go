@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -65,13 +64,6 @@ type Config struct {
 	// UncachedResources are resources (resource.group) kube-apiserver serves from etcd without a watch cache:
 	// kinds few clients watch, whose cache would hold every version written in the last minutes.
 	UncachedResources []string
-	// Handlers are served on the secure port at their path prefixes, after kube-apiserver has authenticated
-	// the request and authorized it as a non-resource URL (the hub's dashboard).
-	Handlers map[string]http.Handler
-	// Streams are paths among the Handlers' whose requests stream for as long as the client stays (the
-	// dashboard's server-sent events): the API server treats them as long-running, as it treats watches, so
-	// neither its request timeout cuts them nor priority and fairness holds a seat for each.
-	Streams []string
 	// SigningDuration, when set, caps the lifetime of certificates the CSR signer issues.
 	SigningDuration time.Duration
 	// LocalServices are Services, keyed "namespace/name", that kube-apiserver's aggregator reaches at a
@@ -271,6 +263,15 @@ func (cp *ControlPlane) ClientConfig(user string) (*rest.Config, error) {
 		return nil, err
 	}
 	return clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+}
+
+// WriteClientKubeconfig writes the kubeconfig of user (ClientConfig's identity) into the PKI directory as
+// name and returns its path, for a component that takes a kubeconfig file.
+func (cp *ControlPlane) WriteClientKubeconfig(name, user string) (string, error) {
+	if err := cp.pki.EnsureClientCert(user); err != nil {
+		return "", err
+	}
+	return cp.writeComponentKubeconfig(name, user)
 }
 
 // WriteAdminKubeconfig writes the cluster-admin kubeconfig to path, atomically.

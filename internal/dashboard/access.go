@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,6 +44,9 @@ type Impersonating struct {
 	reviews kubernetes.Interface
 	clients *utilcache.LRUExpireCache
 	answers *utilcache.LRUExpireCache
+	// asking shares one review among the requests that need the same answer at once (every open page of a
+	// person when a change comes).
+	asking singleflight.Group
 }
 
 // NewImpersonating is the in-hub access through base; cache, when not nil, holds the cached kinds.
@@ -109,20 +113,23 @@ func (a *Impersonating) may(ctx context.Context, u user.Info, verb string, gr sc
 	if v, ok := a.answers.Get(key); ok {
 		return v.(bool), nil
 	}
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range u.GetExtra() {
-		extra[k] = v
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	review, err := a.reviews.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-		Spec: authorizationv1.SubjectAccessReviewSpec{User: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: extra,
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: gr.Group,
-				Resource: gr.Resource, Name: name}}},
-		metav1.CreateOptions{})
-	if err != nil {
-		return false, fmt.Errorf("asking the hub whether %s may %s %s: %w", u.GetName(), verb, gr, err)
-	}
-	a.answers.Add(key, review.Status.Allowed, answerTTL)
-	return review.Status.Allowed, nil
+	allowed, err, _ := a.asking.Do(key, func() (any, error) {
+		extra := map[string]authorizationv1.ExtraValue{}
+		for k, v := range u.GetExtra() {
+			extra[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		review, err := a.reviews.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{User: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: extra,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Verb: verb, Group: gr.Group,
+					Resource: gr.Resource, Name: name}}},
+			metav1.CreateOptions{})
+		if err != nil {
+			return false, fmt.Errorf("asking the hub whether %s may %s %s: %w", u.GetName(), verb, gr, err)
+		}
+		a.answers.Add(key, review.Status.Allowed, answerTTL)
+		return review.Status.Allowed, nil
+	})
+	return allowed.(bool), err
 }

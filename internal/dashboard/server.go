@@ -16,6 +16,8 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +51,7 @@ type Server struct {
 	mux       *http.ServeMux
 	debounce  time.Duration
 	namespace string
+	streams   openStreams
 }
 
 // listNamespaced lists a namespaced kind in the namespace the request asks for; with none, in every
@@ -88,9 +91,44 @@ func New(access Access, changes *Notifier, defaultNamespace string) (*Server, er
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'self'; img-src 'self' data:; frame-ancestors 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	// Pages show what one person may read: no cache, shared or the browser's own, keeps a copy.
+	if !strings.HasPrefix(r.URL.Path, Prefix+"static/") {
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// maxStreamsPerViewer bounds the event streams one person holds open on this dashboard (one per open page):
+// each holds a connection and a subscription to every change.
+const maxStreamsPerViewer = 16
+
+// openStreams counts the event streams open per person.
+type openStreams struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (o *openStreams) open(viewer string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.counts == nil {
+		o.counts = map[string]int{}
+	}
+	if o.counts[viewer] >= maxStreamsPerViewer {
+		return false
+	}
+	o.counts[viewer]++
+	return true
+}
+
+func (o *openStreams) close(viewer string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.counts[viewer]--; o.counts[viewer] == 0 {
+		delete(o.counts, viewer)
+	}
 }
 
 // pageData is what every page template gets: its title, the active tab and the page's own data.
@@ -145,8 +183,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	viewer := ""
+	if u, err := requester(r); err == nil {
+		viewer = u.GetName()
+	}
+	if !s.streams.open(viewer) {
+		http.Error(w, fmt.Sprintf("%d dashboard pages are open for you already: close one", maxStreamsPerViewer), http.StatusTooManyRequests)
+		return
+	}
+	defer s.streams.close(viewer)
 	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, "retry: 1000\n\n")
 	flusher.Flush()

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,7 +31,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
-	"github.com/flotilla-io/flotilla/internal/dashboard"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -58,9 +57,13 @@ type Hub struct {
 	// those members through them.
 	Tunnels *tunnel.Registry
 
+	// DashboardURL is where the embedded hub serves the dashboard; empty without one.
+	DashboardURL string
+
 	controlPlane *controlplane.ControlPlane
 	manager      ctrl.Manager
-	dashboard    lateHandler
+	// dashboardServer serves the dashboard on its own port (dashboard.go).
+	dashboardServer *genericapiserver.GenericAPIServer
 
 	// The proxy to members (proxy.go); only the embedded hub serves it.
 	proxyLn     net.Listener
@@ -125,12 +128,17 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	}
 	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", clusterv1alpha1.SystemNamespace))
 
+	var front *rest.Config
+	var frontKubeconfig string
 	if o.Embedded() {
 		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
 			return nil, err
 		}
-		if err := h.startProxy(ctx); err != nil {
+		if frontKubeconfig, front, err = h.installFrontIdentity(ctx); err != nil {
+			return nil, err
+		}
+		if err := h.startProxy(ctx, frontKubeconfig, o.FleetUserGroups); err != nil {
 			return nil, err
 		}
 		if err := h.authorizeAgents(ctx); err != nil {
@@ -167,9 +175,10 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		return nil, err
 	}
 	if o.Embedded() && o.Dashboard {
-		if err := h.startDashboard(ctx, h.manager.GetCache()); err != nil {
+		if err := h.startDashboard(ctx, o, h.manager.GetCache(), front, frontKubeconfig); err != nil {
 			return nil, err
 		}
+		progress("dashboard at " + h.DashboardURL)
 	}
 	return h, nil
 }
@@ -209,10 +218,6 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		Progress:        progress,
 		Profiling:       o.Profiling,
 		Authorizer:      authorizer.AuthorizerFunc(h.agents.Authorize),
-	}
-	if o.Dashboard {
-		cfg.Handlers = map[string]http.Handler{dashboard.Prefix: &h.dashboard}
-		cfg.Streams = []string{dashboard.Events}
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)
@@ -282,9 +287,12 @@ func (h *Hub) Run(ctx context.Context) error {
 	if h.controlPlane != nil {
 		failed = h.controlPlane.Failed()
 	}
-	proxyFailed := make(chan error, 1)
+	serverFailed := make(chan error, 2)
 	if h.proxyServer != nil {
-		go func() { proxyFailed <- h.runProxy(ctx) }()
+		go func() { serverFailed <- h.runProxy(ctx) }()
+	}
+	if h.dashboardServer != nil {
+		go func() { serverFailed <- h.runDashboard(ctx) }()
 	}
 	select {
 	case <-ctx.Done():
@@ -294,7 +302,7 @@ func (h *Hub) Run(ctx context.Context) error {
 		cancel()
 		<-managerDone
 		return err
-	case err := <-proxyFailed:
+	case err := <-serverFailed:
 		// nil: ctx ended, as in the first case.
 		cancel()
 		if managerErr := <-managerDone; err == nil {

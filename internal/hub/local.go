@@ -15,7 +15,7 @@ func StartLocal(dataDir string, progress func(string)) (*Hub, func(), error) {
 		return nil, nil, err
 	}
 	o := NewOptions()
-	o.DataDir, o.BindAddress, o.SecurePort = dataDir, "127.0.0.1", ports[0]
+	o.DataDir, o.BindAddress, o.SecurePort, o.DashboardPort = dataDir, "127.0.0.1", ports[0], 0
 	o.AllowLocalMemberEndpoints = true // members of tests and benchmarks listen on loopback
 	if err := o.Validate(); err != nil {
 		return nil, nil, err

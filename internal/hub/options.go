@@ -59,9 +59,14 @@ type Options struct {
 	MaxAgentCertTTL time.Duration
 	// Profiling serves /debug/pprof on the embedded API server's secure port (Config.Profiling).
 	Profiling bool
-	// Dashboard serves the dashboard at /dashboard/ on the embedded hub's secure port. Off, the hub neither
-	// mounts it nor starts what it needs (its change informers, its ClusterRole and binding).
+	// Dashboard serves the dashboard at /dashboard/ on DashboardPort, an origin of its own. Off, the hub
+	// neither serves it nor starts what it needs (its change informers, its ClusterRole and binding).
 	Dashboard bool
+	// DashboardPort is the embedded hub's dashboard port on BindAddress; 0 picks a free one.
+	DashboardPort int
+	// FleetUserGroups may open the dashboard and ask for fleet lists (what either shows is still up to
+	// each user's own rights).
+	FleetUserGroups []string
 	// Version is Flotilla's version, reported for Push clusters.
 	Version string
 	// ClusterCredentialGroups may change the fields of a Cluster that decide where the hub sends a member's
@@ -86,6 +91,8 @@ func NewOptions() *Options {
 		},
 		MaxAgentCertTTL:         30 * 24 * time.Hour,
 		Dashboard:               true,
+		DashboardPort:           6444,
+		FleetUserGroups:         []string{"flotilla:fleet-users"},
 		ClusterCredentialGroups: []string{"system:masters"},
 	}
 }
@@ -113,7 +120,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.Failover.UnhealthyThreshold, "unhealthy-fleet-threshold", o.Failover.UnhealthyThreshold, "share of clusters (0-1) that may be unreachable at once: above it the hub assumes it is the one cut off and fails nothing over")
 	fs.Float64Var(&o.Failover.PerMinute, "failover-rate", o.Failover.PerMinute, "clusters per minute that may be tainted NoExecute for failing health")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiles of the hub process at /debug/pprof on the secure port, to users allowed that non-resource URL (the hub admin): for measuring the hub, off otherwise")
-	fs.BoolVar(&o.Dashboard, "dashboard", o.Dashboard, "serve the dashboard at /dashboard/ on the secure port (embedded hub only); false: no dashboard, and none of its watches or RBAC objects")
+	fs.BoolVar(&o.Dashboard, "dashboard", o.Dashboard, "serve the dashboard at /dashboard/ on --dashboard-port (embedded hub only); false: no dashboard, and none of its watches or RBAC objects")
+	fs.IntVar(&o.DashboardPort, "dashboard-port", o.DashboardPort, "port of the dashboard, an origin of its own apart from the hub API's (0: a free port, printed at start)")
+	fs.StringSliceVar(&o.FleetUserGroups, "fleet-user-groups", o.FleetUserGroups, "groups that may open the dashboard and ask for fleet lists (each still sees only what its own rights allow); system:authenticated would include join tokens and agents")
 	fs.StringSliceVar(&o.ClusterCredentialGroups, "cluster-credential-groups", o.ClusterCredentialGroups, "groups that may set or change a Cluster's endpoint, proxy, TLS check, Secret, ID and agent annotations (with the hub's own controllers); anyone else who may patch Clusters changes only labels, taints and the rest")
 	fs.BoolVar(&o.AllowLocalMemberEndpoints, "allow-local-member-endpoints", o.AllowLocalMemberEndpoints, "admit Clusters whose endpoint is a loopback or link-local address (a local fleet, such as flotilla up's); off, such endpoints are refused at admission")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
@@ -125,6 +134,12 @@ func (o *Options) Embedded() bool { return o.Kubeconfig == "" }
 // Validate checks every option and fills in derived defaults. It runs before anything starts.
 func (o *Options) Validate() error {
 	var errs []error
+	if slices.Contains(o.FleetUserGroups, "") || slices.Contains(o.FleetUserGroups, "system:unauthenticated") {
+		errs = append(errs, errors.New("--fleet-user-groups: no empty group, and not system:unauthenticated"))
+	}
+	if o.DashboardPort < 0 || o.DashboardPort > 65535 {
+		errs = append(errs, fmt.Errorf("--dashboard-port %d: want 0 (a free port) to 65535", o.DashboardPort))
+	}
 	if len(o.ClusterCredentialGroups) == 0 || slices.Contains(o.ClusterCredentialGroups, "") {
 		errs = append(errs, errors.New("--cluster-credential-groups: name at least one group, and no empty one (system:masters holds the embedded hub's admin)"))
 	}

@@ -31,9 +31,10 @@ func (h *Hub) proxyListener() (map[string]*url.URL, error) {
 	}, nil
 }
 
-// startProxy builds the proxy's API server and registers it with the hub's aggregator. It reads Clusters
+// startProxy builds the proxy's API server, which delegates to the hub as the front identity, and registers
+// it with the hub's aggregator. It reads Clusters
 // from a cache of its own (every proxied request looks its cluster up) and push credentials directly.
-func (h *Hub) startProxy(ctx context.Context) error {
+func (h *Hub) startProxy(ctx context.Context, frontKubeconfig string, userGroups []string) error {
 	clusters, err := cache.New(h.Config, cache.Options{
 		Scheme:           scheme.New(),
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -60,7 +61,8 @@ func (h *Hub) startProxy(ctx context.Context) error {
 		CertFile:       certFile,
 		KeyFile:        keyFile,
 		CABundle:       caBundle,
-		AuthKubeconfig: h.AdminKubeconfig,
+		AuthKubeconfig: frontKubeconfig,
+		UserGroups:     userGroups,
 		Hub:            reader,
 		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: h.pullBackend},
 		Tunnels:        h.Tunnels,

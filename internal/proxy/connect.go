@@ -78,12 +78,34 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		f.responder.Error(err)
 		return
 	}
+	upgrade := httpstream.IsUpgradeRequest(req)
+	if upgrade && crossSite(req) {
+		f.responder.Error(apierrors.NewForbidden(clustersResource, "", fmt.Errorf("an upgrade request from origin %q, another site than %s: a web page may not open exec, attach or port-forward sessions through the hub", req.Header.Get("Origin"), req.Host)))
+		return
+	}
+	// What a member answers is the member's content, served on the hub's origin: a browser must run none of
+	// it as the hub's (sandbox makes a page's origin unique, so its script reads nothing of the hub with the
+	// person's credentials), nor guess a type the member did not state. The member's own headers are added
+	// to these, never replace them.
+	w.Header().Set("Content-Security-Policy", "sandbox")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// UpgradeAwareHandler is how kube-apiserver proxies to pods and nodes: it streams watches and logs, and
 	// joins the two connections of exec, attach and port-forward after the protocol switch.
-	h := proxy.NewUpgradeAwareHandler(f.location, f.target.Transport, false, httpstream.IsUpgradeRequest(req), proxy.NewErrorResponder(f.responder))
+	h := proxy.NewUpgradeAwareHandler(f.location, f.target.Transport, false, upgrade, proxy.NewErrorResponder(f.responder))
 	h.UpgradeTransport = f.target.UpgradeTransport
 	h.UseLocationHost = true
 	h.ServeHTTP(w, out)
+}
+
+// crossSite says whether a browser sent req from a page of another origin than the one it is addressed to.
+// Clients other than browsers send no Origin.
+func crossSite(req *http.Request) bool {
+	origin := req.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err != nil || u.Scheme != "https" || !strings.EqualFold(u.Host, req.Host)
 }
 
 // impersonating returns a copy of req that carries the caller's identity as impersonation headers and none

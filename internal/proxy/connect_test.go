@@ -77,3 +77,26 @@ func TestProxyRequestsAreLongRunning(t *testing.T) {
 		}
 	}
 }
+
+func TestCrossSite(t *testing.T) {
+	for _, c := range []struct {
+		origin, host string
+		want         bool
+	}{
+		{"", "hub:6443", false}, // kubectl and other clients send no Origin
+		{"https://hub:6443", "hub:6443", false},
+		{"https://HUB:6443", "hub:6443", false},
+		{"https://evil.example", "hub:6443", true},
+		{"https://hub:6444", "hub:6443", true}, // the dashboard's origin is another one
+		{"http://hub:6443", "hub:6443", true},
+		{"null", "hub:6443", true}, // a sandboxed page
+	} {
+		req := &http.Request{Host: c.host, Header: http.Header{}}
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		if got := crossSite(req); got != c.want {
+			t.Errorf("Origin %q to %s: cross-site %v, want %v", c.origin, c.host, got, c.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -43,6 +44,13 @@ const (
 	maxClusterTimeout = 50 * time.Second
 	// fleetReadsAtOnce bounds the member requests one fleet list has open at a time.
 	fleetReadsAtOnce = 32
+	// fleetListsPerUser and fleetListsAtOnce bound the fleet lists this hub process answers at a time, for one
+	// user and for everyone: each may hold fleetReadsAtOnce member reads open and their answers in memory.
+	fleetListsPerUser = 4
+	fleetListsAtOnce  = 64
+	// maxMemberListBytes is the most the hub reads of one member's answer to a fleet list. A larger answer
+	// is the cluster's error, not a reason to hold gigabytes: narrow the selector or pass limit.
+	maxMemberListBytes = 32 << 20
 )
 
 // FleetListPath is the path, below the hub's URL, of the fleet list of the member collection at memberPath
@@ -73,9 +81,12 @@ type FleetListCluster struct {
 	Items int `json:"items"`
 	// ResourceVersion is the member's resourceVersion of its list, to watch from.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// Truncated says the member has more items than the limit the list passed on.
+	Truncated bool `json:"truncated,omitempty"`
 	// Error, when set, is why the cluster contributed no items: 403 Forbidden when the caller may not use
 	// clusters/proxy on it (it was not read), the member's own Status when it refused, 503 when the hub
-	// cannot reach it, 504 Timeout when it did not answer within the cluster timeout.
+	// cannot reach it, 504 Timeout when it did not answer within the cluster timeout, 507 when its answer
+	// was larger than the hub reads.
 	Error *metav1.Status `json:"error,omitempty"`
 }
 
@@ -86,6 +97,41 @@ type fleetREST struct {
 	clusters   *clusterREST
 	backends   Backend
 	authorizer authorizer.Authorizer
+	running    budget
+}
+
+// budget counts the fleet lists being answered, per user and in total.
+type budget struct {
+	mu     sync.Mutex
+	total  int
+	byUser map[string]int
+}
+
+// take admits one more fleet list of user, or says why not; release undoes it.
+func (b *budget) take(user string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.byUser == nil {
+		b.byUser = map[string]int{}
+	}
+	switch {
+	case b.byUser[user] >= fleetListsPerUser:
+		return apierrors.NewTooManyRequests(fmt.Sprintf("user %q has %d fleet lists running, the most one user may", user, fleetListsPerUser), 1)
+	case b.total >= fleetListsAtOnce:
+		return apierrors.NewTooManyRequests(fmt.Sprintf("the hub is answering %d fleet lists, the most it answers at once", fleetListsAtOnce), 1)
+	}
+	b.byUser[user]++
+	b.total++
+	return nil
+}
+
+func (b *budget) release(user string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.total--
+	if b.byUser[user]--; b.byUser[user] == 0 {
+		delete(b.byUser, user)
+	}
 }
 
 var (
@@ -150,35 +196,39 @@ type fleetLister struct {
 }
 
 func (l *fleetLister) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	list, err := l.list(req)
-	if err != nil {
+	if err := l.running.take(l.caller.GetName()); err != nil {
 		writeJSON(w, statusOf(err))
 		return
 	}
-	writeJSON(w, list)
+	defer l.running.release(l.caller.GetName())
+	if err := l.list(w, req); err != nil {
+		writeJSON(w, statusOf(err))
+	}
 }
 
-func (l *fleetLister) list(req *http.Request) (*FleetList, error) {
+// list validates the request, reads the clusters and streams the answer: each cluster's items are written as
+// soon as it and every cluster before it have answered. It returns an error only before anything is written.
+func (l *fleetLister) list(w http.ResponseWriter, req *http.Request) error {
 	if err := refuseChosenIdentity(req); err != nil {
-		return nil, err
+		return err
 	}
 	query := req.URL.Query()
-	for _, p := range []string{"watch", "limit", "continue"} {
+	for _, p := range []string{"watch", "continue"} {
 		if query.Has(p) {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("query parameter %s: a fleet list is one read of each cluster, neither a watch nor paginated", p))
+			return apierrors.NewBadRequest(fmt.Sprintf("query parameter %s: a fleet list is one read of each cluster, neither a watch nor continued (limit is passed on to each cluster)", p))
 		}
 	}
 	timeout := defaultClusterTimeout
 	if v := query.Get(paramClusterTimeout); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 || d > maxClusterTimeout {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s=%s: want a duration above 0 and at most %s", paramClusterTimeout, v, maxClusterTimeout))
+			return apierrors.NewBadRequest(fmt.Sprintf("%s=%s: want a duration above 0 and at most %s", paramClusterTimeout, v, maxClusterTimeout))
 		}
 		timeout = d
 	}
 	clusters, nameForbidden, err := l.selected(req.Context(), query.Get(paramClusters))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	forwarded := url.Values{}
 	for k, v := range query {
@@ -186,64 +236,110 @@ func (l *fleetLister) list(req *http.Request) (*FleetList, error) {
 			forwarded[k] = v
 		}
 	}
-	results := make([]clusterList, len(clusters))
+	results := make([]chan clusterList, len(clusters))
 	slots := make(chan struct{}, fleetReadsAtOnce)
-	var wg sync.WaitGroup
 	for i := range clusters {
-		wg.Go(func() {
+		results[i] = make(chan clusterList, 1)
+		go func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			results[i] = l.read(req.Context(), &clusters[i], forwarded.Encode(), timeout)
-		})
+			results[i] <- l.read(req.Context(), &clusters[i], forwarded.Encode(), timeout)
+		}()
 	}
-	wg.Wait()
-	list := &FleetList{TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "FleetList"}, Items: []map[string]any{}, Clusters: []FleetListCluster{}}
-	for i, r := range results {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	stream := &listStream{w: w}
+	stream.raw(`{"kind":"FleetList","apiVersion":"` + SchemeGroupVersion.String() + `","metadata":{},"items":[`)
+	entries := []FleetListCluster{}
+	for i := range clusters {
+		r := <-results[i]
 		if r.notPermitted && !nameForbidden {
 			continue
 		}
-		entry := FleetListCluster{Name: clusters[i].Name, Items: len(r.items), ResourceVersion: r.resourceVersion}
+		entry := FleetListCluster{Name: clusters[i].Name, Items: len(r.items), ResourceVersion: r.resourceVersion, Truncated: r.truncated}
 		if r.err != nil {
 			entry.Error = statusOf(r.err)
 		}
-		list.Clusters = append(list.Clusters, entry)
-		list.Items = append(list.Items, r.items...)
+		entries = append(entries, entry)
+		for _, item := range r.items {
+			stream.item(item)
+		}
 	}
-	return list, nil
+	stream.raw(`],"clusters":`)
+	stream.value(entries)
+	stream.raw("}\n")
+	return nil
+}
+
+// listStream writes a fleet list as it is read; after a failed write (the client left) it writes nothing.
+type listStream struct {
+	w     io.Writer
+	items int
+	err   error
+}
+
+func (s *listStream) raw(text string) {
+	if s.err == nil {
+		_, s.err = io.WriteString(s.w, text)
+	}
+}
+
+// item writes one element of the items array, after a comma unless it is the first.
+func (s *listStream) item(item map[string]any) {
+	if s.items > 0 {
+		s.raw(",")
+	}
+	s.items++
+	s.value(item)
+}
+
+func (s *listStream) value(v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		data, _ = json.Marshal(statusOf(err))
+	}
+	s.raw(string(data))
 }
 
 // selected resolves the clusters parameter, sorted by name, and says whether the clusters the caller may not
 // reach are to be named in the answer. Without the parameter they are every Cluster of the hub, and the
 // ones the caller may not reach are named only if the caller may list the hub's Clusters: a fleet list does
-// not tell anyone which clusters exist. Named clusters must exist, but one the caller may not reach is
-// reported as not permitted whether it exists or not, for the same reason.
-func (l *fleetLister) selected(ctx context.Context, names string) ([]clusterv1alpha1.Cluster, bool, error) {
+// not tell anyone which clusters exist. The parameter is a set of at most as many names as there are
+// Clusters. A name no Cluster has is NotFound for a caller who may list Clusters; to anyone else it looks
+// like a cluster they may not reach, without a review of its own.
+func (l *fleetLister) selected(ctx context.Context, param string) ([]clusterv1alpha1.Cluster, bool, error) {
 	all := &clusterv1alpha1.ClusterList{}
 	if err := l.clusters.clusters.List(ctx, all); err != nil {
 		return nil, false, err
 	}
 	slices.SortFunc(all.Items, func(a, b clusterv1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
-	if names == "" {
+	if param == "" {
 		return all.Items, l.mayListClusters(ctx), nil
 	}
+	names := strings.Split(param, ",")
+	slices.Sort(names)
+	names = slices.Compact(names)
+	if len(names) > max(len(all.Items), 1) {
+		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("%s: %d names, more than the hub has Clusters (%d)", paramClusters, len(names), len(all.Items)))
+	}
 	var chosen []clusterv1alpha1.Cluster
-	for _, name := range strings.Split(names, ",") {
+	var unknown []string
+	for _, name := range names {
 		if bad := validation.IsDNS1123Label(name); len(bad) > 0 {
-			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("%s=%s: cluster %q: %s", paramClusters, names, name, strings.Join(bad, "; ")))
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("%s: cluster %q: %s", paramClusters, name, strings.Join(bad, "; ")))
 		}
-		if slices.ContainsFunc(chosen, func(c clusterv1alpha1.Cluster) bool { return c.Name == name }) {
-			continue
-		}
-		i := slices.IndexFunc(all.Items, func(c clusterv1alpha1.Cluster) bool { return c.Name == name })
-		switch {
-		case i >= 0:
+		if i := slices.IndexFunc(all.Items, func(c clusterv1alpha1.Cluster) bool { return c.Name == name }); i >= 0 {
 			chosen = append(chosen, all.Items[i])
-		case l.mayProxy(ctx, name) == nil:
-			return nil, false, apierrors.NewNotFound(clustersResource, name)
-		default:
-			// Never read: read refuses it first.
-			chosen = append(chosen, clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		} else {
+			unknown = append(unknown, name)
 		}
+	}
+	if len(unknown) > 0 && l.mayListClusters(ctx) {
+		return nil, false, apierrors.NewNotFound(clustersResource, unknown[0])
+	}
+	for _, name := range unknown {
+		// Never read: read refuses it first, without asking.
+		chosen = append(chosen, clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	slices.SortFunc(chosen, func(a, b clusterv1alpha1.Cluster) int { return strings.Compare(a.Name, b.Name) })
 	return chosen, true, nil

@@ -15,8 +15,6 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
-	genericoptions "k8s.io/apiserver/pkg/server/options"
-	"k8s.io/apiserver/pkg/util/compatibility"
 	restclient "k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
@@ -42,9 +41,8 @@ type Config struct {
 	// APIService carries it to the aggregator).
 	CertFile, KeyFile string
 	CABundle          []byte
-	// AuthKubeconfig is the kubeconfig of the hub that authentication (the front proxy's CA and headers, from
-	// kube-system/extension-apiserver-authentication) and authorization (SubjectAccessReviews) are
-	// delegated to.
+	// AuthKubeconfig reaches the hub that authentication and authorization are delegated to
+	// (controlplane.DelegatedServing).
 	AuthKubeconfig string
 	// Hub reads Clusters and the Secrets of push members.
 	Hub client.Reader
@@ -52,6 +50,8 @@ type Config struct {
 	Backends Backends
 	// Tunnels, when set, serve clusters/NAME/attach: Pull clusters' agents open their tunnels there.
 	Tunnels *tunnel.Registry
+	// UserGroups may ask for fleet lists (FleetListRole).
+	UserGroups []string
 }
 
 // longRunning says which requests the request timeout and the in-flight limits leave alone. Every request to
@@ -62,8 +62,9 @@ var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("wa
 
 // Server is the proxy's API server, ready to run.
 type Server struct {
-	server   *genericapiserver.GenericAPIServer
-	caBundle []byte
+	server     *genericapiserver.GenericAPIServer
+	caBundle   []byte
+	userGroups []string
 }
 
 // New builds the proxy's API server with a serving certificate of its own.
@@ -72,35 +73,14 @@ func New(c Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	serving := genericoptions.NewSecureServingOptions()
-	serving.Listener = c.Listener
-	serving.BindPort = c.Listener.Addr().(*net.TCPAddr).Port
-	serving.ServerCert.CertDirectory = ""
-	serving.ServerCert.CertKey = genericoptions.CertKey{CertFile: c.CertFile, KeyFile: c.KeyFile}
-
-	config := genericapiserver.NewConfig(codecs)
-	config.EffectiveVersion = compatibility.DefaultBuildEffectiveVersion()
-	config.ExternalAddress = c.Listener.Addr().String()
-	config.LoopbackClientConfig = &restclient.Config{Host: "https://" + c.Listener.Addr().String()}
-	// The group has no kinds of its own to describe and accepts no writes that need a schema (server-side
-	// apply), so it serves no OpenAPI and builds none for its paths.
-	config.SkipOpenAPIInstallation = true
+	config, err := controlplane.DelegatedServing{Listener: c.Listener, CertFile: c.CertFile, KeyFile: c.KeyFile, AuthKubeconfig: c.AuthKubeconfig}.Config(&codecs)
+	if err != nil {
+		return nil, err
+	}
+	// Installing the group builds the type converters of its kinds from this OpenAPI (not served).
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition { return nil }, openapinamer.NewDefinitionNamer(scheme))
 	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + GroupName}
 	config.LongRunningFunc = longRunning
-	if err := serving.ApplyTo(&config.SecureServing); err != nil {
-		return nil, err
-	}
-	authn := genericoptions.NewDelegatingAuthenticationOptions()
-	authn.RemoteKubeConfigFile = c.AuthKubeconfig
-	if err := authn.ApplyTo(&config.Authentication, config.SecureServing, nil); err != nil {
-		return nil, err
-	}
-	authz := genericoptions.NewDelegatingAuthorizationOptions()
-	authz.RemoteKubeConfigFile = c.AuthKubeconfig
-	if err := authz.ApplyTo(&config.Authorization); err != nil {
-		return nil, err
-	}
 
 	server, err := config.Complete(nil).New("flotilla-proxy", genericapiserver.NewEmptyDelegate())
 	if err != nil {
@@ -119,7 +99,7 @@ func New(c Config) (*Server, error) {
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
-	return &Server{server: server, caBundle: c.CABundle}, nil
+	return &Server{server: server, caBundle: c.CABundle, userGroups: c.UserGroups}, nil
 }
 
 // Run serves until ctx ends.
@@ -128,7 +108,7 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Register creates or updates the Service and APIService that send the hub's aggregator to this server, and
-// the RBAC that lets every authenticated user ask for a fleet list (fleetListRBAC).
+// the RBAC that lets the fleet's users ask for a fleet list (fleetListRBAC).
 func (s *Server) Register(ctx context.Context, cfg *restclient.Config) error {
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
@@ -165,7 +145,7 @@ func (s *Server) Register(ctx context.Context, cfg *restclient.Config) error {
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return apply(ctx, hub, apiService.DeepCopy()) }); err != nil {
 		return fmt.Errorf("proxy APIService: %w", err)
 	}
-	role, binding := fleetListRBAC()
+	role, binding := fleetListRBAC(s.userGroups)
 	for _, obj := range []client.Object{role, binding} {
 		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return apply(ctx, hub, obj.DeepCopyObject().(client.Object)) }); err != nil {
 			return fmt.Errorf("fleet list RBAC: %w", err)

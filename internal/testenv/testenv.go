@@ -39,6 +39,8 @@ type Env struct {
 	Kubeconfig string
 	// DataDir is the hub's data directory.
 	DataDir string
+	// DashboardURL is where the hub serves the dashboard (an in-process hub only).
+	DashboardURL string
 	// EtcdServers and EtcdTLS reach the etcd the hub's kube-apiserver stores in, as it does.
 	EtcdServers []string
 	EtcdTLS     *controlplane.EtcdTLS
@@ -135,6 +137,7 @@ func StartHub(dataDir string) (*Env, func(), error) {
 		return nil, nil, err
 	}
 	env.EtcdServers, env.EtcdTLS = h.Etcd()
+	env.DashboardURL = h.DashboardURL
 	return env, stop, nil
 }
 

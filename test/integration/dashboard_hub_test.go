@@ -7,12 +7,12 @@ import (
 	"crypto/x509"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,10 +23,11 @@ import (
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
-// TestDashboardInTheHub: the hub serves the dashboard on its own port to whoever its API server
-// authenticates, reading as that person: a service account that may read one namespace sees that
-// namespace's workloads, is refused another's, and gets live changes of its own; nobody unauthenticated
-// gets in.
+// TestDashboardInTheHub: the hub serves the dashboard on a port of its own, never on the API's origin, to
+// whoever its API server authenticates and the dashboard's role is granted to (not every authenticated
+// user), reading as that person: a service account that may read one namespace sees that namespace's
+// workloads, is refused another's, and gets live changes of its own; nobody unauthenticated gets in, and no
+// page is kept in a cache.
 func TestDashboardInTheHub(t *testing.T) {
 	ctx := context.Background()
 	for _, ns := range []string{"hub-team", "hub-other"} {
@@ -43,8 +44,16 @@ func TestDashboardInTheHub(t *testing.T) {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(env.Config.CAData)
 	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	dashboardURL, err := url.Parse(env.DashboardURL)
+	if err != nil || dashboardURL.Host == "" {
+		t.Fatalf("the hub serves no dashboard: %q", env.DashboardURL)
+	}
+	apiURL, _ := url.Parse(env.Config.Host)
+	if dashboardURL.Host == apiURL.Host {
+		t.Fatalf("the dashboard is served on the API's origin %s", apiURL.Host)
+	}
 	get := func(path, bearer string) (*http.Response, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.Config.Host+path, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+dashboardURL.Host+path, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -63,6 +72,13 @@ func TestDashboardInTheHub(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
+	// Bob is authenticated, but in none of the fleet's user groups: the dashboard is not his to open.
+	if code, _ := page("/dashboard/workloads?namespace=hub-team", token.Status.Token); code != http.StatusForbidden {
+		t.Fatalf("bob, whom the dashboard is not granted to, got %d", code)
+	}
+	create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dashboard-bob"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hub.DashboardRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "hub-team", Name: "bob"}}})
 	testenv.Eventually(t, hangGuard, "bob sees hub-team's workload", func() error {
 		code, body := page("/dashboard/workloads?namespace=hub-team", token.Status.Token)
 		if code != http.StatusOK || !strings.Contains(body, `data-workload="hub-team/settings"`) {
@@ -76,6 +92,9 @@ func TestDashboardInTheHub(t *testing.T) {
 	if code, _ := page("/dashboard/workloads", ""); code != http.StatusUnauthorized && code != http.StatusForbidden {
 		t.Fatalf("an unauthenticated request got %d", code)
 	}
+	if err := env.Kube.Discovery().RESTClient().Get().AbsPath("/dashboard/").Do(ctx).Error(); !apierrors.IsNotFound(err) {
+		t.Fatalf("GET /dashboard/ on the hub API's origin: %v, want 404", err)
+	}
 
 	// A change in bob's namespace reaches his open stream.
 	resp, err := get("/dashboard/events", token.Status.Token)
@@ -83,19 +102,13 @@ func TestDashboardInTheHub(t *testing.T) {
 		t.Fatalf("event stream: %v %v", err, resp)
 	}
 	defer resp.Body.Close()
-	// The stream is long-running, as a watch is: the API server's request timeout does not cut it, and no
-	// priority level holds a seat for it. Priority and fairness names the level on each request it admits,
-	// as it does on bob's pages.
-	if level := resp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID); level != "" {
-		t.Errorf("the event stream was admitted by priority level %s, as a short request", level)
-	}
 	pageResp, err := get("/dashboard/", token.Status.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = pageResp.Body.Close()
-	if pageResp.Header.Get(flowcontrolv1.ResponseHeaderMatchedPriorityLevelConfigurationUID) == "" {
-		t.Errorf("a page carries no priority level header: the check above proves nothing")
+	if cc := pageResp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("a page carries Cache-Control %q, want no-store", cc)
 	}
 	got := make(chan string, 1)
 	go func() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,18 +27,19 @@ import (
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
-// startDashboard runs flotilla dashboard with kubeconfig on a free port until the test ends, and returns
-// its URL.
-func startDashboard(t *testing.T, kubeconfig string) string {
+// startDashboard runs flotilla dashboard with kubeconfig on a free port until the test ends, opens the URL
+// it printed in the browser of ctx (which takes this run's token as a cookie), and returns the dashboard's
+// URL without the token.
+func startDashboard(t *testing.T, ctx context.Context, kubeconfig string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	run, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
 	root := cli.NewRoot()
 	root.SetOut(w)
 	root.SetErr(w)
 	root.SetArgs([]string{"dashboard", "--kubeconfig", kubeconfig, "--port", "0"})
 	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx); _ = w.Close() }()
+	go func() { done <- root.ExecuteContext(run); _ = w.Close() }()
 	t.Cleanup(func() {
 		cancel()
 		go func() { _, _ = io.Copy(io.Discard, r) }()
@@ -50,7 +52,15 @@ func startDashboard(t *testing.T, kubeconfig string) string {
 	if err != nil || !ok {
 		t.Fatalf("flotilla dashboard printed %q: %v", line, err)
 	}
-	return url
+	base, _, hasToken := strings.Cut(url, "?token=")
+	if !hasToken {
+		t.Fatalf("flotilla dashboard printed no token: %s", url)
+	}
+	// The token's URL redirects to the dashboard; the next navigation waits for that page.
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible("main")); err != nil {
+		t.Fatal(err)
+	}
+	return base
 }
 
 // dashboardFleet: clusters dash-a (eu-west-1) and dash-b (us-east-1) serve Deployments, dash-c is tainted
@@ -120,7 +130,19 @@ func waitDeployment(t *testing.T, want string) {
 func TestDashboard(t *testing.T) {
 	ctx := testenv.Browser(t)
 	dashboardFleet(t)
-	url := startDashboard(t, env.Kubeconfig)
+	url := startDashboard(t, ctx, env.Kubeconfig)
+
+	t.Run("nobody without the run's token is answered", func(t *testing.T) {
+		resp, err := http.Get(url + "workloads")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(body), "dash-team") {
+			t.Fatalf("a request without the token: %d\n%s", resp.StatusCode, body)
+		}
+	})
 
 	t.Run("fleet", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
@@ -232,7 +254,7 @@ func TestDashboard(t *testing.T) {
 	})
 
 	t.Run("a namespace user sees only its workloads", func(t *testing.T) {
-		url := startDashboard(t, namespaceUserKubeconfig(t, "dash-alice", "dash-team"))
+		url := startDashboard(t, ctx, namespaceUserKubeconfig(t, "dash-alice", "dash-team"))
 		if err := chromedp.Do(ctx, chromedp.Navigate(url+"workloads")); err != nil {
 			t.Fatal(err)
 		}

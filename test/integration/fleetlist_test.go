@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -44,6 +46,21 @@ func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
 	params := map[string]string{"clusters": "pxpull,pxm,pxother", "labelSelector": "fleet-list=yes"}
 	dev := rest.AnonymousClientConfig(env.Config)
 	dev.BearerToken = devToken
+
+	t.Run("a caller outside the fleet's user groups may not ask for a fleet list", func(t *testing.T) {
+		_, err := fleetList(ctx, dev, fleetListPath, params)
+		if !apierrors.IsForbidden(err) {
+			t.Fatalf("proxy-dev, authenticated but in no fleet user group: %v, want 403", err)
+		}
+	})
+	create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "fleet-list-proxy-dev"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: proxy.FleetListRole},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "proxy-dev"}}})
+	// The proxy keeps a denial for a few seconds.
+	testenv.Eventually(t, 30*time.Second, "proxy-dev's fleet list role in effect", func() error {
+		_, err := fleetList(ctx, dev, fleetListPath, params)
+		return err
+	})
 
 	t.Run("a fleet list reads every cluster as the caller, each item annotated with its cluster, failures named", func(t *testing.T) {
 		list, err := fleetList(ctx, env.Config, fleetListPath, params)
@@ -93,6 +110,17 @@ func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
 		}
 	})
 
+	t.Run("limit is passed on to each cluster, and a cluster with more says so", func(t *testing.T) {
+		// pxm's default namespace holds in-pxm and kube-root-ca.crt.
+		list, err := fleetList(ctx, env.Config, fleetListPath, map[string]string{"clusters": "pxm", "limit": "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Clusters) != 1 || list.Clusters[0].Items != 1 || !list.Clusters[0].Truncated {
+			t.Fatalf("clusters %+v, want pxm with 1 item, truncated", list.Clusters)
+		}
+	})
+
 	t.Run("a cluster that does not answer is reported after clusterTimeout, the others listed", func(t *testing.T) {
 		// pxsilent's API server accepts connections and never answers, as a frozen member does.
 		silent, err := net.Listen("tcp", "127.0.0.1:0")
@@ -138,7 +166,8 @@ func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
 			{"/api/v1/namespaces/default/configmaps/in-pxm", nil, http.StatusBadRequest},
 			{"/healthz", nil, http.StatusBadRequest},
 			{fleetListPath, map[string]string{"watch": "true"}, http.StatusBadRequest},
-			{fleetListPath, map[string]string{"limit": "1"}, http.StatusBadRequest},
+			{fleetListPath, map[string]string{"continue": "x"}, http.StatusBadRequest},
+			{fleetListPath, map[string]string{"clusters": manyNames(1000)}, http.StatusBadRequest},
 			{fleetListPath, map[string]string{"clusterTimeout": "2h"}, http.StatusBadRequest},
 			{fleetListPath, map[string]string{"clusters": "Not_A_Name"}, http.StatusBadRequest},
 			{fleetListPath, map[string]string{"clusters": "pxm,no-such-cluster"}, http.StatusNotFound},
@@ -149,6 +178,15 @@ func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
 			}
 		}
 	})
+}
+
+// manyNames is n distinct cluster names joined with commas.
+func manyNames(n int) string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%d", i)
+	}
+	return strings.Join(names, ",")
 }
 
 // fleetList reads the fleet list of memberPath through the hub as the user of cfg.

@@ -29,7 +29,7 @@ import (
 // startHub runs `flotilla hub` as a child process and waits for its admin kubeconfig.
 func startHub(t *testing.T, name, dataDir string, port int, extra ...string) (*testenv.Process, *testenv.Env) {
 	t.Helper()
-	args := append([]string{"hub", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port)}, extra...)
+	args := append([]string{"hub", "--data-dir", dataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--dashboard-port", "0"}, extra...)
 	p := testenv.StartProcess(t, name, args...)
 	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
 	testenv.Eventually(t, 2*time.Minute, name+" writes admin.kubeconfig", func() error {
