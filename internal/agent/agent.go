@@ -86,7 +86,7 @@ func (o *Options) Credential(member kubernetes.Interface) (registration.Credenti
 	if !o.InCluster() {
 		return registration.NewCredential(o.DataDir), nil
 	}
-	namespace, err := inClusterNamespace()
+	namespace, err := InClusterNamespace()
 	if err != nil {
 		return registration.Credential{}, err
 	}

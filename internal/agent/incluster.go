@@ -47,8 +47,8 @@ func inClusterConfig() (*rest.Config, error) {
 	}, nil
 }
 
-// inClusterNamespace is the namespace of the agent's pod.
-func inClusterNamespace() (string, error) {
+// InClusterNamespace is the namespace of the agent's pod.
+func InClusterNamespace() (string, error) {
 	data, err := os.ReadFile(filepath.Join(serviceAccountDir(), "namespace"))
 	if err != nil {
 		return "", fmt.Errorf("the agent's namespace: %w", err)

@@ -37,7 +37,8 @@ func frontRBAC() []client.Object {
 			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 			{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 			{APIGroups: []string{""}, Resources: []string{"users", "groups", "serviceaccounts"}, Verbs: []string{"impersonate"}},
-			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"uids", "userextras/*"}, Verbs: []string{"impersonate"}},
+			// uids, and userextras/KEY for every key (RBAC has no userextras/* pattern).
+			{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"*"}, Verbs: []string{"impersonate"}},
 		},
 	}
 	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: FrontUser}}

@@ -86,6 +86,13 @@ func TestDashboardInTheHub(t *testing.T) {
 		}
 		return nil
 	})
+	// A workload's page reads its events as bob, by impersonation (with his token's extras).
+	create(t, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "hub-team", Name: "probe-for-bob"},
+		InvolvedObject: corev1.ObjectReference{Kind: "ResourceBinding", Namespace: "hub-team", Name: "settings-configmap"},
+		Reason:         "ProbeForBob", Message: "read by impersonation", Type: corev1.EventTypeNormal, LastTimestamp: metav1.Now()})
+	if code, body := page("/dashboard/workloads/hub-team/settings-configmap", token.Status.Token); code != http.StatusOK || !strings.Contains(body, "ProbeForBob") {
+		t.Fatalf("bob's workload page (%d) shows no event read as bob:\n%s", code, body)
+	}
 	if code, body := page("/dashboard/workloads?namespace=hub-other", token.Status.Token); code != http.StatusForbidden || strings.Contains(body, "hub-other/settings") {
 		t.Fatalf("bob reading hub-other: %d\n%s", code, body)
 	}

@@ -1,6 +1,7 @@
 package agentcmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -25,13 +28,16 @@ import (
 // joinOptions configure `flotilla join`.
 type joinOptions struct {
 	mode, hubURL, token, tokenFile, clusterName string
-	skipProxyCheck                              bool
-	caCertHashes                                []string
-	labels, provider, region                    string
-	zones                                       []string
-	agent                                       agent.Options
-	hub                                         HubFlags
-	install                                     installOptions
+	// tokenSecret, in the member, is the Secret of the agent's namespace the token came from (the chart's):
+	// it is deleted once the agent's credential is stored.
+	tokenSecret              string
+	skipProxyCheck           bool
+	caCertHashes             []string
+	labels, provider, region string
+	zones                    []string
+	agent                    agent.Options
+	hub                      HubFlags
+	install                  installOptions
 }
 
 // tokenEnv holds the bootstrap token when neither --token nor --token-file is given: unlike a flag, it is
@@ -42,6 +48,7 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.mode, "mode", "pull", "pull: run an agent beside the member; push: the hub reaches the member itself")
 	fs.StringVar(&o.token, "token", "", "bootstrap token from flotilla token create (pull); prefer --token-file or $"+tokenEnv+", which stay out of the process list")
 	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the bootstrap token (pull)")
+	fs.StringVar(&o.tokenSecret, "token-secret", "", "in the member (in-cluster): the Secret of the agent's namespace that holds the token, deleted once the agent's credential is stored (a spent token is nobody's business)")
 	fs.StringSliceVar(&o.caCertHashes, "ca-cert-hash", nil, "pin of a hub CA certificate, sha256:<hex>, from flotilla token create (pull; repeatable: every certificate the hub presents must be pinned)")
 	fs.BoolVar(&o.skipProxyCheck, "skip-proxy-check", false, "push: join even if the member credentials may not impersonate, which the hub's proxy to the cluster needs")
 	fs.StringVar(&o.clusterName, "cluster-name", "", "name of the cluster on the hub (a DNS label of at most 46 characters)")
@@ -147,7 +154,7 @@ func (o *joinOptions) validate(args []string) error {
 	return errors.Join(errs...)
 }
 
-// readToken takes the bootstrap token from --token, --token-file or $FLOTILLA_TOKEN, exactly one of them.
+// readToken takes the bootstrap token from --token, --token-file or $FLOTILLA_TOKEN, at most one of them.
 func (o *joinOptions) readToken() error {
 	env := os.Getenv(tokenEnv)
 	sources := 0
@@ -167,6 +174,10 @@ func (o *joinOptions) readToken() error {
 		o.token = strings.TrimSpace(string(data))
 	case env != "":
 		o.token = strings.TrimSpace(env)
+	case sources == 0 && o.tokenSecret != "":
+		// The chart's agent after its first join: the Secret is gone, and a joined agent needs no token
+		// (joining without one fails, saying so).
+		return nil
 	}
 	if !bootstraputil.IsValidBootstrapToken(o.token) {
 		return fmt.Errorf("the token (--token, --token-file or $%s): want a bootstrap token of the form abcdef.0123456789abcdef, from flotilla token create", tokenEnv)
@@ -255,6 +266,9 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 				}
 			}
 			if !joined {
+				if o.token == "" {
+					return fmt.Errorf("no bootstrap token (--token, --token-file or $%s): the agent has not joined yet, or its certificate expired; get one with flotilla token create --cluster-name %s", tokenEnv, o.clusterName)
+				}
 				err := registration.Join(ctx, registration.JoinRequest{
 					HubURL: o.hubURL, Token: o.token, CACertHashes: o.caCertHashes, ClusterName: o.clusterName, ClusterID: clusterID,
 					Labels: o.labels, Provider: o.provider, Region: o.region, Zones: o.zones, CertTTL: o.agent.CertTTL,
@@ -263,6 +277,9 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 					return err
 				}
 				p.Step(fmt.Sprintf("cluster %s joined; hub credential in %s", o.clusterName, cred.Path))
+			}
+			if err := o.deleteTokenSecret(ctx, member, p); err != nil {
+				return err
 			}
 			o.agent.Version = Version
 			return agent.Run(ctx, &o.agent, p.Step)
@@ -333,4 +350,25 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 	addAgentFlags(cmd.Flags(), o)
 	logging.AddFormatFlag(cmd.Flags(), &logFormat)
 	return cmd
+}
+
+// deleteTokenSecret deletes --token-secret once the agent holds its credential: the token is spent (or, if
+// reusable, still a key to the hub that nobody in the member needs).
+func (o *joinOptions) deleteTokenSecret(ctx context.Context, member kubernetes.Interface, p *Progress) error {
+	if o.tokenSecret == "" || !o.agent.InCluster() {
+		return nil
+	}
+	namespace, err := agent.InClusterNamespace()
+	if err != nil {
+		return err
+	}
+	err = member.CoreV1().Secrets(namespace).Delete(ctx, o.tokenSecret, metav1.DeleteOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("deleting the token Secret %s/%s: %w", namespace, o.tokenSecret, err)
+	}
+	p.Step(fmt.Sprintf("deleted the bootstrap token's Secret %s/%s", namespace, o.tokenSecret))
+	return nil
 }

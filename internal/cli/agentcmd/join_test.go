@@ -33,6 +33,8 @@ func TestJoinValidate(t *testing.T) {
 		{"token twice", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", tokenFile: "FILE", caCertHashes: []string{hash}, clusterName: "m1"},
 			[]string{"https://hub"}, "give the token one way"},
 		{"no token", joinOptions{mode: "pull", caCertHashes: []string{hash}, clusterName: "m1"}, []string{"https://hub"}, "want a bootstrap token"},
+		// The chart's agent once it has joined: its token's Secret is deleted.
+		{"no token, its Secret spent", joinOptions{mode: "pull", tokenSecret: "agent-bootstrap", caCertHashes: []string{hash}, clusterName: "m1"}, []string{"https://hub"}, ""},
 		{"missing hash", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", clusterName: "m1"}, []string{"https://hub"}, "--ca-cert-hash is required"},
 		{"missing name", joinOptions{mode: "push"}, nil, "--cluster-name is required"},
 		{"bad labels", joinOptions{mode: "push", clusterName: "m1", labels: "a=b=c"}, nil, "--labels"},

@@ -29,15 +29,17 @@ import (
 	"github.com/flotilla-io/flotilla/internal/agent"
 	"github.com/flotilla-io/flotilla/internal/helmchart"
 	"github.com/flotilla-io/flotilla/internal/install"
+	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
 // TestAgentInstalledInMember: `flotilla join --install` applies the agent chart's objects to a real member;
 // the agent then runs as its pod would (in-cluster environment, a token of the chart's ServiceAccount, no
-// kubeconfig, no data directory): it joins, applies a Work, renews its certificate, keeps its credential in
-// the chart's Secret, and after a restart is the same agent. `flotilla unjoin --uninstall` then removes the
-// chart's objects and nothing else.
+// kubeconfig, no data directory): it joins, deletes the token's Secret, carries the hub's proxy requests (the
+// chart's impersonation rule), applies a Work, renews its certificate, keeps its credential in the chart's
+// Secret, and after a restart without a token is the same agent. `flotilla unjoin --uninstall` then removes
+// the chart's objects and nothing else.
 func TestAgentInstalledInMember(t *testing.T) {
 	ctx := context.Background()
 	const name = "incluster"
@@ -105,6 +107,13 @@ func TestAgentInstalledInMember(t *testing.T) {
 		return certs[0]
 	}
 	first := credential()
+	if _, err := m.kube.CoreV1().Secrets(ns).Get(ctx, bootstrap.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the token's Secret is still there once the agent joined: %v", err)
+	}
+	// The hub's admin reaches the member through the hub's proxy and the agent's tunnel, as themselves.
+	testenv.Eventually(t, time.Minute, "the member through the hub's proxy", func() error {
+		return env.Kube.Discovery().RESTClient().Get().AbsPath(proxy.Path(name), "api/v1/namespaces/default").Do(ctx).Error()
+	})
 	waitWorkApplied(t, m, name, "before-restart")
 	waitOutput(t, agentProcess, time.Minute, "hub certificate renewed")
 	renewed := credential()
@@ -113,8 +122,9 @@ func TestAgentInstalledInMember(t *testing.T) {
 	}
 	agentProcess.Kill()
 
-	// A new pod: no token, the same Secret; it is the same agent.
-	restarted := testenv.StartProcessEnv(t, podEnv, "agent-restarted", "agent")
+	// A new pod: the same arguments, no token (its Secret is gone), the same credential Secret; it is the
+	// same agent.
+	restarted := testenv.StartProcessEnv(t, podEnv, "agent-restarted", deploy.Spec.Template.Spec.Containers[0].Args...)
 	waitOutput(t, restarted, time.Minute, "agent of cluster "+name+" reporting")
 	if user := credential().Subject.CommonName; user != first.Subject.CommonName {
 		t.Fatalf("the restarted agent is %s, not %s", user, first.Subject.CommonName)
