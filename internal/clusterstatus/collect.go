@@ -4,9 +4,11 @@
 package clusterstatus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -20,9 +22,9 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
-// Collect reads a member's version, health, nodes, resources and served APIs. It fails only when the member
-// cannot be reached at all; a failing health endpoint or API discovery is part of the result (discovery in
-// the APIsComplete condition, the only condition it returns).
+// Collect reads a member's version, health, nodes, pod CIDRs, resources and served APIs. It fails only when
+// the member cannot be reached at all; a failing health endpoint or API discovery is part of the result
+// (discovery in the APIsComplete condition, the only condition it returns).
 func Collect(ctx context.Context, member kubernetes.Interface, agentVersion string) (*clusterv1alpha1.ClusterStatus, error) {
 	version, err := member.Discovery().ServerVersion()
 	if err != nil {
@@ -34,7 +36,12 @@ func Collect(ctx context.Context, member kubernetes.Interface, agentVersion stri
 		AgentVersion:      agentVersion,
 		Health:            &clusterv1alpha1.HealthEndpoints{Livez: probe(ctx, member, "/livez"), Readyz: probe(ctx, member, "/readyz")},
 	}
-	if status.NodeSummary, status.ResourceSummary, err = resources(ctx, member); err != nil {
+	nodes, err := member.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, fmt.Errorf("listing member nodes: %w", err)
+	}
+	status.PodCIDRs = podCIDRs(nodes.Items)
+	if status.NodeSummary, status.ResourceSummary, err = resources(ctx, member, nodes.Items); err != nil {
 		return nil, err
 	}
 	var complete metav1.Condition
@@ -58,15 +65,11 @@ func probe(ctx context.Context, member kubernetes.Interface, path string) string
 
 // resources counts nodes and sums allocatable capacity over ready nodes, the requests of non-terminated pods
 // on them (allocated), and the requests of pods not yet bound (allocating).
-func resources(ctx context.Context, member kubernetes.Interface) (*clusterv1alpha1.NodeSummary, *clusterv1alpha1.ResourceSummary, error) {
-	nodes, err := member.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		return nil, nil, fmt.Errorf("listing member nodes: %w", err)
-	}
-	summary := &clusterv1alpha1.NodeSummary{TotalNum: int32(len(nodes.Items))}
+func resources(ctx context.Context, member kubernetes.Interface, nodes []corev1.Node) (*clusterv1alpha1.NodeSummary, *clusterv1alpha1.ResourceSummary, error) {
+	summary := &clusterv1alpha1.NodeSummary{TotalNum: int32(len(nodes))}
 	res := &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{}, Allocated: corev1.ResourceList{}, Allocating: corev1.ResourceList{}}
 	ready := map[string]bool{}
-	for _, n := range nodes.Items {
+	for _, n := range nodes {
 		if !nodeReady(&n) {
 			continue
 		}
@@ -89,6 +92,51 @@ func resources(ctx context.Context, member kubernetes.Interface) (*clusterv1alph
 		}
 	}
 	return summary, res, nil
+}
+
+// podCIDRs is the union of the nodes' spec.podCIDRs as the fewest prefixes that cover exactly it, sorted.
+// Nodes take their ranges from one or a few cluster ranges, so a thousand nodes with a /24 each make one or a
+// few entries in the Cluster's status, not a thousand. Malformed entries are left out.
+func podCIDRs(nodes []corev1.Node) []string {
+	var prefixes []netip.Prefix
+	for _, n := range nodes {
+		for _, s := range n.Spec.PodCIDRs {
+			if p, err := netip.ParsePrefix(s); err == nil {
+				prefixes = append(prefixes, p.Masked())
+			}
+		}
+	}
+	slices.SortFunc(prefixes, func(a, b netip.Prefix) int {
+		return cmp.Or(a.Addr().Compare(b.Addr()), cmp.Compare(a.Bits(), b.Bits()))
+	})
+	// merged stays sorted and disjoint: in address order only its last prefix can contain the next one, and
+	// two halves of one parent meet at its end, where they fold into the parent.
+	var merged []netip.Prefix
+	for _, p := range prefixes {
+		if n := len(merged); n > 0 && merged[n-1].Bits() <= p.Bits() && merged[n-1].Contains(p.Addr()) {
+			continue
+		}
+		merged = append(merged, p)
+		for n := len(merged); n >= 2 && halves(merged[n-2], merged[n-1]); n = len(merged) {
+			parent, _ := merged[n-1].Addr().Prefix(merged[n-1].Bits() - 1)
+			merged = append(merged[:n-2], parent)
+		}
+	}
+	var out []string
+	for _, p := range merged {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// halves reports whether a and b are the two halves of one prefix.
+func halves(a, b netip.Prefix) bool {
+	if a.Bits() != b.Bits() || a.Bits() == 0 || a == b {
+		return false
+	}
+	pa, _ := a.Addr().Prefix(a.Bits() - 1)
+	pb, _ := b.Addr().Prefix(b.Bits() - 1)
+	return pa == pb
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -11,10 +11,13 @@ import (
 )
 
 // HubControllers are the kube-controller-manager controllers a store of templates needs: no Deployment,
-// ReplicaSet or Pod controller runs, so templates on the hub stay inert.
+// ReplicaSet or Pod controller runs, so templates on the hub stay inert. The resource quota controller counts
+// what the ResourceQuotas of cluster namespaces cap (the EndpointSlices members report), which the API server
+// enforces only once counted; it watches through the garbage collector's informers.
 var HubControllers = []string{
 	names.NamespaceController,
 	names.GarbageCollectorController,
+	names.ResourceQuotaController,
 	names.ServiceAccountTokenController,
 	names.CertificateSigningRequestSigningController,
 	names.CertificateSigningRequestCleanerController,

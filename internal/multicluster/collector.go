@@ -2,8 +2,11 @@ package multicluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -78,33 +81,43 @@ func (c *Collector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 	return ctrl.Result{}, nil
 }
 
-// sync writes the reports that differ from what the hub has and deletes the ones no member slice stands for.
+// sync deletes the reports no member slice stands for, then writes those that differ from what the hub has.
+// Deleting first makes room under the namespace's ResourceQuota (registration.ReportQuota); a report the hub
+// refuses (the quota is full) keeps none of the others from being written, and the error names each one
+// refused, so the request is tried again with the controller's backoff and the log says why.
 func (c *Collector) sync(ctx context.Context, namespace string, want []*discoveryv1.EndpointSlice, have []discoveryv1.EndpointSlice) error {
 	existing := map[string]*discoveryv1.EndpointSlice{}
 	for i := range have {
 		existing[have[i].Name] = &have[i]
 	}
+	wanted := map[string]bool{}
 	for _, w := range want {
-		w.Namespace = namespace
-		got, ok := existing[w.Name]
-		delete(existing, w.Name)
-		if ok && sameSlice(got, w) {
+		wanted[w.Name] = true
+	}
+	for name, stale := range existing {
+		if wanted[name] {
 			continue
 		}
-		if err := c.Hub.Patch(ctx, w, client.Apply, client.FieldOwner(c.FieldManager), client.ForceOwnership); err != nil {
-			return err
-		}
-	}
-	for _, stale := range existing {
 		if err := client.IgnoreNotFound(c.Hub.Delete(ctx, stale)); err != nil {
 			return err
 		}
 	}
-	return nil
+	var refused []error
+	for _, w := range want {
+		w.Namespace = namespace
+		if got, ok := existing[w.Name]; ok && sameSlice(got, w) {
+			continue
+		}
+		if err := c.Hub.Patch(ctx, w, client.Apply, client.FieldOwner(c.FieldManager), client.ForceOwnership); err != nil {
+			refused = append(refused, fmt.Errorf("reporting EndpointSlice %s/%s: %w", namespace, w.Name, err))
+		}
+	}
+	return errors.Join(refused...)
 }
 
 // report is the hub copy of a member EndpointSlice: its addresses and ports, and labels that say which
-// Service and cluster it stands for. The member's pod references and node names mean nothing elsewhere.
+// Service and cluster it stands for. Of each endpoint's reference only the kind, namespace and name stay, for
+// the hub to see whether a hostname names a Pod; node names mean nothing elsewhere.
 func report(cluster, namespace, name string, s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 	out := &discoveryv1.EndpointSlice{
 		TypeMeta: metav1.TypeMeta{APIVersion: discoveryv1.SchemeGroupVersion.String(), Kind: "EndpointSlice"},
@@ -116,7 +129,10 @@ func report(cluster, namespace, name string, s *discoveryv1.EndpointSlice) *disc
 	}
 	for _, e := range s.Endpoints {
 		e := *e.DeepCopy()
-		e.TargetRef, e.NodeName = nil, nil
+		if ref := e.TargetRef; ref != nil {
+			e.TargetRef = &corev1.ObjectReference{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
+		}
+		e.NodeName = nil
 		out.Endpoints = append(out.Endpoints, e)
 	}
 	return out

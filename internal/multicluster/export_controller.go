@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,6 +21,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // controllerName is the export controller's name in --controllers and its field manager.
@@ -35,7 +37,8 @@ type ExportController struct {
 
 // Setup registers the export controller. It is woken by ServiceExports, by the bindings and Works of
 // Services (placement and per-cluster rendering decide the providers and what they export), by reported
-// EndpointSlices, and by Clusters (joins, leaves and reachability change providers and consumers).
+// EndpointSlices, by the report quotas of cluster namespaces turning full or not, and by Clusters (joins,
+// leaves and reachability change providers and consumers; their pod CIDRs what is imported).
 func Setup(mgr ctrl.Manager) error {
 	r := &ExportController{Client: mgr.GetClient()}
 	userNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -47,8 +50,42 @@ func Setup(mgr ctrl.Manager) error {
 		Watches(&workv1alpha1.ResourceBinding{}, handler.EnqueueRequestsFromMapFunc(serviceBinding)).
 		Watches(&workv1alpha1.Work{}, handler.EnqueueRequestsFromMapFunc(serviceWork)).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(reportedSlice)).
+		Watches(&corev1.ResourceQuota{}, handler.EnqueueRequestsFromMapFunc(r.exportsOfQuota), builder.WithPredicates(quotaFilled)).
 		Watches(&clusterv1alpha1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.allExports)).
 		Complete(r)
+}
+
+// quotaFilled passes a cluster namespace's report quota when it turns full or stops being full: every report
+// changes its count, and each report wakes its export anyway.
+var quotaFilled = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return isReportQuota(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, ok1 := e.ObjectOld.(*corev1.ResourceQuota)
+		after, ok2 := e.ObjectNew.(*corev1.ResourceQuota)
+		return ok1 && ok2 && isReportQuota(after) && quotaFull(before) != quotaFull(after)
+	},
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isReportQuota(e.Object) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func isReportQuota(o client.Object) bool {
+	_, ok := clusterv1alpha1.ClusterOfNamespace(o.GetNamespace())
+	return ok && o.GetName() == registration.ReportQuota
+}
+
+// exportsOfQuota maps a cluster namespace's report quota to the exports the cluster is asked to provide.
+func (r *ExportController) exportsOfQuota(ctx context.Context, o client.Object) []reconcile.Request {
+	requests := &mcsv1alpha1.ServiceExportList{}
+	if err := r.Client.List(ctx, requests, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, e := range requests.Items {
+		if ns, name := e.Labels[LabelExportNamespace], e.Labels[LabelServiceName]; ns != "" && name != "" {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}})
+		}
+	}
+	return out
 }
 
 var serviceKind = schema.GroupKind{Kind: "Service"}

@@ -15,6 +15,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // observation is what the hub knows of one exported Service.
@@ -26,6 +27,10 @@ type observation struct {
 	// withdrawn are the providers whose endpoints are left out: the hub has not heard from them for the
 	// grace period (the health monitor's unreachable taint).
 	withdrawn []string
+	// refused says, by provider, what endpointCheck took out of its reports.
+	refused map[string]refusals
+	// atQuota are the providers whose namespace holds all the reports its ResourceQuota allows.
+	atQuota []string
 	// invalidReason and invalidMessage say why the export is not valid, when it is not.
 	invalidReason  mcsv1alpha1.ServiceExportConditionReason
 	invalidMessage string
@@ -39,10 +44,11 @@ func (o *observation) providerClusters() []string {
 	return out
 }
 
-// observe reads the exported Service's template, binding and per-cluster Works, the reported slices and the
-// clusters' reachability. A Service that is missing, not placed or of type ExternalName has no providers.
+// observe reads the exported Service's template, binding and per-cluster Works, the reported slices (keeping
+// what passes the checks) and the clusters' reachability. A Service that is missing, not placed or of type
+// ExternalName has no providers.
 func (r *ExportController) observe(ctx context.Context, export *mcsv1alpha1.ServiceExport) (*observation, error) {
-	obs := &observation{slices: map[string][]discoveryv1.EndpointSlice{}}
+	obs := &observation{slices: map[string][]discoveryv1.EndpointSlice{}, refused: map[string]refusals{}}
 	key := client.ObjectKeyFromObject(export)
 	svc := &corev1.Service{}
 	if err := r.Client.Get(ctx, key, svc); apierrors.IsNotFound(err) {
@@ -100,7 +106,56 @@ func (r *ExportController) observe(ctx context.Context, export *mcsv1alpha1.Serv
 			obs.slices[cluster] = append(obs.slices[cluster], s)
 		}
 	}
-	return obs, nil
+	return obs, r.checkEndpoints(ctx, obs, clusters.Items)
+}
+
+// checkEndpoints keeps of each provider's reports what passes its endpointCheck, counts what it refused, and
+// notes the providers whose namespace holds as many reports as its ResourceQuota allows.
+func (r *ExportController) checkEndpoints(ctx context.Context, obs *observation, clusters []clusterv1alpha1.Cluster) error {
+	for _, p := range obs.providers {
+		if slices.Contains(obs.withdrawn, p.Cluster) {
+			continue
+		}
+		full, err := r.reportsAtQuota(ctx, p.Cluster)
+		if err != nil {
+			return err
+		}
+		if full {
+			obs.atQuota = append(obs.atQuota, p.Cluster)
+		}
+		reported, ok := obs.slices[p.Cluster]
+		if !ok {
+			continue
+		}
+		var podCIDRs []string
+		if i := slices.IndexFunc(clusters, func(c clusterv1alpha1.Cluster) bool { return c.Name == p.Cluster }); i >= 0 {
+			podCIDRs = clusters[i].Status.PodCIDRs
+		}
+		kept, refused := newEndpointCheck(p.Service, podCIDRs).filter(reported)
+		obs.slices[p.Cluster] = kept
+		if refused.any() {
+			obs.refused[p.Cluster] = refused
+		}
+	}
+	return nil
+}
+
+// reportsAtQuota reports whether a cluster's namespace holds as many EndpointSlice reports as its
+// ResourceQuota allows: its collector is refused the next one, so the cluster's endpoints may be incomplete.
+func (r *ExportController) reportsAtQuota(ctx context.Context, cluster string) (bool, error) {
+	quota := &corev1.ResourceQuota{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: registration.ReportQuota}, quota)
+	if err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return quotaFull(quota), nil
+}
+
+// quotaFull reports whether a ResourceQuota's used count of reported EndpointSlices reached its hard limit.
+func quotaFull(q *corev1.ResourceQuota) bool {
+	hard, ok := q.Status.Hard[registration.ReportedSlicesResource]
+	used := q.Status.Used[registration.ReportedSlicesResource]
+	return ok && used.Cmp(hard) >= 0
 }
 
 // unreachable: the health monitor has not heard from the cluster for the grace period.

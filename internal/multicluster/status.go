@@ -3,19 +3,35 @@ package multicluster
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // reasonInvalidConsumers: the consumers annotation does not parse; nothing placed is changed until it does.
 const reasonInvalidConsumers mcsv1alpha1.ServiceExportConditionReason = "InvalidConsumers"
+
+// ConditionEndpointsValid is Flotilla's condition on a ServiceExport that says whether consumers get every
+// endpoint the providers report: False when endpointCheck refused some (ReasonEndpointsRefused) or a
+// provider's namespace holds all the reports its ResourceQuota allows (ReasonReportsAtQuota).
+const ConditionEndpointsValid mcsv1alpha1.ServiceExportConditionType = "EndpointsValid"
+
+// Reasons of ConditionEndpointsValid.
+const (
+	ReasonEndpointsValid   mcsv1alpha1.ServiceExportConditionReason = "EndpointsValid"
+	ReasonEndpointsRefused mcsv1alpha1.ServiceExportConditionReason = "EndpointsRefused"
+	ReasonReportsAtQuota   mcsv1alpha1.ServiceExportConditionReason = "ReportsAtQuota"
+)
 
 // exportStatus collects, during one reconcile, what the ServiceExport's conditions say.
 type exportStatus struct {
@@ -65,6 +81,14 @@ func (r *ExportController) patchStatus(ctx context.Context, export *mcsv1alpha1.
 		}
 		set(mcsv1alpha1.ServiceExportConditionReady, metav1.ConditionTrue, mcsv1alpha1.ServiceExportReasonExported, message)
 	}
+	if s.observed != nil {
+		status, reason, message := endpointsValid(s.observed)
+		set(ConditionEndpointsValid, status, reason, message)
+		if was := meta.FindStatusCondition(before.Status.Conditions, string(ConditionEndpointsValid)); status == metav1.ConditionFalse &&
+			(was == nil || was.Message != message) {
+			ctrl.LoggerFrom(ctx).Info("endpoints of an exported Service are not all imported", "reason", reason, "detail", message)
+		}
+	}
 	if equality.Semantic.DeepEqual(before.Status, export.Status) {
 		return nil
 	}
@@ -76,4 +100,25 @@ func clusterList(names []string) string {
 		return "no cluster"
 	}
 	return clusterv1alpha1.ListInMessage(names)
+}
+
+// endpointsValid is the EndpointsValid condition of an observation: what the checks refused of each
+// provider's reports, and which providers' reports are at their quota.
+func endpointsValid(obs *observation) (metav1.ConditionStatus, mcsv1alpha1.ServiceExportConditionReason, string) {
+	var parts []string
+	for _, cluster := range slices.Sorted(maps.Keys(obs.refused)) {
+		parts = append(parts, fmt.Sprintf("cluster %s: %s", cluster, obs.refused[cluster]))
+	}
+	reason := ReasonEndpointsRefused
+	if len(parts) == 0 {
+		reason = ReasonReportsAtQuota
+	}
+	if len(obs.atQuota) > 0 {
+		parts = append(parts, fmt.Sprintf("reports at their quota (ResourceQuota %s in the cluster's namespace; more are refused, "+
+			"so endpoints may be missing): %s", registration.ReportQuota, clusterList(obs.atQuota)))
+	}
+	if len(parts) == 0 {
+		return metav1.ConditionTrue, ReasonEndpointsValid, "every reported endpoint passed the checks"
+	}
+	return metav1.ConditionFalse, reason, strings.Join(parts, "; ")
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,12 +17,12 @@ import (
 )
 
 // EnsureClusterObjects creates what a registered cluster needs on the hub: the Cluster (when missing), its
-// namespace flotilla-cluster-NAME, its Lease, and, for Pull clusters, RBAC that lets the agent identity do
-// exactly this: read Works and write their status in its namespace, renew its Lease, record events there,
-// read its export requests and write its EndpointSlice reports there. What it may do with its own Cluster
-// (read it, apply its status, open its tunnel) the hub's AgentAuthorizer decides, or, on a hub without one,
-// a ClusterRole and ClusterRoleBinding of its own. Everything is owned by the Cluster, so deleting the
-// Cluster removes it all.
+// namespace flotilla-cluster-NAME, its Lease, the ResourceQuota that caps its reports, and, for Pull
+// clusters, RBAC that lets the agent identity do exactly this: read Works and write their status in its
+// namespace, renew its Lease, record events there, read its export requests and write its EndpointSlice
+// reports there. What it may do with its own Cluster (read it, apply its status, open its tunnel) the hub's
+// AgentAuthorizer decides, or, on a hub without one, a ClusterRole and ClusterRoleBinding of its own.
+// Everything is owned by the Cluster, so deleting the Cluster removes it all.
 func EnsureClusterObjects(ctx context.Context, c client.Client, desired *clusterv1alpha1.Cluster) (*clusterv1alpha1.Cluster, error) {
 	cluster := &clusterv1alpha1.Cluster{}
 	err := c.Get(ctx, client.ObjectKey{Name: desired.Name}, cluster)
@@ -35,9 +36,9 @@ func EnsureClusterObjects(ctx context.Context, c client.Client, desired *cluster
 	return cluster, ensureOwnedObjects(ctx, c, c, cluster)
 }
 
-// ensureOwnedObjects creates a Cluster's namespace and Lease and binds its agent RBAC to the Cluster's
-// current agent user (CurrentAgentUser), replacing the subject of an earlier registration. reader, not a
-// cache, tells whether the hub authorizes agents itself.
+// ensureOwnedObjects creates a Cluster's namespace, Lease and report quota and binds its agent RBAC to the
+// Cluster's current agent user (CurrentAgentUser), replacing the subject of an earlier registration. reader,
+// not a cache, tells whether the hub authorizes agents itself.
 func ensureOwnedObjects(ctx context.Context, c client.Client, reader client.Reader, cluster *clusterv1alpha1.Cluster) error {
 	owner := []metav1.OwnerReference{{
 		APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "Cluster", Name: cluster.Name, UID: cluster.UID,
@@ -52,6 +53,7 @@ func ensureOwnedObjects(ctx context.Context, c client.Client, reader client.Read
 			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
 			ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: ns},
 		},
+		reportQuota(ns),
 	}
 	var rbac []client.Object
 	if cluster.Spec.SyncMode == clusterv1alpha1.Pull {
@@ -74,6 +76,33 @@ func ensureOwnedObjects(ctx context.Context, c client.Client, reader client.Read
 		}
 	}
 	return nil
+}
+
+// ReportQuota names the ResourceQuota in each cluster namespace that caps the EndpointSlices reported there
+// (multi-cluster services): at MaxReportedEndpointSlices of ReportedSlicesResource.
+const ReportQuota = "flotilla-reports"
+
+// ReportedSlicesResource is the object count ReportQuota caps.
+const ReportedSlicesResource corev1.ResourceName = "count/endpointslices.discovery.k8s.io"
+
+// MaxReportedEndpointSlices is how many EndpointSlices one cluster may report to the hub, for all the
+// Services it exports: its agent (or, for a Push member, the hub's collector) is refused the next one. The
+// member's EndpointSlice controller puts up to 100 endpoints in a slice, so 500 carry 50 exported Services
+// of 1,000 pods each from one member. Without a cap, a member admin could make the hub store reports without
+// end (a slice holds up to 1,000 endpoints, up to some 100 KiB); with it, one member's reports stay under 500
+// objects. Events, the other thing agents create, are rate-limited per namespace instead.
+const MaxReportedEndpointSlices = 500
+
+// reportQuota is the ResourceQuota ReportQuota of cluster namespace ns. The hub's kube-controller-manager
+// runs the resource quota controller, which must have counted a new quota before the API server enforces it.
+func reportQuota(ns string) *corev1.ResourceQuota {
+	return &corev1.ResourceQuota{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+		ObjectMeta: metav1.ObjectMeta{Name: ReportQuota, Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			ReportedSlicesResource: *resource.NewQuantity(MaxReportedEndpointSlices, resource.DecimalSI),
+		}},
+	}
 }
 
 // agentRBACPrefix starts the name of an agent's ClusterRole and ClusterRoleBinding; the cluster's name ends

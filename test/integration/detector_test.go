@@ -108,7 +108,8 @@ func refuseBindings(t *testing.T, namespace string) {
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "no-bindings"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/resourcebindings.work.flotilla.io": resource.MustParse("0")}}}
 	create(t, quota)
-	// The hub runs no quota controller; the status it would write is what admission checks against.
+	// Admission checks against the quota's status: writing what the hub's quota controller would write spares
+	// waiting for it.
 	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/resourcebindings.work.flotilla.io": resource.MustParse("0")}}
 	if err := env.Client.Status().Update(context.Background(), quota); err != nil {
 		t.Fatal(err)

@@ -190,6 +190,14 @@ type ClusterStatus struct {
 	// +optional
 	ResourceSummary *ResourceSummary `json:"resourceSummary,omitempty"`
 
+	// PodCIDRs are the IP ranges of the member's pods: its Nodes' spec.podCIDRs, merged into the fewest
+	// prefixes that cover exactly the same addresses, for example 10.244.0.0/16. Empty when no Node has one
+	// (network plugins that give pods addresses of their own choosing). When there are any, multi-cluster
+	// services import only endpoint addresses inside them from this cluster. The member reports them: they
+	// bound what its workloads' EndpointSlices can point consumers at, not what its admin can.
+	// +optional
+	PodCIDRs []string `json:"podCIDRs,omitempty"`
+
 	// Health holds the results of the member's /livez and /readyz endpoints.
 	// +optional
 	Health *HealthEndpoints `json:"health,omitempty"`

@@ -163,6 +163,11 @@ func (in *ClusterStatus) DeepCopyInto(out *ClusterStatus) {
 		*out = new(ResourceSummary)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.PodCIDRs != nil {
+		in, out := &in.PodCIDRs, &out.PodCIDRs
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Health != nil {
 		in, out := &in.Health, &out.Health
 		*out = new(HealthEndpoints)
