@@ -54,6 +54,9 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	s.GenericServerRunOptions.AdvertiseAddress = c.AdvertiseAddress
 
 	s.Authentication.ClientCert.ClientCA = pki.CACert()
+	if len(c.AnonymousPaths) > 0 {
+		s.Authentication.AuthenticationConfigFile = authenticationConfig(c.DataDir)
+	}
 	s.Authentication.BootstrapToken.Enable = true
 	s.Authentication.ServiceAccounts.KeyFiles = []string{pki.ServiceAccountPub()}
 	s.Authentication.ServiceAccounts.Issuers = []string{serviceAccountIssuer}

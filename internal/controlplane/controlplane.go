@@ -73,6 +73,10 @@ type Config struct {
 	// URL (the admin), for measuring the control plane. Off by default: the profiles show the process's
 	// goroutine stacks and allocation sites to whoever may read them, and a CPU profile costs CPU while it runs.
 	Profiling bool
+	// AnonymousPaths, when set, are the only paths kube-apiserver answers requests without credentials on
+	// (as system:anonymous, for RBAC to decide); empty keeps kube-apiserver's default, anonymous requests
+	// everywhere.
+	AnonymousPaths []string
 	// Authorizer, when set, is asked about every request before the Node and RBAC authorizers; what it has no
 	// opinion on, they decide. The hub's authorizer of agents (registration.AgentAuthorizer) is one.
 	Authorizer authorizer.Authorizer
@@ -178,6 +182,11 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 
 	apiCtx, stopAPIServer := context.WithCancel(context.WithoutCancel(ctx))
 	cp.stopAPIServer, cp.apiServerDone = stopAPIServer, make(chan struct{})
+	if len(c.AnonymousPaths) > 0 {
+		if err := writeAuthenticationConfig(c.DataDir, c.AnonymousPaths); err != nil {
+			return nil, err
+		}
+	}
 	if err := writeAdmissionConfig(c.DataDir); err != nil {
 		return nil, err
 	}

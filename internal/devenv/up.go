@@ -112,7 +112,7 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 		return p, err
 	}
 	hubDir := filepath.Join(o.DataDir, "hub")
-	hubArgs := append([]string{"hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort), "--dashboard-port", "0", "--allow-local-member-endpoints"}, o.HubArgs...)
+	hubArgs := append([]string{"hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort), "--dashboard-port", "0", "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters"}, o.HubArgs...)
 	hub, err := start("hub", hubDir, hubArgs...)
 	if err != nil {
 		return nil, err

@@ -138,7 +138,7 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		if frontKubeconfig, front, err = h.installFrontIdentity(ctx); err != nil {
 			return nil, err
 		}
-		if err := h.startProxy(ctx, frontKubeconfig, o.FleetUserGroups); err != nil {
+		if err := h.startProxy(ctx, o, frontKubeconfig); err != nil {
 			return nil, err
 		}
 		if err := h.authorizeAgents(ctx); err != nil {
@@ -218,6 +218,11 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		Progress:        progress,
 		Profiling:       o.Profiling,
 		Authorizer:      authorizer.AuthorizerFunc(h.agents.Authorize),
+		// Without credentials one may ask whether the hub is up and which version it runs, and read the
+		// cluster-info joining agents verify against their CA pin; nothing else, whatever RBAC grants
+		// system:unauthenticated.
+		AnonymousPaths: []string{"/livez", "/readyz", "/version",
+			"/api/v1/namespaces/" + registration.ClusterInfoNamespace + "/configmaps/" + registration.ClusterInfoName},
 	}
 	if o.AdvertiseAddress != "" {
 		cfg.AdvertiseAddress = net.ParseIP(o.AdvertiseAddress)

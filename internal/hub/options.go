@@ -64,6 +64,9 @@ type Options struct {
 	Dashboard bool
 	// DashboardPort is the embedded hub's dashboard port on BindAddress; 0 picks a free one.
 	DashboardPort int
+	// ProxySystemGroups are the system:* groups of a hub user that members see through the proxy (besides
+	// system:authenticated, always); the others are dropped.
+	ProxySystemGroups []string
 	// FleetUserGroups may open the dashboard and ask for fleet lists (what either shows is still up to
 	// each user's own rights).
 	FleetUserGroups []string
@@ -122,6 +125,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiles of the hub process at /debug/pprof on the secure port, to users allowed that non-resource URL (the hub admin): for measuring the hub, off otherwise")
 	fs.BoolVar(&o.Dashboard, "dashboard", o.Dashboard, "serve the dashboard at /dashboard/ on --dashboard-port (embedded hub only); false: no dashboard, and none of its watches or RBAC objects")
 	fs.IntVar(&o.DashboardPort, "dashboard-port", o.DashboardPort, "port of the dashboard, an origin of its own apart from the hub API's (0: a free port, printed at start)")
+	fs.StringSliceVar(&o.ProxySystemGroups, "proxy-system-groups", o.ProxySystemGroups, "system:* groups of a hub user that members see when the proxy acts as that user (system:authenticated always); others, such as system:masters and system:serviceaccounts:NS, mean something on the hub only and are dropped. flotilla up passes system:masters: its hub admin is every member's admin")
 	fs.StringSliceVar(&o.FleetUserGroups, "fleet-user-groups", o.FleetUserGroups, "groups that may open the dashboard and ask for fleet lists (each still sees only what its own rights allow); system:authenticated would include join tokens and agents")
 	fs.StringSliceVar(&o.ClusterCredentialGroups, "cluster-credential-groups", o.ClusterCredentialGroups, "groups that may set or change a Cluster's endpoint, proxy, TLS check, Secret, ID and agent annotations (with the hub's own controllers); anyone else who may patch Clusters changes only labels, taints and the rest")
 	fs.BoolVar(&o.AllowLocalMemberEndpoints, "allow-local-member-endpoints", o.AllowLocalMemberEndpoints, "admit Clusters whose endpoint is a loopback or link-local address (a local fleet, such as flotilla up's); off, such endpoints are refused at admission")
@@ -136,6 +140,11 @@ func (o *Options) Validate() error {
 	var errs []error
 	if slices.Contains(o.FleetUserGroups, "") || slices.Contains(o.FleetUserGroups, "system:unauthenticated") {
 		errs = append(errs, errors.New("--fleet-user-groups: no empty group, and not system:unauthenticated"))
+	}
+	for _, g := range o.ProxySystemGroups {
+		if !strings.HasPrefix(g, "system:") {
+			errs = append(errs, fmt.Errorf("--proxy-system-groups %q: not a system: group (other groups always pass)", g))
+		}
 	}
 	if o.DashboardPort < 0 || o.DashboardPort > 65535 {
 		errs = append(errs, fmt.Errorf("--dashboard-port %d: want 0 (a free port) to 65535", o.DashboardPort))

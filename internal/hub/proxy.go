@@ -34,7 +34,7 @@ func (h *Hub) proxyListener() (map[string]*url.URL, error) {
 // startProxy builds the proxy's API server, which delegates to the hub as the front identity, and registers
 // it with the hub's aggregator. It reads Clusters
 // from a cache of its own (every proxied request looks its cluster up) and push credentials directly.
-func (h *Hub) startProxy(ctx context.Context, frontKubeconfig string, userGroups []string) error {
+func (h *Hub) startProxy(ctx context.Context, o *Options, frontKubeconfig string) error {
 	clusters, err := cache.New(h.Config, cache.Options{
 		Scheme:           scheme.New(),
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -62,7 +62,8 @@ func (h *Hub) startProxy(ctx context.Context, frontKubeconfig string, userGroups
 		KeyFile:        keyFile,
 		CABundle:       caBundle,
 		AuthKubeconfig: frontKubeconfig,
-		UserGroups:     userGroups,
+		UserGroups:     o.FleetUserGroups,
+		SystemGroups:   o.ProxySystemGroups,
 		Hub:            reader,
 		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: h.pullBackend},
 		Tunnels:        h.Tunnels,

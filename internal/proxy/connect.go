@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/util/proxy"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/transport"
@@ -25,6 +24,8 @@ import (
 type proxyREST struct {
 	clusters *clusterREST
 	backends Backend
+	// systemGroups are the hub's system:* groups passed on to members (impersonation).
+	systemGroups []string
 }
 
 var _ rest.Connecter = &proxyREST{}
@@ -61,12 +62,12 @@ func (r *proxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 	if strings.HasSuffix(opts.(*ClusterProxyOptions).Path, "/") && !strings.HasSuffix(location.Path, "/") {
 		location.Path += "/"
 	}
-	return &forwarder{caller: caller, target: target, location: &location, responder: responder}, nil
+	return &forwarder{caller: impersonation(caller, r.systemGroups), target: target, location: &location, responder: responder}, nil
 }
 
 // forwarder sends one request to a member.
 type forwarder struct {
-	caller    user.Info
+	caller    transport.ImpersonationConfig
 	target    *Target
 	location  *url.URL
 	responder rest.Responder
@@ -111,7 +112,7 @@ func crossSite(req *http.Request) bool {
 // impersonating returns a copy of req that carries the caller's identity as impersonation headers and none
 // of the caller's credentials or identity headers. A request that names an identity to impersonate is
 // refused: only the hub chooses who the member sees.
-func impersonating(req *http.Request, caller user.Info) (*http.Request, error) {
+func impersonating(req *http.Request, caller transport.ImpersonationConfig) (*http.Request, error) {
 	if err := refuseChosenIdentity(req); err != nil {
 		return nil, err
 	}
@@ -125,7 +126,7 @@ func impersonating(req *http.Request, caller user.Info) (*http.Request, error) {
 	}
 	// client-go's impersonating round tripper sets the headers as every Kubernetes client does (extra keys
 	// escaped); MirrorRequest hands back the request it would have sent.
-	resp, err := transport.NewImpersonatingRoundTripper(impersonation(caller), proxy.MirrorRequest).RoundTrip(out)
+	resp, err := transport.NewImpersonatingRoundTripper(caller, proxy.MirrorRequest).RoundTrip(out)
 	if err != nil {
 		return nil, err
 	}

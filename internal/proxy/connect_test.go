@@ -41,7 +41,7 @@ func TestImpersonating(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodGet, "https://hub/apis/proxy.flotilla.io/v1alpha1/clusters/m1/proxy/api", nil)
 			req.Header = tt.headers
-			out, err := impersonating(req, caller)
+			out, err := impersonating(req, impersonation(caller, nil))
 			if tt.refused {
 				if !apierrors.IsForbidden(err) {
 					t.Fatalf("want Forbidden, got %v (%v)", err, out)
@@ -97,6 +97,26 @@ func TestCrossSite(t *testing.T) {
 		}
 		if got := crossSite(req); got != c.want {
 			t.Errorf("Origin %q to %s: cross-site %v, want %v", c.origin, c.host, got, c.want)
+		}
+	}
+}
+
+// TestImpersonationSystemGroups: members see a hub user's system:* groups only when the hub passes them on;
+// system:authenticated always.
+func TestImpersonationSystemGroups(t *testing.T) {
+	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters", "system:authenticated"}}
+	sa := &user.DefaultInfo{Name: "system:serviceaccount:web:ci", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:web", "system:authenticated", "ci"}}
+	for _, c := range []struct {
+		caller user.Info
+		pass   []string
+		want   []string
+	}{
+		{admin, nil, []string{"system:authenticated"}},
+		{admin, []string{"system:masters"}, []string{"system:masters", "system:authenticated"}},
+		{sa, []string{"system:masters"}, []string{"system:authenticated", "ci"}},
+	} {
+		if got := impersonation(c.caller, c.pass).Groups; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s passing %v: groups %v, want %v", c.caller.GetName(), c.pass, got, c.want)
 		}
 	}
 }

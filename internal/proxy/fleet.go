@@ -98,6 +98,8 @@ type fleetREST struct {
 	backends   Backend
 	authorizer authorizer.Authorizer
 	running    budget
+	// systemGroups are the hub's system:* groups passed on to members (impersonation).
+	systemGroups []string
 }
 
 // budget counts the fleet lists being answered, per user and in total.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -100,7 +102,7 @@ func (l *fleetLister) get(ctx context.Context, cluster *clusterv1alpha1.Cluster,
 		return clusterList{}, apierrors.NewBadRequest(err.Error())
 	}
 	out.Header.Set("Accept", "application/json")
-	resp, err := transport.NewImpersonatingRoundTripper(impersonation(l.caller), target.Transport).RoundTrip(out)
+	resp, err := transport.NewImpersonatingRoundTripper(impersonation(l.caller, l.systemGroups), target.Transport).RoundTrip(out)
 	if err != nil {
 		return clusterList{}, apierrors.NewServiceUnavailable(fmt.Sprintf("cluster %s: %v", cluster.Name, err))
 	}
@@ -144,9 +146,17 @@ func memberError(code int, body []byte) error {
 	return apierrors.NewGenericServerResponse(code, "get", clustersResource, "", string(body), 0, false)
 }
 
-// impersonation is how the member sees the caller: the same user, uid, groups and extras.
-func impersonation(caller user.Info) transport.ImpersonationConfig {
-	return transport.ImpersonationConfig{UserName: caller.GetName(), UID: caller.GetUID(), Groups: caller.GetGroups(), Extra: caller.GetExtra()}
+// impersonation is how the member sees the caller: the same user, uid, extras and groups, except the hub's
+// system:* groups (system:masters, system:serviceaccounts:NS, ...), which mean something on the hub only:
+// of those, the member sees system:authenticated and the ones the hub is told to pass on (systemGroups).
+func impersonation(caller user.Info, systemGroups []string) transport.ImpersonationConfig {
+	var groups []string
+	for _, g := range caller.GetGroups() {
+		if !strings.HasPrefix(g, "system:") || g == user.AllAuthenticated || slices.Contains(systemGroups, g) {
+			groups = append(groups, g)
+		}
+	}
+	return transport.ImpersonationConfig{UserName: caller.GetName(), UID: caller.GetUID(), Groups: groups, Extra: caller.GetExtra()}
 }
 
 // FleetListRole names the ClusterRole and ClusterRoleBinding that let the hub's fleet users (the groups the

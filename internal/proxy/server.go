@@ -52,6 +52,8 @@ type Config struct {
 	Tunnels *tunnel.Registry
 	// UserGroups may ask for fleet lists (FleetListRole).
 	UserGroups []string
+	// SystemGroups are the system:* groups of a hub user that members see too (impersonation).
+	SystemGroups []string
 }
 
 // longRunning says which requests the request timeout and the in-flight limits leave alone. Every request to
@@ -90,8 +92,8 @@ func New(c Config) (*Server, error) {
 	group := genericapiserver.NewDefaultAPIGroupInfo(GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
 	group.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"clusters":       clusters,
-		"clusters/proxy": &proxyREST{clusters: clusters, backends: c.Backends},
-		"fleet":          &fleetREST{clusters: clusters, backends: c.Backends, authorizer: config.Authorization.Authorizer},
+		"clusters/proxy": &proxyREST{clusters: clusters, backends: c.Backends, systemGroups: c.SystemGroups},
+		"fleet":          &fleetREST{clusters: clusters, backends: c.Backends, authorizer: config.Authorization.Authorizer, systemGroups: c.SystemGroups},
 	}
 	if c.Tunnels != nil {
 		group.VersionedResourcesStorageMap[SchemeGroupVersion.Version]["clusters/"+tunnel.Subresource] = &attachREST{hub: c.Hub, tunnels: c.Tunnels}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -238,6 +239,11 @@ func TestProxy(t *testing.T) {
 		}
 		if got := review.Status.UserInfo.Username; got != "system:serviceaccount:default:proxy-dev" {
 			t.Fatalf("the member saw %q", got)
+		}
+		// The hub's system:serviceaccounts groups mean nothing in the member: only system:authenticated
+		// passes (the test hub passes system:masters too, as flotilla up does).
+		if got := review.Status.UserInfo.Groups; !slices.Equal(got, []string{"system:authenticated"}) {
+			t.Fatalf("the member saw proxy-dev in groups %v, want only system:authenticated", got)
 		}
 	})
 

@@ -452,3 +452,27 @@ func TestClusterCredentialsAreAdminOnly(t *testing.T) {
 		t.Errorf("the operator created a Cluster with an endpoint and a Secret: %v, want Forbidden", err)
 	}
 }
+
+// TestAnonymousGetsOnlyHealthVersionAndClusterInfo: without credentials the hub answers its health, its
+// version and the cluster-info joining agents read, and refuses everything else as unauthenticated, even
+// what RBAC grants system:unauthenticated.
+func TestAnonymousGetsOnlyHealthVersionAndClusterInfo(t *testing.T) {
+	ctx := context.Background()
+	// An administrator's slip: discovery and a ConfigMap granted to everyone, authenticated or not.
+	create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "anonymous-slip"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:discovery"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:unauthenticated"}}})
+	anonymous := rest.AnonymousClientConfig(env.Config)
+	kube := kubernetes.NewForConfigOrDie(anonymous)
+	for _, path := range []string{"/livez", "/readyz", "/version", "/api/v1/namespaces/" + registration.ClusterInfoNamespace + "/configmaps/" + registration.ClusterInfoName} {
+		if err := kube.Discovery().RESTClient().Get().AbsPath(path).Do(ctx).Error(); err != nil {
+			t.Errorf("anonymous GET %s: %v", path, err)
+		}
+	}
+	for _, path := range []string{"/healthz", "/api", "/apis", "/openapi/v2", "/api/v1/namespaces/kube-public/configmaps"} {
+		err := kube.Discovery().RESTClient().Get().AbsPath(path).Do(ctx).Error()
+		if !apierrors.IsUnauthorized(err) {
+			t.Errorf("anonymous GET %s: %v, want 401", path, err)
+		}
+	}
+}

@@ -90,7 +90,7 @@ func newHub(t *testing.T, parent string, extraArgs []string) *Cluster {
 	dir := filepath.Join(parent, "hub")
 	return &Cluster{
 		Name: "hub", DataDir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), t: t,
-		args:    append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t), "--dashboard-port", "0", "--allow-local-member-endpoints"}, extraArgs...),
+		args:    append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t), "--dashboard-port", "0", "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters"}, extraArgs...),
 		logFile: filepath.Join(dir, "hub.log"), ready: "hub ready",
 	}
 }
