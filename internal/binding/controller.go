@@ -28,7 +28,6 @@ import (
 	"sync"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,17 +35,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
@@ -64,33 +61,28 @@ type Controller[T binding] struct {
 	// Interpreter revises replicas, leaves out retained fields and lists dependencies, with the
 	// customization of the template's kind if any.
 	Interpreter *interpreter.Interpreter
+	// Templates reads templates and their dependencies, and brings their changes.
+	Templates *detector.Templates
 
 	// namespaced says which templates are this controller's: namespaced ones (ResourceBindings) or not.
 	namespaced bool
-	cache      cache.Cache
-	ctrl       controller.Controller
 	created    createdWorks
-
-	mu sync.Mutex
-	// watched are the template kinds (under the version bindings name them) this controller watches.
-	watched map[schema.GroupVersionKind]bool
 }
 
 // renderManager is the field manager of what the render controller writes.
 var renderManager = workv1alpha1.ControllerFieldManager("binding")
 
 // Setup registers the render controller for both binding kinds.
-func Setup(mgr ctrl.Manager) error {
+func Setup(mgr ctrl.Manager, templates *detector.Templates) error {
 	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
-		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true}); err != nil {
+		Templates: templates, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true}); err != nil {
 		return err
 	}
 	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
-		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }})
+		Templates: templates, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }})
 }
 
 func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
-	r.cache, r.watched = mgr.GetCache(), map[schema.GroupVersionKind]bool{}
 	// A changed override policy re-renders the bindings it may touch: a cluster policy every binding of this
 	// kind, a namespaced one those of its namespace.
 	overridden := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -128,31 +120,24 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
 		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), r.namespaced))
 	if r.namespaced {
 		b = b.Watches(&policyv1alpha1.OverridePolicy{}, overridden)
-		// A changed ConfigMap or Secret reaches the clusters of the workloads that take it along.
-		dependents := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			list := &workv1alpha1.ResourceBindingList{}
-			if err := mgr.GetClient().List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
-				return nil
-			}
-			var out []reconcile.Request
-			for _, b := range list.Items {
-				if b.Spec.PropagateDeps {
-					out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
-				}
-			}
-			return out
-		})
-		// Watched as unstructured objects: dependencies are read that way, so the event and the read come
-		// from one informer and a reconcile never sees an older ConfigMap than the change that woke it.
-		for _, kind := range []string{"ConfigMap", "Secret"} {
-			obj := &unstructured.Unstructured{}
-			obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-			b = b.Watches(obj, dependents)
-		}
 	}
 	c, err := b.Build(r)
-	r.ctrl = c
-	return err
+	if err != nil {
+		return err
+	}
+	// A template's change brings its binding back, and, for ResourceBindings, a changed ConfigMap or Secret
+	// reaches the clusters of the workloads that take it along. Both come from the hub's template watches,
+	// which also serve the reads (so a reconcile never sees an older object than the change that woke it);
+	// they cover the ConfigMaps and Secrets of every namespace with a binding that has propagateDeps.
+	if err := detector.WatchTemplates(r.Templates, c, func(schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
+		return templateEvents(r.namespaced)
+	}); err != nil {
+		return err
+	}
+	if !r.namespaced {
+		return nil
+	}
+	return detector.WatchTemplates(r.Templates, c, dependencyEvents(mgr.GetClient()))
 }
 
 func listOf(namespaced bool) client.ObjectList {
@@ -160,25 +145,6 @@ func listOf(namespaced bool) client.ObjectList {
 		return &workv1alpha1.ResourceBindingList{}
 	}
 	return &workv1alpha1.ClusterResourceBindingList{}
-}
-
-// watchTemplates makes sure a change of a template of gvk brings its binding back. The watch is added when
-// the first binding of the kind is rendered (the kinds are not known before); the manager's cache shares one
-// informer per kind between this watch, the template reads here and the detector's watch, so it costs no
-// memory of its own.
-func (r *Controller[T]) watchTemplates(gvk schema.GroupVersionKind) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.watched[gvk] {
-		return nil
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	if err := r.ctrl.Watch(source.TypedKind(r.cache, obj, templateEvents(r.namespaced))); err != nil {
-		return err
-	}
-	r.watched[gvk] = true
-	return nil
 }
 
 // workWriters is how many Works of one binding are written at once.
@@ -199,17 +165,10 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 		return ctrl.Result{}, r.finalize(ctx, b, works.Items)
 	}
 	spec := b.BindingSpec()
-	gv, err := schema.ParseGroupVersion(spec.Resource.APIVersion)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.watchTemplates(gv.WithKind(spec.Resource.Kind)); err != nil {
-		return ctrl.Result{}, err
-	}
 	if len(spec.Clusters) == 0 && len(works.Items) == 0 {
 		return ctrl.Result{}, nil // not placed yet: no Work to write, no override evaluated
 	}
-	template, err := readTemplate(ctx, r.Client, spec.Resource)
+	template, err := readTemplate(ctx, r.Templates, spec.Resource)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, nil // the binding follows its template through garbage collection
 	}

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -116,16 +117,49 @@ var clusterChanged = predicate.Funcs{
 }
 
 // templateEvents maps a template whose content changed to its binding, for the controller of one binding
-// kind. New and deleted templates are left to the detector, which creates and deletes their bindings.
+// kind, and so does a watch's initial list (a watch started after the template last changed). New and
+// deleted templates are left to the detector, which creates and deletes their bindings.
 func templateEvents(namespaced bool) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
-	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
-			t := e.ObjectNew
-			if (t.GetNamespace() != "") != namespaced || !detector.ContentChanged(e.ObjectOld, t) {
-				return
-			}
+	add := func(t *unstructured.Unstructured, q queue) {
+		if (t.GetNamespace() != "") == namespaced {
 			name := detector.BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: t.GetNamespace(), Name: name}})
+		}
+	}
+	return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q queue) {
+			if e.IsInInitialList {
+				add(e.Object, q)
+			}
 		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q queue) {
+			if detector.ContentChanged(e.ObjectOld, e.ObjectNew) {
+				add(e.ObjectNew, q)
+			}
+		},
+	}
+}
+
+// dependencyEvents maps every event of a ConfigMap or Secret to the ResourceBindings of its namespace that
+// take their template's dependencies along (propagateDeps). Other kinds bring nothing.
+func dependencyEvents(c client.Reader) func(schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
+	dependents := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *unstructured.Unstructured) []reconcile.Request {
+		list := &workv1alpha1.ResourceBindingList{}
+		if err := c.List(ctx, list, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, b := range list.Items {
+			if b.Spec.PropagateDeps {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)})
+			}
+		}
+		return out
+	})
+	return func(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
+		if gvk.GroupKind() == (schema.GroupKind{Kind: "ConfigMap"}) || gvk.GroupKind() == (schema.GroupKind{Kind: "Secret"}) {
+			return dependents
+		}
+		return handler.TypedFuncs[*unstructured.Unstructured, reconcile.Request]{}
 	}
 }

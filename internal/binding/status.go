@@ -38,6 +38,8 @@ type StatusController[T binding] struct {
 	// Interpreter judges member objects and folds their statuses, with the customization of the template's
 	// kind if any.
 	Interpreter *interpreter.Interpreter
+	// Templates reads templates (detector.Templates).
+	Templates client.Reader
 
 	mu sync.Mutex
 	// templateStatus remembers the status last written to each template (by UID): the cached template may
@@ -53,14 +55,14 @@ var statusManager = workv1alpha1.ControllerFieldManager("binding-status")
 
 // SetupStatus registers the status controller for both binding kinds. It is woken by its bindings' Works
 // (batched, see statusBatchDelay) and by a new placement, not by any status write.
-func SetupStatus(mgr ctrl.Manager) error {
+func SetupStatus(mgr ctrl.Manager, templates client.Reader) error {
 	recorder := mgr.GetEventRecorder("flotilla-binding")
 	if err := setupStatus(mgr, "binding-status", &StatusController[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Interpreter: interpreter.New(mgr.GetClient()),
-		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, true); err != nil {
+		Templates: templates, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }}, true); err != nil {
 		return err
 	}
 	return setupStatus(mgr, "cluster-binding-status", &StatusController[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Interpreter: interpreter.New(mgr.GetClient()),
-		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, false)
+		Templates: templates, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, false)
 }
 
 func setupStatus[T binding](mgr ctrl.Manager, name string, r *StatusController[T], namespaced bool) error {
@@ -89,7 +91,7 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if wait := r.untilDue(req.NamespacedName, len(b.BindingSpec().Clusters), time.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	template, err := readTemplate(ctx, r.Client, b.BindingSpec().Resource)
+	template, err := readTemplate(ctx, r.Templates, b.BindingSpec().Resource)
 	if apierrors.IsNotFound(err) {
 		return ctrl.Result{}, nil // the binding follows its template through garbage collection
 	}

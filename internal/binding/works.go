@@ -86,7 +86,7 @@ func (r *Controller[T]) dependencies(ctx context.Context, template *unstructured
 			obj.SetAPIVersion("v1")
 		}
 		obj.SetKind(d.Kind)
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: template.GetNamespace(), Name: d.Name}, obj)
+		err := r.Templates.Get(ctx, client.ObjectKey{Namespace: template.GetNamespace(), Name: d.Name}, obj)
 		if apierrors.IsNotFound(err) {
 			continue
 		}

@@ -1,6 +1,7 @@
 // Package detector matches templates (ordinary objects on the hub) to the policy that places them, and keeps
 // one ResourceBinding (namespaced template) or ClusterResourceBinding (cluster-scoped template) per claimed
-// template. It watches only the kinds that some policy selects. A template that no policy matches any more is
+// template. It watches templates only where some policy selects them, or bindings of them exist (Templates,
+// watches.go), and stops watching once neither is so. A template that no policy matches any more is
 // released: its binding goes, its Works are released, and its objects keep running in the members.
 package detector
 
@@ -17,13 +18,14 @@ import (
 	apiextensionshelpers "k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -37,7 +39,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
-// Key identifies a template. GVK's version is the one the detector watches the kind under (see watch).
+// Key identifies a template. GVK's version is the one the hub watches the kind under (see scopes).
 type Key struct {
 	GVK             schema.GroupVersionKind
 	Namespace, Name string
@@ -58,36 +60,39 @@ const discoveryRetry = time.Second
 // Detector is the template reconciler.
 type Detector struct {
 	client client.Client
-	cache  cache.Cache
+	// templates reads templates, and runs the watches of them that policies and bindings need.
+	templates *Templates
 	// live reads from the API server, for the rare read the cache may be behind on.
 	live client.Reader
 	// interpreter tells a template's replicas, with the customization of its kind if any.
 	interpreter *interpreter.Interpreter
 	mapper      meta.RESTMapper
-	ctrl        controller.TypedController[Key]
 	// examine hands template keys from the policy reconciler to the template reconciler's queue.
 	examine chan event.TypedGenericEvent[Key]
 	// statusEvents hands policies whose status may have changed to the policy status controller.
 	statusEvents chan event.GenericEvent
 
-	mu sync.Mutex
-	// watched maps each watched group and kind to the version it is watched under.
-	watched map[schema.GroupKind]string
+	// syncMu makes one change of the watches at a time (watches.go).
+	syncMu sync.Mutex
+	mu     sync.Mutex
+	// selected is where policies select each kind: the templates this detector claims and releases, and
+	// whose events it takes.
+	selected map[schema.GroupKind]scope
 }
 
-// Setup registers the detector: a controller for templates, fed by a watch per selected kind, and a
-// controller for policies that adds those watches and hands the templates a policy change may affect to the
-// first. Each template is claimed on its own, so one that cannot be (its binding is refused) never holds up
-// the others, and only the template reconciler writes bindings.
-func Setup(mgr ctrl.Manager) error {
-	d := &Detector{client: mgr.GetClient(), cache: mgr.GetCache(), live: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), interpreter: interpreter.New(mgr.GetClient()),
+// Setup registers the detector: a controller for templates, fed by the template watches, a controller for
+// policies that decides what is watched and hands the templates a policy change may affect to the first, and
+// one that keeps the watches that bindings need. Each template is claimed on its own, so one that cannot be
+// (its binding is refused) never holds up the others, and only the template reconciler writes bindings.
+func Setup(mgr ctrl.Manager, templates *Templates) error {
+	d := &Detector{client: mgr.GetClient(), templates: templates, live: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper(), interpreter: interpreter.New(mgr.GetClient()),
 		examine: make(chan event.TypedGenericEvent[Key], 1024), statusEvents: make(chan event.GenericEvent, 1024),
-		watched: map[schema.GroupKind]string{}}
+		selected: map[schema.GroupKind]scope{}}
+	templates.driven = true
 	c, err := controller.NewTyped[Key]("detector", mgr, controller.TypedOptions[Key]{Reconciler: d, MaxConcurrentReconciles: templateWorkers})
 	if err != nil {
 		return err
 	}
-	d.ctrl = c
 	enqueue := handler.TypedFuncs[Key, Key]{
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[Key], q workqueue.TypedRateLimitingInterface[Key]) {
 			q.Add(e.Object)
@@ -96,7 +101,13 @@ func Setup(mgr ctrl.Manager) error {
 	if err := c.Watch(source.TypedChannel(d.examine, enqueue)); err != nil {
 		return err
 	}
+	if err := WatchTemplates(templates, c, d.templateEvents); err != nil {
+		return err
+	}
 	if err := d.setupStatus(mgr); err != nil {
+		return err
+	}
+	if err := d.setupWatches(mgr); err != nil {
 		return err
 	}
 	toAll := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
@@ -139,12 +150,16 @@ var crdEstablished = predicate.Funcs{
 	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
-// templateEvents maps every event of a template to its key. An event that adds, moves or removes a claim also
-// wakes the status of the policies concerned: the cache holds the change by the time its event comes, so the
-// status counts it (woken by the claim's write instead, it often counted from a cache still without it).
+// templateEvents maps every event of a template a policy selects to its key; the templates only bindings
+// need watched (those of kinds no policy selects) are not the detector's. An event that adds, moves or
+// removes a claim also wakes the status of the policies concerned: the cache holds the change by the time its
+// event comes, so the status counts it (woken by the claim's write instead, it often counted from a cache
+// still without it).
 func (d *Detector) templateEvents(gvk schema.GroupVersionKind) handler.TypedEventHandler[*unstructured.Unstructured, Key] {
 	add := func(o *unstructured.Unstructured, q workqueue.TypedRateLimitingInterface[Key]) {
-		q.Add(Key{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()})
+		if d.selects(gvk.GroupKind(), o.GetNamespace()) {
+			q.Add(Key{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()})
+		}
 	}
 	return handler.TypedFuncs[*unstructured.Unstructured, Key]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
@@ -188,89 +203,95 @@ func content(u *unstructured.Unstructured) map[string]any {
 	return c
 }
 
-// policiesChanged makes sure every selected kind is watched and hands every template of those kinds to the
-// template reconciler: a new policy may claim some, a changed or deleted one may release some. It writes
-// nothing itself. (It used to claim the templates inline, racing the template reconciler: every binding one
-// created from a stale cache failed the other with AlreadyExists, and the whole pass went into exponential
-// backoff one binding at a time; 100 templates took more than 10 minutes.)
+// policiesChanged makes the hub watch where policies select templates, and hands every template there, and
+// every claimed one where they no longer do, to the template reconciler: a new policy may claim some, a
+// changed or deleted one may release some. It writes nothing itself. (It used to claim the templates inline,
+// racing the template reconciler: every binding one created from a stale cache failed the other with
+// AlreadyExists, and the whole pass went into exponential backoff one binding at a time; 100 templates took
+// more than 10 minutes.)
 func (d *Detector) policiesChanged(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	policies, err := d.policies(ctx, "")
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var result reconcile.Result
-	var errs []error
-	for _, p := range policies {
-		for _, s := range p.Spec.ResourceSelectors {
-			gv, err := schema.ParseGroupVersion(s.APIVersion)
-			if err != nil {
-				continue
-			}
-			served, err := d.watch(gv.WithKind(s.Kind).GroupKind())
-			if err != nil {
+	selected, unserved, err := d.scopes(selectedBy(policies))
+	result := d.retryUnserved(ctx, policies, unserved)
+	// Until the pass is through, the detector takes the events of what policies selected before as well:
+	// those templates are being released.
+	d.mu.Lock()
+	d.selected = merge(d.selected, selected)
+	sweep := d.selected
+	d.mu.Unlock()
+	errs := []error{err, d.syncWatches(ctx)}
+	for gk, s := range sweep {
+		for namespace := range s.namespaces {
+			if err := d.examineAll(ctx, s.gvk, namespace, selected[gk]); err != nil {
 				errs = append(errs, err)
-			} else if !served {
-				ctrl.LoggerFrom(ctx).Info("policy selects a kind the hub does not serve yet", "kind", s.Kind, "apiVersion", s.APIVersion, "policy", p.Name)
-				retry := unservedRetry
-				if d.crdDefines(ctx, gv.WithKind(s.Kind).GroupKind()) {
-					retry = discoveryRetry
-				}
-				if result.RequeueAfter == 0 || retry < result.RequeueAfter {
-					result.RequeueAfter = retry
-				}
 			}
 		}
 	}
-	d.mu.Lock()
-	watched := maps.Clone(d.watched)
-	d.mu.Unlock()
-	for gk, version := range watched {
-		gvk := gk.WithVersion(version)
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := d.client.List(ctx, list); err != nil {
-			errs = append(errs, fmt.Errorf("listing %s: %w", gvk, err))
-			continue
-		}
-		for _, item := range list.Items {
-			select {
-			case d.examine <- event.TypedGenericEvent[Key]{Object: Key{GVK: gvk, Namespace: item.GetNamespace(), Name: item.GetName()}}:
-			case <-ctx.Done():
-				return reconcile.Result{}, ctx.Err()
-			}
-		}
+	// Once every template to release was handed over, what policies no longer select is no longer watched
+	// (unless bindings there still need it).
+	if err = errors.Join(errs...); err == nil {
+		d.mu.Lock()
+		d.selected = selected
+		d.mu.Unlock()
+		err = d.syncWatches(ctx)
 	}
 	for i := range policies {
 		d.notifyStatus(ctx, &policies[i])
 	}
-	return result, errors.Join(errs...)
+	return result, err
 }
 
-// watch makes sure templates of gk are watched, under the version the hub prefers for the kind (so a kind
-// selected under two versions is watched once), and reports whether the hub serves the kind.
-func (d *Detector) watch(gk schema.GroupKind) (bool, error) {
-	if flotillaGroup(gk.Group) {
-		return true, nil // never propagated: nothing to watch
+// examineAll hands the templates of gvk in namespace ("": every namespace) to the template reconciler: all of
+// them where policies select them now (now), and elsewhere only those claimed, by their labels or their
+// binding (a kubectl replace drops the labels), which are to be released.
+func (d *Detector) examineAll(ctx context.Context, gvk schema.GroupVersionKind, namespace string, now scope) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := d.templates.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing %s: %w", gvk, err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.watched[gk]; ok {
-		return true, nil
+	for i := range list.Items {
+		item := &list.Items[i]
+		if !now.covers(item.GetNamespace()) && claimOf(item) == nil {
+			b := newBinding(item)
+			if err := d.client.Get(ctx, client.ObjectKeyFromObject(b), b); apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return err
+			}
+		}
+		select {
+		case d.examine <- event.TypedGenericEvent[Key]{Object: Key{GVK: gvk, Namespace: item.GetNamespace(), Name: item.GetName()}}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	mapping, err := d.mapper.RESTMapping(gk)
-	if meta.IsNoMatchError(err) {
-		return false, nil
+	return nil
+}
+
+// retryUnserved logs the selectors of kinds the hub does not serve yet, and says when to look again.
+func (d *Detector) retryUnserved(ctx context.Context, policies []Policy, unserved sets.Set[schema.GroupKind]) reconcile.Result {
+	var result reconcile.Result
+	for _, p := range policies {
+		for _, s := range p.Spec.ResourceSelectors {
+			gv, err := schema.ParseGroupVersion(s.APIVersion)
+			if err != nil || !unserved.Has(gv.WithKind(s.Kind).GroupKind()) {
+				continue
+			}
+			ctrl.LoggerFrom(ctx).Info("policy selects a kind the hub does not serve yet", "kind", s.Kind, "apiVersion", s.APIVersion, "policy", p.Name)
+			retry := unservedRetry
+			if d.crdDefines(ctx, gv.WithKind(s.Kind).GroupKind()) {
+				retry = discoveryRetry
+			}
+			if result.RequeueAfter == 0 || retry < result.RequeueAfter {
+				result.RequeueAfter = retry
+			}
+		}
 	}
-	if err != nil {
-		return false, fmt.Errorf("looking up %s: %w", gk, err)
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	if err := d.ctrl.Watch(source.TypedKind(d.cache, obj, d.templateEvents(mapping.GroupVersionKind))); err != nil {
-		return false, fmt.Errorf("watching %s: %w", mapping.GroupVersionKind, err)
-	}
-	d.watched[gk] = mapping.GroupVersionKind.Version
-	return true, nil
+	return result
 }
 
 // crdDefines reports whether a CRD in the cache defines gk.

@@ -119,28 +119,38 @@ func (d *Detector) policyStatus(ctx context.Context, req reconcile.Request) (rec
 		client.FieldOwner(statusFieldManager), client.ForceOwnership))
 }
 
-// claimedTemplates names the templates whose claim labels name p, of every kind the detector watches, sorted.
+// claimedTemplates names the templates whose claim labels name p, where policies select them, sorted.
 func (d *Detector) claimedTemplates(ctx context.Context, p Policy) ([]string, error) {
 	labels := client.MatchingLabels{policyv1alpha1.LabelClusterPropagationPolicy: p.Name}
 	if !p.Cluster() {
 		labels = client.MatchingLabels{policyv1alpha1.LabelPropagationPolicyNamespace: p.Namespace, policyv1alpha1.LabelPropagationPolicyName: p.Name}
 	}
 	d.mu.Lock()
-	watched := maps.Clone(d.watched)
+	selected := maps.Clone(d.selected)
 	d.mu.Unlock()
 	var names []string
-	for _, gk := range slices.SortedFunc(maps.Keys(watched), func(a, b schema.GroupKind) int { return cmp.Compare(a.String(), b.String()) }) {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gk.WithVersion(watched[gk]).GroupVersion().WithKind(gk.Kind + "List"))
-		if err := d.client.List(ctx, list, labels); err != nil {
-			return nil, fmt.Errorf("listing %s: %w", gk, err)
+	for _, gk := range slices.SortedFunc(maps.Keys(selected), func(a, b schema.GroupKind) int { return cmp.Compare(a.String(), b.String()) }) {
+		s := selected[gk]
+		namespaces := s.namespaces.UnsortedList()
+		if !p.Cluster() {
+			if !s.covers(p.Namespace) {
+				continue
+			}
+			namespaces = []string{p.Namespace}
 		}
 		var these []string
-		for _, t := range list.Items {
-			if t.GetNamespace() == "" {
-				these = append(these, gk.String()+" "+t.GetName())
-			} else {
-				these = append(these, gk.String()+" "+t.GetNamespace()+"/"+t.GetName())
+		for _, namespace := range namespaces {
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(s.gvk.GroupVersion().WithKind(s.gvk.Kind + "List"))
+			if err := d.templates.List(ctx, list, labels, client.InNamespace(namespace)); err != nil {
+				return nil, fmt.Errorf("listing %s: %w", gk, err)
+			}
+			for _, t := range list.Items {
+				if t.GetNamespace() == "" {
+					these = append(these, gk.String()+" "+t.GetName())
+				} else {
+					these = append(these, gk.String()+" "+t.GetNamespace()+"/"+t.GetName())
+				}
 			}
 		}
 		slices.Sort(these)

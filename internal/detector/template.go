@@ -16,7 +16,9 @@ import (
 func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, error) {
 	t := &unstructured.Unstructured{}
 	t.SetGroupVersionKind(key.GVK)
-	if err := d.client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, t); apierrors.IsNotFound(err) {
+	// The watch covering the template, or the API server when none does: a template whose watch stopped
+	// is read from the API server, never taken for gone.
+	if err := d.templates.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, t); apierrors.IsNotFound(err) {
 		// The template is gone: its binding goes now. (Its owner reference lets the garbage collector do the
 		// same, but only seconds later.)
 		t.SetNamespace(key.Namespace)

@@ -31,6 +31,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -349,9 +350,10 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme.New(),
 		Cache:  CacheOptions(),
-		// Templates are read as unstructured objects; the detector already watches their kinds, so reading
-		// them from that cache spares the API server a GET on every binding reconcile.
-		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
+		// Templates are read as unstructured objects through the template watches (detector.Templates), which
+		// follow the policies. Unstructured reads through this client go to the API server: a watch of the
+		// manager's cache would hold the kind in every namespace, with nothing to stop it.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: false}},
 		// Reconciles mostly wait on API writes, so several per controller keep a burst of templates moving;
 		// with one at a time, 100 Deployments took seconds just to be scheduled.
 		Controller:                          config.Controller{MaxConcurrentReconciles: 8},
@@ -364,6 +366,9 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 		LeaderElectionReleaseOnCancel:       true,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if s.Templates, err = detector.NewTemplates(mgr); err != nil {
 		return nil, err
 	}
 	for _, c := range controllers {

@@ -38,6 +38,10 @@ type Settings struct {
 	Version string
 	// Tunnels are the Pull clusters' tunnels this hub process holds.
 	Tunnels *tunnel.Registry
+	// Templates are the hub's watches of templates, which the detector keeps where policies select them and
+	// bindings exist; the controllers read templates through them. Without the detector nothing is watched,
+	// and templates are read from the API server.
+	Templates *detector.Templates
 }
 
 // Registry is the ordered set of controllers a hub can run.
@@ -58,10 +62,12 @@ var Controllers = Registry{
 	{Name: "tunnel-status", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupTunnelStatus(mgr, s.Tunnels)
 	}},
-	{Name: "detector", Setup: func(mgr ctrl.Manager, _ Settings) error { return detector.Setup(mgr) }},
-	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error { return scheduler.Setup(mgr, s.DefaultFailoverToleration) }},
-	{Name: "binding", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.Setup(mgr) }},
-	{Name: "binding-status", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupStatus(mgr) }},
+	{Name: "detector", Setup: func(mgr ctrl.Manager, s Settings) error { return detector.Setup(mgr, s.Templates) }},
+	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error {
+		return scheduler.Setup(mgr, s.DefaultFailoverToleration, s.Templates)
+	}},
+	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates) }},
+	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},
 	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupSweeper(mgr, multicluster.ConsumerWorks) }},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},

@@ -43,6 +43,13 @@ var (
 		// rollout to healthy tens of seconds.
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 	}, []string{"stage"})
+
+	// TemplateWatches has a series, 1, for each kind and namespace whose templates the hub watches (namespace
+	// empty: every namespace), and none for what it does not watch.
+	TemplateWatches = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flotilla_template_watches",
+		Help: "Templates the hub watches: 1 per kind and namespace (empty: every namespace) where a policy selects the kind or bindings of it exist.",
+	}, []string{"kind", "namespace"})
 )
 
 var hubOnce, agentOnce sync.Once
@@ -50,7 +57,7 @@ var hubOnce, agentOnce sync.Once
 // RegisterHub adds every Flotilla metric to controller-runtime's registry, once per process; the hub bridges
 // that registry (Bridge).
 func RegisterHub() {
-	hubOnce.Do(func() { crmetrics.Registry.MustRegister(Evictions, PropagationSeconds, Heartbeats) })
+	hubOnce.Do(func() { crmetrics.Registry.MustRegister(Evictions, PropagationSeconds, Heartbeats, TemplateWatches) })
 	RegisterAgent()
 }
 

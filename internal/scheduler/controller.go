@@ -61,21 +61,23 @@ type Controller[T binding] struct {
 	Recorder  events.EventRecorder
 	Framework *Framework
 	New       func() T
+	// Templates reads templates (detector.Templates).
+	Templates client.Reader
 }
 
 // Setup registers the scheduler for both binding kinds. A binding is placed again when its policy-derived
 // spec changes, when it becomes healthy while clusters are being left, and when a cluster changes in a way
 // that can move it (clusterEvents); never because of its own writes or a cluster's heartbeat. Bindings fail
 // over from an unhealthy cluster after failoverAfter unless their policy says otherwise.
-func Setup(mgr ctrl.Manager, failoverAfter time.Duration) error {
+func Setup(mgr ctrl.Manager, failoverAfter time.Duration, templates client.Reader) error {
 	f, recorder := New(failoverAfter), mgr.GetEventRecorder("flotilla-scheduler")
 	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
-		New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }},
+		Templates: templates, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }},
 		func() client.ObjectList { return &workv1alpha1.ResourceBindingList{} }); err != nil {
 		return err
 	}
 	return setup(mgr, "cluster-scheduler", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
-		New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }},
+		Templates: templates, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }},
 		func() client.ObjectList { return &workv1alpha1.ClusterResourceBindingList{} })
 }
 
@@ -310,7 +312,7 @@ func (r *Controller[T]) divisible(ctx context.Context, spec *workv1alpha1.Resour
 	template := &unstructured.Unstructured{}
 	template.SetAPIVersion(spec.Resource.APIVersion)
 	template.SetKind(spec.Resource.Kind)
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: spec.Resource.Namespace, Name: spec.Resource.Name}, template); err != nil {
+	if err := r.Templates.Get(ctx, client.ObjectKey{Namespace: spec.Resource.Namespace, Name: spec.Resource.Name}, template); err != nil {
 		return nil, client.IgnoreNotFound(err) // a binding whose template is gone follows it
 	}
 	if err := interpreter.Divisible(template); err != nil {
