@@ -6,7 +6,9 @@ import (
 )
 
 // authenticationConfig is where the API server's structured authentication configuration is written.
-func authenticationConfig(dataDir string) string { return filepath.Join(dataDir, "authentication.yaml") }
+func authenticationConfig(dataDir string) string {
+	return filepath.Join(dataDir, "authentication.yaml")
+}
 
 // writeAuthenticationConfig writes a configuration that authenticates anonymous requests only to paths: any
 // other request without credentials is refused as unauthenticated (401) before authorization, whatever
