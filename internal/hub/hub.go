@@ -394,7 +394,8 @@ func (h *Hub) authorizeAgents(ctx context.Context) error {
 }
 
 // publishForAgents learns the hub's ID and publishes it, with the hub's address and CA, for agents'
-// discovery, and lets bootstrap tokens file CSRs.
+// discovery, lets bootstrap tokens file CSRs, and gives clusters registered by earlier versions what
+// registering gives them now (their report quota).
 func (h *Hub) publishForAgents(ctx context.Context) error {
 	caPEM, err := registration.HubCA(h.Config)
 	if err != nil {
@@ -405,6 +406,9 @@ func (h *Hub) publishForAgents(ctx context.Context) error {
 		return err
 	}
 	if h.ID, err = registration.HubID(ctx, c); err != nil {
+		return err
+	}
+	if err := registration.EnsureReportQuotas(ctx, c); err != nil {
 		return err
 	}
 	return registration.EnsureHubObjects(ctx, c, h.Config.Host, caPEM, h.ID)

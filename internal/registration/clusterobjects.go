@@ -105,6 +105,35 @@ func reportQuota(ns string) *corev1.ResourceQuota {
 	}
 }
 
+// EnsureReportQuotas gives the namespace of every registered cluster its report quota: clusters registered by
+// versions before the quota existed have none until they register again. The hub runs it when it starts. A
+// namespace that is gone or going is left alone.
+func EnsureReportQuotas(ctx context.Context, c client.Client) error {
+	clusters := &clusterv1alpha1.ClusterList{}
+	if err := c.List(ctx, clusters); err != nil {
+		return err
+	}
+	quotas := &corev1.ResourceQuotaList{}
+	if err := c.List(ctx, quotas); err != nil {
+		return err
+	}
+	has := map[string]bool{}
+	for _, q := range quotas.Items {
+		has[q.Namespace] = has[q.Namespace] || q.Name == ReportQuota
+	}
+	for _, cluster := range clusters.Items {
+		ns := clusterv1alpha1.ClusterNamespace(cluster.Name)
+		if has[ns] || cluster.DeletionTimestamp != nil {
+			continue
+		}
+		err := c.Create(ctx, reportQuota(ns))
+		if err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return fmt.Errorf("report quota of cluster %s: %w", cluster.Name, err)
+		}
+	}
+	return nil
+}
+
 // agentRBACPrefix starts the name of an agent's ClusterRole and ClusterRoleBinding; the cluster's name ends
 // it.
 const agentRBACPrefix = "flotilla:agent:"

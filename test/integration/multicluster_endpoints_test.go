@@ -224,3 +224,28 @@ func TestReportQuotaCapsEachCluster(t *testing.T) {
 	}
 	reportsOfWeb(5)
 }
+
+// TestReportQuotaOfEarlierRegistrations: a cluster registered before report quotas existed gets its quota
+// when the hub starts (EnsureReportQuotas), and one already there is left as it is.
+func TestReportQuotaOfEarlierRegistrations(t *testing.T) {
+	ctx := context.Background()
+	pushCluster(t, "mcs-earlier", map[string][]byte{"token": []byte(memberToken(t))}, nil)
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace("mcs-earlier"), Name: registration.ReportQuota}
+	// As an earlier version registered it: no quota.
+	if err := env.Client.Delete(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := registration.EnsureReportQuotas(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	quota := &corev1.ResourceQuota{}
+	if err := env.Client.Get(ctx, key, quota); err != nil {
+		t.Fatalf("no report quota after the hub's start-up pass: %v", err)
+	}
+	if hard := quota.Spec.Hard[registration.ReportedSlicesResource]; hard.Value() != registration.MaxReportedEndpointSlices {
+		t.Fatalf("report quota %v", quota.Spec.Hard)
+	}
+	if err := registration.EnsureReportQuotas(ctx, env.Client); err != nil {
+		t.Fatalf("a second pass, with every quota there: %v", err)
+	}
+}
