@@ -30,8 +30,8 @@ func (d Direct) Client(*http.Request) (client.Client, error) { return d.Reader, 
 // Allowed is always true: the Notifier watched with the same credentials.
 func (Direct) Allowed(*http.Request, Change) bool { return true }
 
-// Impersonating is the access of the dashboard inside the hub: the hub API server has authenticated and
-// authorized the request; pages are read by impersonating that user (with their groups and extras), and a
+// Impersonating is the access of the dashboard inside the hub: the hub has authenticated and authorized the
+// request (its dashboard server delegates both); pages are read by impersonating that user (with their groups and extras), and a
 // change reaches their page only when a SubjectAccessReview says they may list its kind in its namespace.
 // Clients and answers are kept for a short while, so a page view costs no extra review.
 //
@@ -39,7 +39,7 @@ func (Direct) Allowed(*http.Request, Change) bool { return true }
 // review says the person may read them: a page over 1,000 bindings then costs no list the API server
 // encodes and the dashboard decodes again for every view.
 type Impersonating struct {
-	Base    *rest.Config // a hub identity allowed to impersonate and to create SubjectAccessReviews
+	Base    *rest.Config // a hub identity allowed to impersonate and to create SubjectAccessReviews (the hub's front user)
 	cache   client.Reader
 	reviews kubernetes.Interface
 	clients *utilcache.LRUExpireCache

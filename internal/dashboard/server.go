@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Prefix is where the dashboard lives, on the hub's secure port and on flotilla dashboard's own port;
+// Prefix is where the dashboard lives, on the hub's dashboard port and on flotilla dashboard's own port;
 // Events is its stream of changes, which stays open as long as a page does.
 const (
 	Prefix = "/dashboard/"

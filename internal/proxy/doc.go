@@ -41,5 +41,5 @@
 // unreachable, 504 timeout, or the member's own). One cluster's failure never fails the list, and the list
 // names a cluster the caller may not reach only when the caller named it or may list the hub's Clusters. The hub's
 // kube-apiserver authorizes the request itself as get on fleet/api or fleet/apis named list, which the
-// ClusterRole FleetListRole grants every authenticated user.
+// ClusterRole FleetListRole grants the groups the admin chose (the hub's --fleet-user-groups).
 package proxy

@@ -91,8 +91,8 @@ type FleetListCluster struct {
 }
 
 // fleetREST serves fleet/list/PATH: GET of the collection PATH in each selected member, as the caller, for the
-// clusters on which the hub's RBAC lets the caller use clusters/proxy. Anyone authenticated may ask (see
-// FleetListRole): each cluster is authorized on its own before it is read.
+// clusters on which the hub's RBAC lets the caller use clusters/proxy. The fleet's user groups may ask (see
+// FleetListRole), within a budget (budget): each cluster is authorized on its own before it is read.
 type fleetREST struct {
 	clusters   *clusterREST
 	backends   Backend
