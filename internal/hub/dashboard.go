@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -91,7 +92,12 @@ func (h *Hub) startDashboard(ctx context.Context, o *Options, cache client.Reade
 	}
 	server.Handler.NonGoRestfulMux.HandlePrefix(dashboard.Prefix, handler)
 	h.dashboardServer = server
-	h.DashboardURL = "https://" + ln.Addr().String() + dashboard.Prefix
+	// The hub's address (not the listener's, which may be 0.0.0.0), at the dashboard's port.
+	api, err := url.Parse(h.Config.Host)
+	if err != nil {
+		return err
+	}
+	h.DashboardURL = "https://" + net.JoinHostPort(api.Hostname(), strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)) + dashboard.Prefix
 	return nil
 }
 
