@@ -163,6 +163,16 @@ func (p PKI) ensureCA(certFile, keyFile, cn string) (*x509.Certificate, crypto.S
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("reading CA %s: %w", certFile, err)
 	}
+	cert, key, err := NewCA(cn)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, key, writePair(certFile, keyFile, cert, key)
+}
+
+// NewCA returns a new CA certificate and its key, valid for caLifetime: for a CA kept elsewhere than in a
+// PKI directory, such as that of the hub's admission webhook over an existing cluster.
+func NewCA(cn string) (*x509.Certificate, crypto.Signer, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -180,8 +190,19 @@ func (p PKI) ensureCA(certFile, keyFile, cn string) (*x509.Certificate, crypto.S
 	if err != nil {
 		return nil, nil, err
 	}
-	cert, _ := x509.ParseCertificate(der)
-	return cert, key, writePair(certFile, keyFile, cert, key)
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
+}
+
+// NewServingCert issues, from ca, a serving certificate for hosts (names or IPs) valid for leafLifetime.
+func NewServingCert(ca *x509.Certificate, caKey crypto.Signer, cn string, hosts []string) (*x509.Certificate, crypto.Signer, error) {
+	return newLeaf(ca, caKey, leafSpec{cn: cn, hosts: hosts, server: true})
+}
+
+// ServingCertCurrent reports whether a serving certificate is signed by ca, has a third of its life left and
+// covers every host: if not, it is time to issue another.
+func ServingCertCurrent(cert, ca *x509.Certificate, hosts []string) bool {
+	return leafCurrent(cert, ca, leafSpec{hosts: hosts, server: true})
 }
 
 type leafSpec struct {
@@ -197,9 +218,17 @@ func (p PKI) ensureLeaf(certFile, keyFile string, ca *x509.Certificate, caKey cr
 	if cert, _, err := loadPair(certFile, keyFile); err == nil && leafCurrent(cert, ca, spec) {
 		return nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, key, err := newLeaf(ca, caKey, spec)
 	if err != nil {
 		return err
+	}
+	return writePair(certFile, keyFile, cert, key)
+}
+
+func newLeaf(ca *x509.Certificate, caKey crypto.Signer, spec leafSpec) (*x509.Certificate, crypto.Signer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
@@ -224,10 +253,10 @@ func (p PKI) ensureLeaf(certFile, keyFile string, ca *x509.Certificate, caKey cr
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	cert, _ := x509.ParseCertificate(der)
-	return writePair(certFile, keyFile, cert, key)
+	cert, err := x509.ParseCertificate(der)
+	return cert, key, err
 }
 
 // leafCurrent reports whether an existing leaf is signed by ca, has a third of its life left, and (for a
