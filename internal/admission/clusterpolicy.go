@@ -1,15 +1,11 @@
-package hub
+package admission
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -30,8 +26,8 @@ var clusterCredentialAnnotations = []string{
 	clusterv1alpha1.AnnotationAgentUser, clusterv1alpha1.AnnotationRegistrationRequest, clusterv1alpha1.AnnotationAgentKey,
 }
 
-// AdmissionSettings are what the hub's admission policies depend on.
-type AdmissionSettings struct {
+// Settings are what the hub's admission policies depend on.
+type Settings struct {
 	// CredentialGroups may change a Cluster's credential fields, with ControllersUser (the hub's own
 	// registration writes them).
 	CredentialGroups []string
@@ -45,7 +41,7 @@ type AdmissionSettings struct {
 // cannot say it: `patch clusters` for taints and labels is also `patch` of spec.apiEndpoint. With
 // AllowLocalEndpoints false, it also refuses, to everyone, an endpoint on a loopback or link-local address
 // (the hub's own API server, a cloud's metadata service) written as an IP or localhost.
-func clusterCredentialsAdmission(s AdmissionSettings) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+func clusterCredentialsAdmission(s Settings) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	forbidden := ptr.To(metav1.StatusReasonForbidden)
 	admins := fmt.Sprintf("request.userInfo.username == %q || request.userInfo.groups.exists(g, g in %s)", s.ControllersUser, celStrings(s.CredentialGroups))
 	who := fmt.Sprintf("only the hub's administrators (groups %s) may set or change it", strings.Join(s.CredentialGroups, ", "))
@@ -94,18 +90,4 @@ func celStrings(strs []string) string {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
 	return "[" + strings.Join(quoted, ", ") + "]"
-}
-
-// selfUser returns the user name the API server knows cfg by: on a hub over an existing cluster, the
-// controllers run as the kubeconfig's user.
-func selfUser(ctx context.Context, cfg *rest.Config) (string, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return "", err
-	}
-	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		return "", fmt.Errorf("who the hub is (SelfSubjectReview): %w", err)
-	}
-	return review.Status.UserInfo.Username, nil
 }

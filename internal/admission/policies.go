@@ -1,4 +1,4 @@
-package hub
+package admission
 
 import (
 	"context"
@@ -178,9 +178,9 @@ func bindingFor(policy *admissionregistrationv1.ValidatingAdmissionPolicy) *admi
 	}
 }
 
-// InstallAdmission installs (or restores) the hub's admission policies. The API server enforces them a
-// second or two later (it reloads policies once a second); WaitForAdmission waits for that.
-func InstallAdmission(ctx context.Context, cfg *rest.Config, s AdmissionSettings) error {
+// InstallPolicies installs (or restores) the hub's admission policies. The API server enforces them a
+// second or two later (it reloads policies once a second); WaitEnforced waits for that.
+func InstallPolicies(ctx context.Context, cfg *rest.Config, s Settings) error {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
@@ -188,7 +188,7 @@ func InstallAdmission(ctx context.Context, cfg *rest.Config, s AdmissionSettings
 	clusterCredentials := func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 		return clusterCredentialsAdmission(s)
 	}
-	// The override policy goes last: WaitForAdmission probes it, and the API server loads policies in the
+	// The override policy goes last: WaitEnforced probes it, and the API server loads policies in the
 	// order they were written.
 	for _, admission := range []func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding){
 		agentWorksAdmission, clusterCredentials, purgeModeNamesAdmission, overrideValuesAdmission,
@@ -205,28 +205,48 @@ func InstallAdmission(ctx context.Context, cfg *rest.Config, s AdmissionSettings
 	return nil
 }
 
-// WaitForAdmission waits until the API server enforces the admission policies: a dry run of an override
-// without a value is rejected. Flotilla's CRDs must be established.
-func WaitForAdmission(ctx context.Context, cfg *rest.Config) error {
+// WaitEnforced waits until the API server enforces the hub's admission rules: a dry run of an override
+// without a value is refused (the policies are loaded), and so is one of a ClusterPropagationPolicy whose
+// statePreservation jsonPath does not parse (the checks in Go run: in process, or through the webhook, which
+// the API server must reach). Flotilla's CRDs must be established.
+func WaitEnforced(ctx context.Context, cfg *rest.Config) error {
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
-	probe := &policyv1alpha1.ClusterOverridePolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "flotilla-admission-probe"},
-		Spec: policyv1alpha1.OverrideSpec{
-			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap"}},
-			OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: policyv1alpha1.Overriders{
-				Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/data/x", Operator: policyv1alpha1.OverriderOpAdd}},
-			}}},
-		},
+	selectors := []policyv1alpha1.ResourceSelector{{APIVersion: "v1", Kind: "ConfigMap"}}
+	probes := []struct {
+		rule string
+		obj  client.Object
+	}{
+		{"admission policy " + overrideValuesPolicy, &policyv1alpha1.ClusterOverridePolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "flotilla-admission-probe"},
+			Spec: policyv1alpha1.OverrideSpec{
+				ResourceSelectors: selectors,
+				OverrideRules: []policyv1alpha1.RuleWithCluster{{Overriders: policyv1alpha1.Overriders{
+					Plaintext: []policyv1alpha1.PlaintextOverrider{{Path: "/data/x", Operator: policyv1alpha1.OverriderOpAdd}},
+				}}},
+			},
+		}},
+		{"admission check " + propagationPolicyCheck.Name, &policyv1alpha1.ClusterPropagationPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "flotilla-admission-probe"},
+			Spec: policyv1alpha1.PropagationSpec{
+				ResourceSelectors: selectors,
+				Failover: &policyv1alpha1.FailoverBehavior{Cluster: &policyv1alpha1.ClusterFailoverBehavior{
+					StatePreservation: &policyv1alpha1.StatePreservation{Rules: []policyv1alpha1.StatePreservationRule{{AliasLabelName: "probe", JSONPath: "{.probe"}}},
+				}},
+			},
+		}},
 	}
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), nil
-	})
-	if err != nil {
-		return fmt.Errorf("admission policy %s is not enforced: %w", overrideValuesPolicy, err)
+	for _, probe := range probes {
+		var last error
+		err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			last = c.Create(ctx, probe.obj.DeepCopyObject().(client.Object), client.DryRunAll)
+			return apierrors.IsInvalid(last) || apierrors.IsForbidden(last), nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s is not enforced (last answer: %v): %w", probe.rule, last, err)
+		}
 	}
 	return nil
 }

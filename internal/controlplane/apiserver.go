@@ -23,7 +23,8 @@ const serviceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 // apiserverOptions configures kube-apiserver as a hub or member needs it: client-certificate and
 // bootstrap-token authentication, RBAC, aggregation through the front-proxy CA, storage in etcd with Secrets
-// encrypted, events rate-limited per namespace, no profiling endpoints unless c.Profiling asks for them.
+// encrypted, the admission plugins of c besides the default ones, no profiling endpoints unless c.Profiling
+// asks for them.
 func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS) *apiserveroptions.ServerRunOptions {
 	s := apiserveroptions.NewServerRunOptions()
 
@@ -72,11 +73,16 @@ func apiserverOptions(c *Config, pki PKI, etcdServers []string, etcdTLS *EtcdTLS
 	s.ProxyClientKeyFile = pki.FrontProxyClientKey()
 
 	s.Authorization.Modes = []string{"Node", "RBAC"}
-	registerPolicyAdmission(s.Admission.GenericAdmission.Plugins)
-	registerCustomizationAdmission(s.Admission.GenericAdmission.Plugins)
-	s.Admission.GenericAdmission.RecommendedPluginOrder = append(s.Admission.GenericAdmission.RecommendedPluginOrder, policyAdmissionName, customizationAdmissionName)
-	s.Admission.GenericAdmission.EnablePlugins = []string{"EventRateLimit", policyAdmissionName, customizationAdmissionName}
-	s.Admission.GenericAdmission.ConfigFile = admissionConfig(c.DataDir)
+	for _, p := range c.AdmissionPlugins {
+		if p.New != nil {
+			s.Admission.GenericAdmission.Plugins.Register(p.Name, p.New)
+			s.Admission.GenericAdmission.RecommendedPluginOrder = append(s.Admission.GenericAdmission.RecommendedPluginOrder, p.Name)
+		}
+		s.Admission.GenericAdmission.EnablePlugins = append(s.Admission.GenericAdmission.EnablePlugins, p.Name)
+	}
+	if configured(c.AdmissionPlugins) {
+		s.Admission.GenericAdmission.ConfigFile = admissionConfig(c.DataDir)
+	}
 
 	// On shutdown, drain ordinary requests and give long-running ones (watches of agents in other processes)
 	// two seconds instead of the request timeout of a minute.

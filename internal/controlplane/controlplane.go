@@ -80,6 +80,9 @@ type Config struct {
 	// Authorizer, when set, is asked about every request before the Node and RBAC authorizers; what it has no
 	// opinion on, they decide. The hub's authorizer of agents (registration.AgentAuthorizer) is one.
 	Authorizer authorizer.Authorizer
+	// AdmissionPlugins are the admission plugins kube-apiserver runs besides its default ones: for the hub, the
+	// checks of internal/admission and the limit on events.
+	AdmissionPlugins []AdmissionPlugin
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }
@@ -187,8 +190,10 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 			return nil, err
 		}
 	}
-	if err := writeAdmissionConfig(c.DataDir); err != nil {
-		return nil, err
+	if configured(c.AdmissionPlugins) {
+		if err := writeAdmissionConfig(c.DataDir, c.AdmissionPlugins); err != nil {
+			return nil, err
+		}
 	}
 	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
 	go func() {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/flotilla-io/flotilla/internal/admission"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
 
@@ -133,6 +134,8 @@ func StartMember(ctx context.Context, o *MemberOptions, progress func(string)) (
 		Progress:    progress,
 		// A local cluster for tests and demos: start fast rather than give each controller its own account.
 		SharedControllerCredentials: true,
+		// Events are rate-limited per namespace, as on the hub.
+		AdmissionPlugins: []controlplane.AdmissionPlugin{admission.EventRateLimit()},
 	}
 	if len(o.EtcdServers) > 0 {
 		cfg.EtcdServers, cfg.EtcdPrefix = o.EtcdServers, o.EtcdPrefix

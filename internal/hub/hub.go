@@ -30,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/admission"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/proxy"
@@ -74,6 +75,9 @@ type Hub struct {
 	pullBackend proxy.Backend
 	// agents decides, in the embedded hub's API server, what agents may do with their own Cluster.
 	agents registration.AgentAuthorizer
+	// webhook serves the admission checks in Go to an existing cluster's API server; nil for the embedded hub,
+	// whose API server runs them in process.
+	webhook *admission.Webhook
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
@@ -109,22 +113,29 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 
 	// The admission policies go first: the API server takes a second or two to enforce them, time the CRDs
 	// take to be established anyway.
-	admission := AdmissionSettings{CredentialGroups: o.ClusterCredentialGroups, ControllersUser: ControllersUser, AllowLocalEndpoints: o.AllowLocalMemberEndpoints}
+	settings := admission.Settings{CredentialGroups: o.ClusterCredentialGroups, ControllersUser: ControllersUser, AllowLocalEndpoints: o.AllowLocalMemberEndpoints}
 	if !o.Embedded() {
-		if admission.ControllersUser, err = selfUser(ctx, h.Config); err != nil {
+		if settings.ControllersUser, err = selfUser(ctx, h.Config); err != nil {
 			return nil, err
 		}
 	}
-	if err := InstallAdmission(ctx, h.Config, admission); err != nil {
+	if err := admission.InstallPolicies(ctx, h.Config, settings); err != nil {
 		return nil, err
 	}
 	if err := InstallCRDs(ctx, h.Config); err != nil {
 		return nil, err
 	}
-	if err := WaitForAdmission(ctx, h.Config); err != nil {
+	if err := ensureNamespace(ctx, h.Config, clusterv1alpha1.SystemNamespace); err != nil {
 		return nil, err
 	}
-	if err := ensureNamespace(ctx, h.Config, clusterv1alpha1.SystemNamespace); err != nil {
+	// The embedded API server runs the checks in Go in process; an existing cluster's calls them here.
+	if !o.Embedded() {
+		if h.webhook, err = admission.ServeWebhook(ctx, h.Config, o.webhookOptions()); err != nil {
+			return nil, err
+		}
+		progress("admission webhook served at " + h.webhook.Address)
+	}
+	if err := admission.WaitEnforced(ctx, h.Config); err != nil {
 		return nil, err
 	}
 	progress(fmt.Sprintf("Flotilla CRDs established, admission policies enforced, namespace %s ready", clusterv1alpha1.SystemNamespace))
@@ -214,11 +225,12 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		Controllers:       controlplane.HubControllers,
 		// Several hubs on one external etcd elect one kube-controller-manager; alone, there is nobody to
 		// elect against and a restart should not wait for its own old lease to expire.
-		LeaderElect:     len(o.EtcdServers) > 0,
-		SigningDuration: o.MaxAgentCertTTL,
-		Progress:        progress,
-		Profiling:       o.Profiling,
-		Authorizer:      authorizer.AuthorizerFunc(h.agents.Authorize),
+		LeaderElect:      len(o.EtcdServers) > 0,
+		SigningDuration:  o.MaxAgentCertTTL,
+		Progress:         progress,
+		Profiling:        o.Profiling,
+		Authorizer:       authorizer.AuthorizerFunc(h.agents.Authorize),
+		AdmissionPlugins: admission.Plugins(),
 		// Without credentials one may ask whether the hub is up and which version it runs, and read the
 		// cluster-info joining agents verify against their CA pin; nothing else, whatever RBAC grants
 		// system:unauthenticated.
@@ -289,9 +301,13 @@ func (h *Hub) Run(ctx context.Context) error {
 	managerDone := make(chan error, 1)
 	go func() { managerDone <- h.manager.Start(ctx) }()
 
+	// What the hub runs besides its controllers and servers: the embedded control plane, or over an existing
+	// cluster the admission webhook.
 	var failed <-chan error
 	if h.controlPlane != nil {
 		failed = h.controlPlane.Failed()
+	} else if h.webhook != nil {
+		failed = h.webhook.Failed()
 	}
 	serverFailed := make(chan error, 2)
 	if h.proxyServer != nil {
@@ -328,6 +344,9 @@ func (h *Hub) stop() {
 	if h.proxyLn != nil {
 		// Serving closes it too; this covers a hub that failed before serving.
 		_ = h.proxyLn.Close()
+	}
+	if h.webhook != nil {
+		h.webhook.Stop()
 	}
 	if h.controlPlane != nil {
 		h.controlPlane.Stop()

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	flowcontrolbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,4 +160,18 @@ func (h *Hub) installControllersIdentity(ctx context.Context) (*rest.Config, err
 	}
 	cfg.QPS, cfg.Burst = h.Config.QPS, h.Config.Burst
 	return cfg, nil
+}
+
+// selfUser returns the user name the API server knows cfg by: on a hub over an existing cluster, the
+// controllers run as the kubeconfig's user.
+func selfUser(ctx context.Context, cfg *rest.Config) (string, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("who the hub is (SelfSubjectReview): %w", err)
+	}
+	return review.Status.UserInfo.Username, nil
 }

@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/flotilla-io/flotilla/internal/admission"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
@@ -73,10 +76,15 @@ type Options struct {
 	// Version is Flotilla's version, reported for Push clusters.
 	Version string
 	// ClusterCredentialGroups may change the fields of a Cluster that decide where the hub sends a member's
-	// traffic and which agent it trusts (clusterCredentialsAdmission).
+	// traffic and which agent it trusts (admission policy flotilla-cluster-credentials).
 	ClusterCredentialGroups []string
 	// AllowLocalMemberEndpoints admits Clusters whose endpoint is a loopback or link-local address.
 	AllowLocalMemberEndpoints bool
+	// WebhookPort, WebhookHost and WebhookService (NAMESPACE/NAME) say, with Kubeconfig, where the hub serves
+	// the admission checks that cluster's API server calls, and how it reaches them (admission.WebhookOptions).
+	WebhookPort    int
+	WebhookHost    string
+	WebhookService string
 }
 
 // NewOptions returns the defaults.
@@ -107,7 +115,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Context, "context", o.Context, "kubeconfig context to use with --kubeconfig")
 	fs.StringVar(&o.RegisterHost, "register-host", o.RegisterHost, "with --kubeconfig: also register that cluster as a member of this name, in push mode (templates then run there)")
 	fs.BoolVar(&o.AllowWorkloads, "allow-workloads", o.AllowWorkloads, "use the cluster of --kubeconfig even though it has Nodes or a running kube-controller-manager: templates would run there as workloads")
-	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "IP address the hub API listens on")
+	fs.StringVar(&o.BindAddress, "bind-address", o.BindAddress, "IP address the hub API listens on (with --kubeconfig: its admission webhook)")
 	fs.IntVar(&o.SecurePort, "secure-port", o.SecurePort, "port the hub API listens on")
 	fs.StringVar(&o.AdvertiseAddress, "advertise-address", o.AdvertiseAddress, "IP address members and clients use to reach the hub (default 127.0.0.1)")
 	fs.StringSliceVar(&o.TLSSANs, "tls-san", o.TLSSANs, "extra DNS name or IP for the hub's serving certificate (repeatable)")
@@ -128,6 +136,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ProxySystemGroups, "proxy-system-groups", o.ProxySystemGroups, "system:* groups of a hub user that members see when the proxy acts as that user (system:authenticated always); others, such as system:masters and system:serviceaccounts:NS, mean something on the hub only and are dropped. flotilla up passes system:masters: its hub admin is every member's admin")
 	fs.StringSliceVar(&o.FleetUserGroups, "fleet-user-groups", o.FleetUserGroups, "groups that may open the dashboard and ask for fleet lists (each still sees only what its own rights allow); system:authenticated would include join tokens and agents")
 	fs.StringSliceVar(&o.ClusterCredentialGroups, "cluster-credential-groups", o.ClusterCredentialGroups, "groups that may set or change a Cluster's endpoint, proxy, TLS check, Secret, ID and agent annotations (with the hub's own controllers); anyone else who may patch Clusters changes only labels, taints and the rest")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "with --kubeconfig: port of the admission webhook the hub serves to that cluster's API server, on --bind-address (0: a free port)")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "with --kubeconfig: name or IP at which that cluster's API server reaches the hub's admission webhook (default: this host's address on its route to that API server)")
+	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "with --kubeconfig, for a hub running inside that cluster: NAMESPACE/NAME of the Service in front of it, through which the API server reaches the admission webhook at --webhook-port")
 	fs.BoolVar(&o.AllowLocalMemberEndpoints, "allow-local-member-endpoints", o.AllowLocalMemberEndpoints, "admit Clusters whose endpoint is a loopback or link-local address (a local fleet, such as flotilla up's); off, such endpoints are refused at admission")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
@@ -156,6 +167,9 @@ func (o *Options) Validate() error {
 		if o.AllowWorkloads || o.RegisterHost != "" {
 			errs = append(errs, errors.New("--allow-workloads and --register-host apply only to --kubeconfig"))
 		}
+		if o.WebhookPort != 0 || o.WebhookHost != "" || o.WebhookService != "" {
+			errs = append(errs, errors.New("--webhook-port, --webhook-host and --webhook-service apply only to --kubeconfig: the embedded hub's API server runs the admission checks itself"))
+		}
 		if o.DataDir == "" {
 			home, err := os.UserHomeDir()
 			if err != nil {
@@ -165,9 +179,6 @@ func (o *Options) Validate() error {
 		}
 		if o.SecurePort < 1 || o.SecurePort > 65535 {
 			errs = append(errs, fmt.Errorf("--secure-port %d: must be between 1 and 65535", o.SecurePort))
-		}
-		if net.ParseIP(o.BindAddress) == nil {
-			errs = append(errs, fmt.Errorf("--bind-address %q: not an IP address", o.BindAddress))
 		}
 		if o.AdvertiseAddress != "" && net.ParseIP(o.AdvertiseAddress) == nil {
 			errs = append(errs, fmt.Errorf("--advertise-address %q: not an IP address", o.AdvertiseAddress))
@@ -189,6 +200,10 @@ func (o *Options) Validate() error {
 		if _, err := os.Stat(o.Kubeconfig); err != nil {
 			errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
 		}
+		errs = append(errs, o.validateWebhook()...)
+	}
+	if net.ParseIP(o.BindAddress) == nil {
+		errs = append(errs, fmt.Errorf("--bind-address %q: not an IP address", o.BindAddress))
 	}
 	if o.DefaultFailoverToleration < 0 {
 		errs = append(errs, fmt.Errorf("--default-failover-toleration %s: must not be negative", o.DefaultFailoverToleration))
@@ -209,4 +224,38 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validateWebhook checks where the hub over an existing cluster serves its admission webhook.
+func (o *Options) validateWebhook() []error {
+	var errs []error
+	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port %d: want 0 (a free port) to 65535", o.WebhookPort))
+	}
+	if o.WebhookHost != "" && (strings.ContainsAny(o.WebhookHost, " /:") && net.ParseIP(o.WebhookHost) == nil) {
+		errs = append(errs, fmt.Errorf("--webhook-host %q: not a DNS name or IP address", o.WebhookHost))
+	}
+	if o.WebhookService == "" {
+		return errs
+	}
+	ns, name, _ := strings.Cut(o.WebhookService, "/")
+	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Label(name)) > 0 {
+		errs = append(errs, fmt.Errorf("--webhook-service %q: want NAMESPACE/NAME of a Service", o.WebhookService))
+	}
+	if o.WebhookHost != "" {
+		errs = append(errs, errors.New("--webhook-host and --webhook-service are exclusive: the API server reaches the webhook at one or through the other"))
+	}
+	if o.WebhookPort == 0 {
+		errs = append(errs, errors.New("--webhook-service needs --webhook-port: the port the Service forwards to the hub"))
+	}
+	return errs
+}
+
+// webhookOptions is where the hub over an existing cluster serves its admission webhook.
+func (o *Options) webhookOptions() admission.WebhookOptions {
+	w := admission.WebhookOptions{BindAddress: o.BindAddress, Port: o.WebhookPort, Host: o.WebhookHost}
+	if ns, name, ok := strings.Cut(o.WebhookService, "/"); ok {
+		w.Service = types.NamespacedName{Namespace: ns, Name: name}
+	}
+	return w
 }

@@ -67,6 +67,26 @@ func TestOptionsValidate(t *testing.T) {
 		{"profiling the embedded hub", func(o *Options) { o.Profiling = true }, ""},
 		{"profiling with kubeconfig", func(o *Options) { o.Kubeconfig, o.DataDir, o.Profiling = kubeconfig, "", true },
 			"--profiling serves the embedded hub's profiles and cannot be used with --kubeconfig"},
+		{"webhook on a free port of a given host", func(o *Options) { o.Kubeconfig, o.DataDir, o.WebhookHost = kubeconfig, "", "hub.example.com" }, ""},
+		{"webhook behind a Service", func(o *Options) {
+			o.Kubeconfig, o.DataDir, o.WebhookService, o.WebhookPort = kubeconfig, "", "flotilla-system/flotilla-hub", 9443
+		}, ""},
+		{"webhook Service without a port", func(o *Options) {
+			o.Kubeconfig, o.DataDir, o.WebhookService = kubeconfig, "", "flotilla-system/flotilla-hub"
+		},
+			"--webhook-service needs --webhook-port"},
+		{"webhook Service without a namespace", func(o *Options) {
+			o.Kubeconfig, o.DataDir, o.WebhookService, o.WebhookPort = kubeconfig, "", "flotilla-hub", 9443
+		},
+			`--webhook-service "flotilla-hub": want NAMESPACE/NAME`},
+		{"webhook Service and host", func(o *Options) {
+			o.Kubeconfig, o.DataDir, o.WebhookService, o.WebhookPort, o.WebhookHost = kubeconfig, "", "ns/hub", 9443, "hub.example.com"
+		}, "--webhook-host and --webhook-service are exclusive"},
+		{"webhook host with a scheme", func(o *Options) { o.Kubeconfig, o.DataDir, o.WebhookHost = kubeconfig, "", "https://hub" }, `--webhook-host "https://hub"`},
+		{"webhook port too large", func(o *Options) { o.Kubeconfig, o.DataDir, o.WebhookPort = kubeconfig, "", 70000 }, "--webhook-port 70000"},
+		{"webhook of the embedded hub", func(o *Options) { o.WebhookPort = 9443 }, "--webhook-port, --webhook-host and --webhook-service apply only to --kubeconfig"},
+		{"kubeconfig with a bind address that is not an IP", func(o *Options) { o.Kubeconfig, o.DataDir, o.BindAddress = kubeconfig, "", "any" },
+			`--bind-address "any": not an IP address`},
 		{"missing kubeconfig", func(o *Options) { o.Kubeconfig, o.DataDir = "/does/not/exist", "" }, "--kubeconfig: stat /does/not/exist"},
 	}
 	for _, tt := range tests {

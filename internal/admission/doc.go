@@ -1,0 +1,23 @@
+// Package admission holds every admission rule of the hub, so that a rule of a Flotilla kind has one home
+// and runs the same way whether the hub embeds its API server or adopts an existing cluster
+// (`flotilla hub --kubeconfig`).
+//
+// Two kinds of rule live here:
+//
+//   - ValidatingAdmissionPolicies (CEL), objects the hub installs on every start (policies.go,
+//     clusterpolicy.go): override values and the paths an override may not reach (flotilla-override-values),
+//     what an agent may change of its Works (flotilla-agent-works), who may change a Cluster's credential
+//     fields and which endpoints it may have (flotilla-cluster-credentials), and a warning for the older
+//     purge mode names (flotilla-purge-mode-names). Any API server enforces them, embedded or not.
+//   - Checks in Go, for what CEL cannot do (check.go): that a propagation policy's statePreservation
+//     jsonPaths parse (policy.go), and that an InterpreterCustomization's CEL expressions compile and its Lua
+//     scripts load (customization.go). The embedded hub's kube-apiserver runs them in process, as admission
+//     plugins (Check.Plugin); a hub over an existing cluster serves them as a validating webhook
+//     (webhook.go) that the cluster's API server calls, with failurePolicy Fail. One Validate function
+//     serves both, and the refusal carries the same message (the webhook's is prefixed by the API server
+//     with the webhook's name).
+//
+// One limit needs the embedded API server and has no counterpart over an existing cluster: events are
+// rate-limited per namespace by kube-apiserver's EventRateLimit plugin (EventRateLimit). There the cluster's
+// administrator sets such limits.
+package admission

@@ -1,0 +1,127 @@
+package existingcluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/testenv"
+)
+
+// deniedByWebhook is how an API server introduces a webhook's refusal.
+var deniedByWebhook = regexp.MustCompile(`^admission webhook "[a-z.]+" denied the request: `)
+
+// TestChecksRunOverExistingCluster: what the embedded hub's API server refuses in process (a policy whose
+// statePreservation jsonPath does not parse, a customization whose Lua script does not parse), a hub over an
+// existing cluster refuses at admission too, through the webhook it serves, with the same message after the
+// API server's naming of the webhook. With no hub serving, those kinds are refused rather than let through
+// unchecked.
+func TestChecksRunOverExistingCluster(t *testing.T) {
+	ctx := context.Background()
+	embedded := startEmbeddedHub(t)
+	adopting := startAdoptingHub(t)
+
+	selectors := []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}}
+	badPolicy := &policyv1alpha1.PropagationPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad-state", Namespace: metav1.NamespaceDefault},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: selectors, Failover: &policyv1alpha1.FailoverBehavior{
+			Application: &policyv1alpha1.ApplicationFailoverBehavior{StatePreservation: &policyv1alpha1.StatePreservation{
+				Rules: []policyv1alpha1.StatePreservationRule{{AliasLabelName: "checkpoint", JSONPath: "{.checkpoint"}},
+			}},
+		}},
+	}
+	badCustomization := &configv1alpha1.InterpreterCustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "bad-lua"},
+		Spec: configv1alpha1.InterpreterCustomizationSpec{
+			Target: configv1alpha1.CustomizationTarget{APIVersion: "example.io/v1", Kind: "Widget"},
+			Customizations: configv1alpha1.CustomizationRules{HealthInterpretation: &configv1alpha1.Expression{
+				LuaScript: "function InterpretHealth(observedObj)\n  return observedObj.status. >= 1\nend\n",
+			}},
+		},
+	}
+	tests := []struct {
+		name string
+		obj  client.Object
+		want []string
+	}{
+		{"policy whose statePreservation jsonPath does not parse", badPolicy,
+			[]string{"spec.failover.application.statePreservation.rules[0].jsonPath", "not a JSONPath client-go can read"}},
+		{"customization whose Lua script does not parse", badCustomization,
+			[]string{"spec.customizations.healthInterpretation.luaScript", "luaScript line:2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inProcess := embedded.Client.Create(ctx, tt.obj.DeepCopyObject().(client.Object), client.DryRunAll)
+			if !apierrors.IsInvalid(inProcess) {
+				t.Fatalf("the embedded hub does not refuse it as invalid: %v", inProcess)
+			}
+			webhook := env.Client.Create(ctx, tt.obj.DeepCopyObject().(client.Object), client.DryRunAll)
+			if !apierrors.IsInvalid(webhook) {
+				t.Fatalf("the hub over an existing cluster does not refuse it as invalid: %v", webhook)
+			}
+			prefix := deniedByWebhook.FindString(webhook.Error())
+			if prefix == "" || strings.TrimPrefix(webhook.Error(), prefix) != inProcess.Error() {
+				t.Fatalf("the refusals differ:\n existing cluster: %v\n embedded hub:     %v", webhook, inProcess)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(webhook.Error(), want) {
+					t.Errorf("the refusal does not name %q: %v", want, webhook)
+				}
+			}
+		})
+	}
+
+	good := badPolicy.DeepCopy()
+	good.Spec.Failover.Application.StatePreservation.Rules[0].JSONPath = "{.checkpoint}"
+	if err := env.Client.Create(ctx, good.DeepCopy(), client.DryRunAll); err != nil {
+		t.Fatalf("a policy whose jsonPath parses is refused: %v", err)
+	}
+	adopting.Kill()
+	testenv.Eventually(t, time.Minute, "a policy is refused while no hub serves the checks", func() error {
+		err := env.Client.Create(ctx, good.DeepCopy(), client.DryRunAll)
+		if err == nil {
+			return errors.New("accepted unchecked")
+		}
+		if !strings.Contains(err.Error(), "failed calling webhook") {
+			t.Fatalf("refused for another reason: %v", err)
+		}
+		return nil
+	})
+}
+
+// startEmbeddedHub runs an embedded hub (`flotilla hub --data-dir`) as a child process, to compare with.
+func startEmbeddedHub(t *testing.T) *testenv.Env {
+	t.Helper()
+	ports, err := controlplane.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := filepath.Join(t.TempDir(), "embedded")
+	p := testenv.StartProcess(t, "embedded-hub", "hub", "--data-dir", dataDir, "--bind-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(ports[0]), "--dashboard=false")
+	kubeconfig := filepath.Join(dataDir, "admin.kubeconfig")
+	testenv.Eventually(t, 2*time.Minute, "the embedded hub is ready", func() error {
+		if p.Exited() {
+			t.Fatalf("the embedded hub exited:\n%s", p.Output())
+		}
+		if !strings.Contains(p.Output(), "hub ready") {
+			return errors.New("not ready yet")
+		}
+		_, err := os.Stat(kubeconfig)
+		return err
+	})
+	return testenv.Connect(t, kubeconfig)
+}
