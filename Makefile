@@ -64,8 +64,9 @@ verify: generate
 	cd api && $(GO) vet ./...
 	@$(MAKE) -s check-imports
 
-# The layout's import rules: api/ imports no internal package, and the decision packages (placement, overrides,
-# interpretation, bindings) never import what talks to members or runs control planes.
+# The layout's import rules: api/ imports no internal package; the decision packages (placement, overrides,
+# interpretation, bindings) never import what talks to members or runs control planes; controlplane knows
+# nothing of Flotilla (admission plugins and the authorizer come in through its Config).
 DECISION_PKGS := detector scheduler override interpreter binding selection
 RUNTIME_PKGS  := execution|agent|controlplane|devenv|hub|cli|bench
 check-imports:
@@ -74,6 +75,8 @@ check-imports:
 	  bad=$$($(GO) list -deps ./internal/$$p | grep -E 'flotilla-io/flotilla/internal/($(RUNTIME_PKGS))$$'); \
 	  if [ -n "$$bad" ]; then echo "internal/$$p must not import: $$bad"; exit 1; fi; \
 	done
+	@bad=$$($(GO) list -deps ./internal/controlplane | grep 'flotilla-io/flotilla' | grep -vE 'flotilla-io/flotilla/internal/(controlplane|logging|process)$$'); \
+	  if [ -n "$$bad" ]; then echo "internal/controlplane must import no Flotilla package but logging and process: $$bad"; exit 1; fi
 
 ## test-deps: what the tests need beyond Go: Chromium for the dashboard's browser tests (Debian's package,
 ## installed with apt-get when this runs as root; otherwise those tests skip and say how to get it)
