@@ -68,7 +68,7 @@ verify: generate
 # interpretation, bindings) never import what talks to members or runs control planes; controlplane knows
 # nothing of Flotilla (admission plugins and the authorizer come in through its Config).
 DECISION_PKGS := detector scheduler override interpreter binding selection
-RUNTIME_PKGS  := execution|agent|controlplane|devenv|hub|cli|bench
+RUNTIME_PKGS  := execution|agent|controlplane|devenv|hub|cli|bench(/[a-z]+)?
 check-imports:
 	@if (cd api && $(GO) list -deps ./...) | grep -q 'flotilla-io/flotilla/internal'; then echo "api/ imports an internal package"; exit 1; fi
 	@for p in $(DECISION_PKGS); do \

@@ -17,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bench/hollow"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 )
 
@@ -125,16 +126,11 @@ func RunDashboard(ctx context.Context, o DashboardOptions, out io.Writer, progre
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, remove, err := workDir("dashboard")
+	fleet, err := startHollowFleet(ctx, "dashboard", o.Clusters, progress)
 	if err != nil {
 		return err
 	}
-	defer remove()
-	fleet, err := startHollowFleet(ctx, dir, o.Clusters, "bench dashboard", progress)
-	if err != nil {
-		return err
-	}
-	defer fleet.stopHub()
+	defer fleet.stop()
 	result := DashboardResult{Clusters: o.Clusters, Templates: o.Templates, Spread: o.Spread, Policies: groups(o),
 		RegisterSeconds: fleet.registered.Seconds()}
 	progress(fmt.Sprintf("placing %d Deployments on %d clusters each, by %d policies", o.Templates, o.Spread, result.Policies))
@@ -214,7 +210,7 @@ func placeTemplates(ctx context.Context, admin client.Client, o DashboardOptions
 	n := groups(o)
 	for i := range o.Clusters {
 		c := &clusterv1alpha1.Cluster{}
-		if err := admin.Get(ctx, client.ObjectKey{Name: fmt.Sprintf("hollow-%04d", i)}, c); err != nil {
+		if err := admin.Get(ctx, client.ObjectKey{Name: hollow.ClusterName(i)}, c); err != nil {
 			return err
 		}
 		patch := client.MergeFrom(c.DeepCopy())

@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bench/hollow"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/dashboard"
 )
 
@@ -94,7 +96,7 @@ func (d *dashboardClient) timePages(ctx context.Context, o DashboardOptions) (ma
 		if rows != want[name] {
 			return nil, fmt.Errorf("%s shows %d rows, want %d", page.path, rows, want[name])
 		}
-		out[name] = PageTimes{Path: page.path, Bytes: len(body), Rows: rows, Seconds: percentiles(ds)}
+		out[name] = PageTimes{Path: page.path, Bytes: len(body), Rows: rows, Seconds: measure.Percentiles(ds)}
 	}
 	return out, nil
 }
@@ -213,10 +215,11 @@ const (
 	changeTaint = "taint"
 	changeScale = "scale"
 	liveTimeout = 30 * time.Second
-	// liveCluster is tainted and untainted; template 0 is scaled, and shows its replicas on liveCluster:
-	// template 0 is in group 0, which holds cluster 0.
-	liveCluster = "hollow-0000"
 )
+
+// liveCluster is tainted and untainted; template 0 is scaled, and shows its replicas on liveCluster:
+// template 0 is in group 0, which holds cluster 0.
+var liveCluster = hollow.ClusterName(0)
 
 // liveChange is one change a person would make, and how its page shows it.
 type liveChange struct {
@@ -321,10 +324,10 @@ func (d *dashboardClient) timeLive(ctx context.Context, admin client.Client, o D
 	}
 	var allEvents, allPages []time.Duration
 	for _, kind := range []string{changeTaint, changeScale} {
-		result.ByChange[kind] = LiveTimes{Event: percentiles(events[kind]), Page: percentiles(shown[kind])}
+		result.ByChange[kind] = LiveTimes{Event: measure.Percentiles(events[kind]), Page: measure.Percentiles(shown[kind])}
 		allEvents, allPages = append(allEvents, events[kind]...), append(allPages, shown[kind]...)
 	}
-	result.All = LiveTimes{Event: percentiles(allEvents), Page: percentiles(allPages)}
+	result.All = LiveTimes{Event: measure.Percentiles(allEvents), Page: measure.Percentiles(allPages)}
 	result.Reconnects = int(d.stream.reconnects.Load())
 	return result, nil
 }

@@ -15,6 +15,8 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bench/hollow"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/dashboard"
 )
 
@@ -58,7 +60,7 @@ func timeReads(ctx context.Context, admin client.Client) (map[string]map[string]
 			}
 			ds = append(ds, time.Since(start))
 		}
-		out[name] = percentiles(ds)
+		out[name] = measure.Percentiles(ds)
 	}
 	return out, nil
 }
@@ -107,7 +109,7 @@ func settled(ctx context.Context, fleet *hollowFleet, settle time.Duration) (RSS
 	if err := sleep(ctx, settle); err != nil {
 		return RSS{}, err
 	}
-	if err := waitAllReady(ctx, fleet.admin, len(fleet.agents)); err != nil {
+	if err := hollow.WaitAllReady(ctx, fleet.admin, len(fleet.agents)); err != nil {
 		return RSS{}, err
 	}
 	return sampleRSS(ctx, fleet)

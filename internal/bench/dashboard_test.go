@@ -12,6 +12,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bench/hollow"
 	"github.com/flotilla-io/flotilla/internal/dashboard"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
@@ -25,7 +26,7 @@ func TestLiveChangesShowOnPages(t *testing.T) {
 		binding := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: templateName(0) + "-deployment"},
 			Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment",
 				Namespace: benchNamespace, Name: templateName(0)}, Replicas: replicas,
-				Clusters: []workv1alpha1.TargetCluster{{Name: liveCluster, Replicas: replicas}, {Name: "hollow-0001", Replicas: replicas}}}}
+				Clusters: []workv1alpha1.TargetCluster{{Name: liveCluster, Replicas: replicas}, {Name: hollow.ClusterName(1), Replicas: replicas}}}}
 		c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(cluster, binding).Build()
 		s, err := dashboard.New(dashboard.Direct{Reader: c}, nil, "")
 		if err != nil {

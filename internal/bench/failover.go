@@ -16,10 +16,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 	"github.com/flotilla-io/flotilla/internal/process"
 )
@@ -103,50 +104,31 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, remove, err := workDir("failover")
-	if err != nil {
-		return err
-	}
-	defer remove()
-	ports, err := controlplane.FreePorts(1)
-	if err != nil {
-		return err
-	}
 	nodePods := max(110, int(o.Replicas)*o.Objects/3+20) // one member may take every replica
-	env, err := devenv.Up(ctx, &devenv.UpOptions{Members: o.Members, DataDir: dir, HubPort: ports[0], Mode: devenv.ModePull,
+	fleet, err := startMemberFleet(ctx, "failover", devenv.UpOptions{Members: o.Members, Mode: devenv.ModePull,
 		HubArgs:    []string{"--cluster-grace-period", o.GracePeriod.String()},
 		MemberArgs: []string{"--node-pods", strconv.Itoa(nodePods)}}, progress)
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
-	frozen, err := memberProcesses(env, frozenMember)
+	defer fleet.stop()
+	frozen, err := memberProcesses(fleet.env, frozenMember)
 	if err != nil {
 		return err
 	}
 	// A member left frozen would hold up the fleet's shutdown.
 	defer signalAll(frozen, syscall.SIGCONT)
 
-	hubConfig, err := loadConfig(env.HubKubeconfig)
-	if err != nil {
-		return err
-	}
-	memberConfigs := map[string]*rest.Config{}
-	for name, kubeconfig := range env.MemberKubeconfigs {
-		if memberConfigs[name], err = loadConfig(kubeconfig); err != nil {
-			return err
-		}
-	}
-	rec := newRecorder()
+	rec := measure.NewRecorder()
 	m := newMoves(frozenMember, o.Replicas, rec)
-	if err := m.watch(ctx, hubConfig, memberConfigs); err != nil {
+	if err := m.watch(ctx, fleet.config, fleet.memberConfigs); err != nil {
 		return err
 	}
 	objects := make([]string, o.Objects)
 	for i := range objects {
 		objects[i] = objectName(i)
 	}
-	if err := createFailoverObjects(ctx, env, o, objects); err != nil {
+	if err := createFailoverObjects(ctx, fleet.admin, o, objects); err != nil {
 		return err
 	}
 	var surviving int
@@ -168,7 +150,7 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	frozenAt := time.Now()
 	m.begin(objects)
 	progress(fmt.Sprintf("froze %s (its cluster and its agent)", frozenMember))
-	err = rec.waitCounts(ctx, map[string]int{stageReplacementAvailable: o.Objects}, o.Timeout, func(s string) {
+	err = rec.WaitCounts(ctx, map[string]int{stageReplacementAvailable: o.Objects}, o.Timeout, func(s string) {
 		progress(fmt.Sprintf("+%.0fs %s", time.Since(frozenAt).Seconds(), s))
 	})
 	least := m.stopTracking()
@@ -183,16 +165,16 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 		result.TaintSeconds = t.Sub(frozenAt).Seconds()
 	}
 	for _, s := range failoverStages {
-		result.Failover[s] = percentiles(rec.durations(s))
+		result.Failover[s] = measure.Percentiles(rec.Durations(s))
 	}
 	progress(fmt.Sprintf("+%.1fs every replacement available (%s; first binding rescheduled at +%.1fs)",
-		result.Failover[stageReplacementAvailable]["max"], describeTaint(result.TaintSeconds), slices.Min(rec.durations(stageRescheduled)).Seconds()))
+		result.Failover[stageReplacementAvailable]["max"], describeTaint(result.TaintSeconds), slices.Min(rec.Durations(stageRescheduled)).Seconds()))
 
 	if err := signalAll(frozen, syscall.SIGCONT); err != nil {
 		return err
 	}
 	progress(fmt.Sprintf("resumed %s", frozenMember))
-	if result.Cleanup, err = timeCleanup(ctx, memberConfigs[frozenMember], rec, objects, o.Timeout, progress); err != nil {
+	if result.Cleanup, err = timeCleanup(ctx, fleet.memberConfigs[frozenMember], rec, objects, o.Timeout, progress); err != nil {
 		return err
 	}
 	printFailover(out, &result)
@@ -224,9 +206,9 @@ func signalAll(procs []*process.Process, sig syscall.Signal) error {
 
 // createFailoverObjects makes the namespace, a policy dividing every Deployment of it over the members and
 // tolerating their health taints for o.Toleration, and the Deployments.
-func createFailoverObjects(ctx context.Context, env *devenv.Environment, o FailoverOptions, objects []string) error {
+func createFailoverObjects(ctx context.Context, hub client.Client, o FailoverOptions, objects []string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
-	if err := env.Hub.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := hub.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	var members []string
@@ -239,7 +221,7 @@ func createFailoverObjects(ctx context.Context, env *devenv.Environment, o Failo
 		tolerations = append(tolerations, corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists,
 			Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds})
 	}
-	err := env.Hub.Create(ctx, &policyv1alpha1.PropagationPolicy{
+	err := hub.Create(ctx, &policyv1alpha1.PropagationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "failover", Namespace: benchNamespace},
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
@@ -257,7 +239,7 @@ func createFailoverObjects(ctx context.Context, env *devenv.Environment, o Failo
 		return err
 	}
 	for _, name := range objects {
-		if err := env.Hub.Create(ctx, benchDeployment(name, benchNamespace, o.Replicas, "nginx:1")); err != nil {
+		if err := hub.Create(ctx, benchDeployment(name, benchNamespace, o.Replicas, "nginx:1")); err != nil {
 			return err
 		}
 	}
@@ -266,7 +248,7 @@ func createFailoverObjects(ctx context.Context, env *devenv.Environment, o Failo
 
 // timeCleanup polls the resumed member until none of the objects is left in it, and returns the percentiles
 // of the time from now to each one's removal. A failed list says nothing about what is there: it is retried.
-func timeCleanup(ctx context.Context, member *rest.Config, rec *recorder, objects []string, timeout time.Duration,
+func timeCleanup(ctx context.Context, member *rest.Config, rec *measure.Recorder, objects []string, timeout time.Duration,
 	progress func(string)) (map[string]float64, error) {
 	cfg := rest.CopyConfig(member)
 	cfg.Timeout = 5 * time.Second
@@ -275,7 +257,7 @@ func timeCleanup(ctx context.Context, member *rest.Config, rec *recorder, object
 		return nil, err
 	}
 	for _, o := range objects {
-		rec.begin(o)
+		rec.Begin(o)
 	}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
@@ -290,16 +272,16 @@ func timeCleanup(ctx context.Context, member *rest.Config, rec *recorder, object
 		}
 		for _, o := range objects {
 			if !left[o] {
-				rec.mark(stageCleanedUp, o, "")
+				rec.Mark(stageCleanedUp, o, "")
 			}
 		}
-		return len(rec.durations(stageCleanedUp)) == len(objects), nil
+		return len(rec.Durations(stageCleanedUp)) == len(objects), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the evicted copies to leave %s (last error: %v): %w", frozenMember, last, err)
 	}
 	progress(fmt.Sprintf("every evicted copy gone from %s", frozenMember))
-	return percentiles(rec.durations(stageCleanedUp)), nil
+	return measure.Percentiles(rec.Durations(stageCleanedUp)), nil
 }
 
 func printFailover(out io.Writer, r *FailoverResult) {

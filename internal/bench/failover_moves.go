@@ -17,6 +17,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 )
 
 // Stages of a failover, per object, from the freeze; cleanup from the resume.
@@ -46,7 +47,7 @@ type objectCluster struct{ object, cluster string }
 type moves struct {
 	frozen   string
 	replicas int32
-	recorder *recorder
+	recorder *measure.Recorder
 
 	mu sync.Mutex
 	// placed is each object's placement as the scheduler last wrote it; healthy whether the binding is
@@ -67,7 +68,7 @@ type moves struct {
 	early map[string]bool
 }
 
-func newMoves(frozen string, replicas int32, r *recorder) *moves {
+func newMoves(frozen string, replicas int32, r *measure.Recorder) *moves {
 	return &moves{frozen: frozen, replicas: replicas, recorder: r, placed: map[string]map[string]int32{},
 		healthy: map[string]bool{}, full: map[string]bool{}, running: map[objectCluster]int32{}, available: map[objectCluster]int32{},
 		early: map[string]bool{}}
@@ -79,7 +80,7 @@ func (m *moves) begin(objects []string) {
 	m.began, m.tracking, m.least = true, true, m.liveAvailable()
 	m.mu.Unlock()
 	for _, o := range objects {
-		m.recorder.begin(o)
+		m.recorder.Begin(o)
 	}
 	for _, o := range objects {
 		m.mu.Lock()
@@ -160,7 +161,7 @@ func (m *moves) evaluate(object string) {
 	if _, onFrozen := placed[m.frozen]; onFrozen {
 		return
 	}
-	m.recorder.mark(stageRescheduled, object, "")
+	m.recorder.Mark(stageRescheduled, object, "")
 	applied, available := true, true
 	for cluster, replicas := range placed {
 		k := objectCluster{object, cluster}
@@ -169,19 +170,19 @@ func (m *moves) evaluate(object string) {
 		available = available && ok && got == replicas && m.available[k] >= replicas
 	}
 	if applied {
-		m.recorder.mark(stageReplacementApplied, object, "")
+		m.recorder.Mark(stageReplacementApplied, object, "")
 	}
 	if !m.healthy[object] || !m.full[object] {
 		return
 	}
 	// The hub's word alone is not taken: a Work status from before the move can make it say Healthy while
 	// a member still runs the old replica count.
-	if m.began && !available && !m.recorder.reached(stageHubHealthy, object, []string{""}) {
+	if m.began && !available && !m.recorder.Reached(stageHubHealthy, object, []string{""}) {
 		m.early[object] = true
 	}
-	m.recorder.mark(stageHubHealthy, object, "")
+	m.recorder.Mark(stageHubHealthy, object, "")
 	if available {
-		m.recorder.mark(stageReplacementAvailable, object, "")
+		m.recorder.Mark(stageReplacementAvailable, object, "")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 )
 
 func TestFailoverOptionsValidate(t *testing.T) {
@@ -52,7 +53,7 @@ func TestFailoverOptionsValidate(t *testing.T) {
 // The moves mark a stage only once the object reached it after the freeze, and read nothing stale as done:
 // a Healthy condition or a template status of the placement before the move counts for nothing.
 func TestMoves(t *testing.T) {
-	rec := newRecorder()
+	rec := measure.NewRecorder()
 	m := newMoves("member1", 2, rec)
 	binding := func(generation, healthyAt int64, targets ...workv1alpha1.TargetCluster) {
 		status := &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{{Type: workv1alpha1.ConditionHealthy,
@@ -63,7 +64,7 @@ func TestMoves(t *testing.T) {
 		m.member("a", cluster, &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas)},
 			Status: appsv1.DeploymentStatus{AvailableReplicas: available}}, false)
 	}
-	reached := func(stage string) bool { return rec.reached(stage, "a", []string{""}) }
+	reached := func(stage string) bool { return rec.Reached(stage, "a", []string{""}) }
 	taint := func(effect corev1.TaintEffect) {
 		m.cluster(&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "member1"},
 			Spec: clusterv1alpha1.ClusterSpec{Taints: []corev1.Taint{{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: effect}}}})
@@ -138,7 +139,7 @@ func TestMoves(t *testing.T) {
 
 // The fewest available replicas start from what the live members run at the freeze.
 func TestMovesLeastStartsAtTheFreeze(t *testing.T) {
-	m := newMoves("member1", 2, newRecorder())
+	m := newMoves("member1", 2, measure.NewRecorder())
 	m.member("a", "member2", &appsv1.Deployment{Status: appsv1.DeploymentStatus{AvailableReplicas: 0}}, false)
 	m.member("a", "member2", &appsv1.Deployment{Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, false)
 	m.member("a", "member1", &appsv1.Deployment{Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, false)
@@ -152,7 +153,7 @@ func TestMovesLeastStartsAtTheFreeze(t *testing.T) {
 // still runs the old replica count (a Work status from before the move) is the hub's word, not the
 // replacement: it is counted as early, and the replacement is available only once the member runs it.
 func TestMovesHubHealthyBeforeTheMembers(t *testing.T) {
-	rec := newRecorder()
+	rec := measure.NewRecorder()
 	m := newMoves("member1", 2, rec)
 	m.member("a", "member2", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
 		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, false)
@@ -161,7 +162,7 @@ func TestMovesHubHealthyBeforeTheMembers(t *testing.T) {
 	healthy := &workv1alpha1.ResourceBindingStatus{Conditions: []metav1.Condition{{Type: workv1alpha1.ConditionHealthy,
 		Status: metav1.ConditionTrue, ObservedGeneration: 2}}}
 	m.binding("a", &workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "member2", Replicas: 2}}}, healthy, 2, false)
-	if !rec.reached(stageHubHealthy, "a", []string{""}) || rec.reached(stageReplacementAvailable, "a", []string{""}) {
+	if !rec.Reached(stageHubHealthy, "a", []string{""}) || rec.Reached(stageReplacementAvailable, "a", []string{""}) {
 		t.Fatal("want hubHealthy and not replacementAvailable while member2 runs 1 of its 2 replicas")
 	}
 	if m.hubEarly() != 1 {
@@ -169,12 +170,12 @@ func TestMovesHubHealthyBeforeTheMembers(t *testing.T) {
 	}
 	m.member("a", "member2", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
 		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}, false)
-	if rec.reached(stageReplacementAvailable, "a", []string{""}) {
+	if rec.Reached(stageReplacementAvailable, "a", []string{""}) {
 		t.Fatal("available with 1 of member2's 2 replicas available")
 	}
 	m.member("a", "member2", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
 		Status: appsv1.DeploymentStatus{AvailableReplicas: 2}}, false)
-	if !rec.reached(stageReplacementAvailable, "a", []string{""}) {
+	if !rec.Reached(stageReplacementAvailable, "a", []string{""}) {
 		t.Fatal("not available once member2 runs its 2 replicas")
 	}
 	if m.hubEarly() != 1 {
@@ -184,17 +185,17 @@ func TestMovesHubHealthyBeforeTheMembers(t *testing.T) {
 
 // A scale-up of a cluster already in the placement is applied only when the member runs the new count.
 func TestMovesAppliedNeedsTheNewReplicaCount(t *testing.T) {
-	rec := newRecorder()
+	rec := measure.NewRecorder()
 	m := newMoves("member1", 2, rec)
 	m.member("a", "member2", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)}}, false)
 	m.begin([]string{"a"})
 	m.binding("a", &workv1alpha1.ResourceBindingSpec{Clusters: []workv1alpha1.TargetCluster{{Name: "member2", Replicas: 2}}},
 		&workv1alpha1.ResourceBindingStatus{}, 2, false)
-	if rec.reached(stageReplacementApplied, "a", []string{""}) {
+	if rec.Reached(stageReplacementApplied, "a", []string{""}) {
 		t.Fatal("applied while member2 still runs 1 of its 2 replicas")
 	}
 	m.member("a", "member2", &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}}, false)
-	if !rec.reached(stageReplacementApplied, "a", []string{""}) {
+	if !rec.Reached(stageReplacementApplied, "a", []string{""}) {
 		t.Fatal("not applied once member2 runs 2")
 	}
 }

@@ -12,11 +12,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -64,34 +63,18 @@ func RunFleetList(ctx context.Context, o FleetListOptions, out io.Writer, progre
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	dir, remove, err := workDir("fleet-list")
+	fleet, err := startMemberFleet(ctx, "fleet-list", devenv.UpOptions{Members: 1, Mode: devenv.ModePush}, progress)
 	if err != nil {
 		return err
 	}
-	defer remove()
-	ports, err := controlplane.FreePorts(1)
-	if err != nil {
-		return err
-	}
-	env, err := devenv.Up(ctx, &devenv.UpOptions{Members: 1, DataDir: dir, HubPort: ports[0], Mode: devenv.ModePush}, progress)
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
+	defer fleet.stop()
 
 	member := devenv.MemberName(1)
-	names, err := registerAgain(ctx, env, member, slices.Max(o.Clusters))
+	names, err := registerAgain(ctx, fleet, member, slices.Max(o.Clusters))
 	if err != nil {
 		return err
 	}
-	memberConfig, err := loadConfig(env.MemberKubeconfigs[member])
-	if err != nil {
-		return err
-	}
-	direct, err := kubernetes.NewForConfig(memberConfig)
-	if err != nil {
-		return err
-	}
+	direct := fleet.members[member]
 	for i := range o.Objects {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-fleet-list-%d", i), Namespace: "default",
 			Labels: map[string]string{"bench": "fleet-list"}}, Data: map[string]string{"k": "v"}}
@@ -99,14 +82,7 @@ func RunFleetList(ctx context.Context, o FleetListOptions, out io.Writer, progre
 			return err
 		}
 	}
-	hubConfig, err := loadConfig(env.HubKubeconfig)
-	if err != nil {
-		return err
-	}
-	hub, err := kubernetes.NewForConfig(hubConfig)
-	if err != nil {
-		return err
-	}
+	hub := fleet.kube
 
 	result := FleetListResult{Objects: o.Objects, Requests: o.Requests, Clusters: map[string]map[string]float64{}}
 	for _, n := range o.Clusters {
@@ -131,7 +107,7 @@ func RunFleetList(ctx context.Context, o FleetListOptions, out io.Writer, progre
 				latencies = append(latencies, time.Since(start))
 			}
 		}
-		result.Clusters[strconv.Itoa(n)] = percentiles(latencies)
+		result.Clusters[strconv.Itoa(n)] = measure.Percentiles(latencies)
 	}
 	fmt.Fprintf(out, "Fleet list of %d ConfigMaps per cluster through the hub, one push member registered as each cluster, %d lists one after another (ms)\n", o.Objects, o.Requests)
 	fmt.Fprintf(out, "%-9s %8s %8s %8s %8s\n", "clusters", "p50", "p90", "p99", "max")
@@ -144,8 +120,8 @@ func RunFleetList(ctx context.Context, o FleetListOptions, out io.Writer, progre
 
 // registerAgain joins member under n-1 more names as push clusters with the credentials it was joined with,
 // and returns the n names, member first.
-func registerAgain(ctx context.Context, env *devenv.Environment, member string, n int) ([]string, error) {
-	kubeconfig, err := clientcmd.LoadFromFile(env.MemberKubeconfigs[member])
+func registerAgain(ctx context.Context, fleet *memberFleet, member string, n int) ([]string, error) {
+	kubeconfig, err := clientcmd.LoadFromFile(fleet.env.MemberKubeconfigs[member])
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +130,7 @@ func registerAgain(ctx context.Context, env *devenv.Environment, member string, 
 		name := fmt.Sprintf("%s-as-%d", member, i)
 		// The names carry no cluster ID: they all lead to one member, and the hub confirms an ID it is given
 		// against the member's kube-system UID before it sends anything there.
-		if _, err := registration.JoinPush(ctx, env.Hub, registration.PushRequest{ClusterName: name, Kubeconfig: kubeconfig}); err != nil {
+		if _, err := registration.JoinPush(ctx, fleet.admin, registration.PushRequest{ClusterName: name, Kubeconfig: kubeconfig}); err != nil {
 			return nil, fmt.Errorf("registering %s again as %s: %w", member, name, err)
 		}
 		names = append(names, name)

@@ -12,12 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 	"github.com/flotilla-io/flotilla/internal/multicluster"
 )
@@ -68,39 +67,20 @@ func RunMCS(ctx context.Context, o MCSOptions, out io.Writer, progress func(stri
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	dir, remove, err := workDir("mcs")
+	fleet, err := startMemberFleet(ctx, "mcs", devenv.UpOptions{Members: mcsMembers, Mode: devenv.ModePull}, progress)
 	if err != nil {
 		return err
 	}
-	defer remove()
-	ports, err := controlplane.FreePorts(1)
-	if err != nil {
-		return err
-	}
-	env, err := devenv.Up(ctx, &devenv.UpOptions{Members: mcsMembers, DataDir: dir, HubPort: ports[0], Mode: devenv.ModePull}, progress)
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
+	defer fleet.stop()
 	providers, consumer := []string{devenv.MemberName(1), devenv.MemberName(2)}, devenv.MemberName(3)
-	kube := map[string]kubernetes.Interface{}
-	for name, kubeconfig := range env.MemberKubeconfigs {
-		cfg, err := loadConfig(kubeconfig)
-		if err != nil {
-			return err
-		}
-		if kube[name], err = kubernetes.NewForConfig(cfg); err != nil {
-			return err
-		}
-	}
 	replicas := int32(2)
-	if err := createMCSObjects(ctx, env.Hub, providers, consumer, replicas); err != nil {
+	if err := createMCSObjects(ctx, fleet.admin, providers, consumer, replicas); err != nil {
 		return err
 	}
 	complete := func(ctx context.Context) (running, imported bool, err error) {
 		ips := map[string]bool{}
 		for _, p := range providers {
-			pods, err := kube[p].CoreV1().Pods(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + mcsService})
+			pods, err := fleet.members[p].CoreV1().Pods(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + mcsService})
 			if err != nil {
 				return false, false, err
 			}
@@ -110,7 +90,7 @@ func RunMCS(ctx context.Context, o MCSOptions, out io.Writer, progress func(stri
 				}
 			}
 		}
-		slices, err := kube[consumer].DiscoveryV1().EndpointSlices(benchNamespace).List(ctx,
+		slices, err := fleet.members[consumer].DiscoveryV1().EndpointSlices(benchNamespace).List(ctx,
 			metav1.ListOptions{LabelSelector: multicluster.LabelServiceName + "=" + mcsService})
 		if err != nil {
 			return false, false, err
@@ -148,7 +128,7 @@ func RunMCS(ctx context.Context, o MCSOptions, out io.Writer, progress func(stri
 	for i := range o.Changes {
 		replicas++
 		start := time.Now()
-		if err := scaleBench(ctx, env.Hub, replicas); err != nil {
+		if err := scaleBench(ctx, fleet.admin, replicas); err != nil {
 			return err
 		}
 		var ranAt time.Time
@@ -165,8 +145,8 @@ func RunMCS(ctx context.Context, o MCSOptions, out io.Writer, progress func(stri
 		progress(fmt.Sprintf("change %d: %d endpoints imported after %.3fs", i+1, replicas, imported[len(imported)-1].Seconds()))
 	}
 	result := MCSResult{Members: mcsMembers, Changes: o.Changes,
-		Stages: map[string]map[string]float64{stagePodsRunning: percentiles(running), stageConsumer: percentiles(imported),
-			stagePropagation: percentiles(propagated)}}
+		Stages: map[string]map[string]float64{stagePodsRunning: measure.Percentiles(running), stageConsumer: measure.Percentiles(imported),
+			stagePropagation: measure.Percentiles(propagated)}}
 	fmt.Fprintf(out, "%d scale-outs of one pod, provided by %v, imported by %s; seconds from the change on the hub (the last row: from the pod running)\n", o.Changes, providers, consumer)
 	fmt.Fprintf(out, "%-34s %8s %8s %8s %8s\n", "", "p50", "p90", "p99", "max")
 	for _, s := range []string{stagePodsRunning, stageConsumer, stagePropagation} {

@@ -1,18 +1,15 @@
 package bench
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 )
 
 // Plot reads results written by the benchmarks' --out and draws PNG charts into dir: for each propagation
@@ -90,7 +87,7 @@ func Plot(dir string, files []string) ([]string, error) {
 		}
 	}
 	if len(propagations) > 1 {
-		p, err := lineChart("Member changes per second (create wave, all at once)", "members", "changes/s",
+		p, err := measure.LineChart("Member changes per second (create wave, all at once)", "members", "changes/s",
 			propagations, func(r PropagationResult) (string, float64, float64, bool) {
 				return fmt.Sprintf("%d objects", r.Objects), float64(r.Members), r.Waves[createWave.name].MemberOpsPerSecond, !r.Sequential
 			})
@@ -102,7 +99,7 @@ func Plot(dir string, files []string) ([]string, error) {
 		}
 	}
 	if len(scales) > 0 {
-		p, err := lineChart("Hub memory at steady state", "hollow clusters", "RSS (MiB)",
+		p, err := measure.LineChart("Hub memory at steady state", "hollow clusters", "RSS (MiB)",
 			scales, func(r ScaleResult) (string, float64, float64, bool) {
 				return fmt.Sprintf("%d Deployments per cluster", r.WorksPerCluster), float64(r.Clusters), r.Steady.HubRSSMiB, true
 			})
@@ -123,7 +120,7 @@ func Plot(dir string, files []string) ([]string, error) {
 		}
 	}
 	for _, r := range services {
-		p, err := barChart(fmt.Sprintf("Multi-cluster service, %d scale-outs of one pod over %d members: seconds", r.Changes, r.Members),
+		p, err := measure.BarChart(fmt.Sprintf("Multi-cluster service, %d scale-outs of one pod over %d members: seconds", r.Changes, r.Members),
 			[]string{stagePodsRunning, stageConsumer, stagePropagation}, r.Stages)
 		if err != nil {
 			return nil, err
@@ -141,68 +138,12 @@ func stageChart(r PropagationResult) (*plot.Plot, error) {
 	if r.Sequential {
 		how = "one at a time"
 	}
-	return barChart(fmt.Sprintf("%d Deployments × %d members (%s, %s): seconds from the hub request", r.Objects, r.Members, r.Mode, how),
+	return measure.BarChart(fmt.Sprintf("%d Deployments × %d members (%s, %s): seconds from the hub request", r.Objects, r.Members, r.Mode, how),
 		createWave.stages, r.Waves[createWave.name].Stages)
 }
 
 // failoverChart draws the percentiles of each failover stage, from the freeze, as grouped bars.
 func failoverChart(r FailoverResult) (*plot.Plot, error) {
-	return barChart(fmt.Sprintf("Failover of %d Deployments over %d members (grace %.0fs, toleration %.0fs): seconds from the freeze",
+	return measure.BarChart(fmt.Sprintf("Failover of %d Deployments over %d members (grace %.0fs, toleration %.0fs): seconds from the freeze",
 		r.Objects, r.Members, r.GracePeriodSeconds, r.TolerationSeconds), failoverStages, r.Failover)
-}
-
-// barChart draws p50, p90, p99 and max of each stage as grouped bars.
-func barChart(title string, stages []string, values map[string]map[string]float64) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = "seconds"
-	width := vg.Points(12)
-	for i, q := range []string{"p50", "p90", "p99", "max"} {
-		bar := make(plotter.Values, len(stages))
-		for j, s := range stages {
-			bar[j] = values[s][q]
-			p.Y.Max = max(p.Y.Max, bar[j]*1.3) // room for the legend
-		}
-		bars, err := plotter.NewBarChart(bar, width)
-		if err != nil {
-			return nil, err
-		}
-		bars.LineStyle.Width = 0
-		bars.Color = plotutil.Color(i)
-		bars.Offset = vg.Length(i-2)*width + width/2
-		p.Add(bars)
-		p.Legend.Add(q, bars)
-	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.NominalX(stages...)
-	return p, nil
-}
-
-// lineChart draws one line per series, each point (x, y) of a result that point accepts.
-func lineChart[R any](title, xLabel, yLabel string, results []R, point func(R) (series string, x, y float64, ok bool)) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xLabel, yLabel
-	series := map[string]plotter.XYs{}
-	for _, r := range results {
-		if name, x, y, ok := point(r); ok {
-			series[name] = append(series[name], plotter.XY{X: x, Y: y})
-		}
-	}
-	names := make([]string, 0, len(series))
-	for name := range series {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	var args []any
-	for _, name := range names {
-		xys := series[name]
-		slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
-		args = append(args, name, xys)
-	}
-	if err := plotutil.AddLinePoints(p, args...); err != nil {
-		return nil, fmt.Errorf("%s: %w", strings.ToLower(title), err)
-	}
-	p.Y.Min = 0
-	p.Legend.Top = true
-	return p, nil
 }

@@ -16,15 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 	"github.com/flotilla-io/flotilla/internal/process"
 )
@@ -47,13 +45,13 @@ type PropagationOptions struct {
 	// Out, if set, receives the results as JSON.
 	Out string
 	// ProfileDir, if set, starts the hub with --profiling and receives its profiles: at rest, and the CPU
-	// during each wave (profile.go).
+	// during each wave (measure.HubProfiler).
 	ProfileDir string
 }
 
 // Validate checks the options before anything starts.
 func (o *PropagationOptions) Validate() error {
-	if err := validateProfileDir(o.ProfileDir); err != nil {
+	if err := measure.ValidateProfileDir(o.ProfileDir); err != nil {
 		return err
 	}
 	switch {
@@ -102,12 +100,12 @@ type WaveResult struct {
 	// HubPeakRSSMiB is the hub's peak resident memory since it started, at the end of the wave.
 	HubPeakRSSMiB float64 `json:"hubPeakRSSMiB"`
 	// HubRequests are the hub API's requests during the wave, until its writes settled, per object.
-	HubRequests HubRequests `json:"hubRequests"`
+	HubRequests measure.HubRequests `json:"hubRequests"`
 	// UserCreates, in the create wave, is how long the user's creates took, against an idle hub.
 	UserCreates *UserCreates `json:"userCreates,omitempty"`
 	// Queues are the hub's controllers' workqueues during the wave, until its writes settled: time waiting
 	// in the queue and time worked, per controller.
-	Queues []QueueStats `json:"queues,omitempty"`
+	Queues []measure.QueueStats `json:"queues,omitempty"`
 }
 
 // Stages, in the order they happen. Object stages happen once per object, the others once per object and
@@ -151,16 +149,16 @@ const benchNamespace = "bench"
 
 // propagation is one run of the benchmark.
 type propagation struct {
-	o   PropagationOptions
-	env *devenv.Environment
-	// hub is the admin's client; user acts as a namespace user, for the changes each wave makes.
-	hub, user kubernetes.Interface
-	members   []string
-	recorder  *recorder
-	profiler  *hubProfiler
-	current   atomic.Pointer[wave]
+	o     PropagationOptions
+	fleet *memberFleet
+	// user acts as a namespace user, for the changes each wave makes.
+	user     kubernetes.Interface
+	members  []string
+	recorder *measure.Recorder
+	profiler *measure.HubProfiler
+	current  atomic.Pointer[wave]
 	// timer, while set, times the creates.
-	timer atomic.Pointer[clientTimer]
+	timer atomic.Pointer[measure.ClientTimer]
 }
 
 // RunPropagation starts a hub and members, places Objects Deployments on every member, then changes every
@@ -171,43 +169,27 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, remove, err := workDir("propagation")
-	if err != nil {
-		return err
-	}
-	defer remove()
-	ports, err := controlplane.FreePorts(1)
-	if err != nil {
-		return err
-	}
 	// Three simulated nodes per member must hold every replica.
 	nodePods := max(110, int(o.Replicas)*o.Objects/3+20)
 	var hubArgs []string
 	if o.ProfileDir != "" {
-		hubArgs = hubProfileArgs
+		hubArgs = measure.HubProfileArgs
 	}
-	env, err := devenv.Up(ctx, &devenv.UpOptions{Members: o.Members, DataDir: dir, HubPort: ports[0], Mode: o.Mode,
+	fleet, err := startMemberFleet(ctx, "propagation", devenv.UpOptions{Members: o.Members, Mode: o.Mode,
 		MemberArgs: []string{"--node-pods", strconv.Itoa(nodePods)}, HubArgs: hubArgs}, progress)
 	if err != nil {
 		return err
 	}
-	defer env.Stop()
+	defer fleet.stop()
 
-	p := &propagation{o: o, env: env, recorder: newRecorder()}
-	hubConfig, err := loadConfig(p.env.HubKubeconfig)
-	if err != nil {
+	p := &propagation{o: o, fleet: fleet, recorder: measure.NewRecorder()}
+	if p.profiler, err = measure.NewHubProfiler(fleet.kube, o.ProfileDir); err != nil {
 		return err
 	}
-	if p.hub, err = kubernetes.NewForConfig(hubConfig); err != nil {
+	if err := p.watch(ctx); err != nil {
 		return err
 	}
-	if p.profiler, err = newHubProfiler(p.hub, o.ProfileDir); err != nil {
-		return err
-	}
-	if err := p.watch(ctx, hubConfig); err != nil {
-		return err
-	}
-	if p.user, err = setupUser(ctx, p.hub, hubConfig); err != nil {
+	if p.user, err = setupUser(ctx, fleet.kube, fleet.config); err != nil {
 		return err
 	}
 	if err := p.createPolicy(ctx); err != nil {
@@ -225,8 +207,8 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 	}
 	result.HubIdleRSSMiB = float64(idle["hub"].RSS) / (1 << 20)
 	if p.profiler != nil {
-		progress(fmt.Sprintf("profiling the hub at rest (%d s)", restCPUSeconds))
-		if err := p.profiler.atRest(ctx); err != nil {
+		progress(fmt.Sprintf("profiling the hub at rest (%d s)", measure.RestCPUSeconds))
+		if err := p.profiler.AtRest(ctx); err != nil {
 			return err
 		}
 	}
@@ -252,18 +234,19 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 }
 
 // watch records stages from watches on the hub and on every member.
-func (p *propagation) watch(ctx context.Context, hubConfig *rest.Config) error {
-	for name := range p.env.MemberKubeconfigs {
+func (p *propagation) watch(ctx context.Context) error {
+	for name := range p.fleet.memberConfigs {
 		p.members = append(p.members, name)
 	}
+	hubConfig := p.fleet.config
 	err := watchKind(ctx, hubConfig, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
 		rb := obj.(*workv1alpha1.ResourceBinding)
 		object := strings.TrimSuffix(rb.Name, "-deployment")
 		switch {
 		case deleted:
-			p.recorder.mark(stageBindingDeleted, object, "")
+			p.recorder.Mark(stageBindingDeleted, object, "")
 		case meta.IsStatusConditionTrue(rb.Status.Conditions, workv1alpha1.ConditionScheduled):
-			p.recorder.mark(stageScheduled, object, "")
+			p.recorder.Mark(stageScheduled, object, "")
 		}
 	})
 	if err != nil {
@@ -278,9 +261,9 @@ func (p *propagation) watch(ctx context.Context, hubConfig *rest.Config) error {
 		object := strings.TrimSuffix(w.Labels[workv1alpha1.LabelBindingName], "-deployment")
 		switch {
 		case deleted:
-			p.recorder.mark(stageWorkDeleted, object, cluster)
+			p.recorder.Mark(stageWorkDeleted, object, cluster)
 		case w.TemplateGeneration() >= p.current.Load().generation:
-			p.recorder.mark(stageWorkWritten, object, cluster)
+			p.recorder.Mark(stageWorkWritten, object, cluster)
 		}
 	})
 	if err != nil {
@@ -292,34 +275,30 @@ func (p *propagation) watch(ctx context.Context, hubConfig *rest.Config) error {
 		d := obj.(*appsv1.Deployment)
 		switch {
 		case deleted:
-			p.recorder.mark(stageTemplateDeleted, d.Name, "")
+			p.recorder.Mark(stageTemplateDeleted, d.Name, "")
 		case image(d) == p.current.Load().image && d.Status.ObservedGeneration >= d.Generation &&
 			d.Status.UpdatedReplicas == total && d.Status.AvailableReplicas == total:
-			p.recorder.mark(stageHubStatus, d.Name, "")
+			p.recorder.Mark(stageHubStatus, d.Name, "")
 		}
 	})
 	if err != nil {
 		return err
 	}
-	for name, kubeconfig := range p.env.MemberKubeconfigs {
-		cfg, err := loadConfig(kubeconfig)
-		if err != nil {
-			return err
-		}
+	for name, cfg := range p.fleet.memberConfigs {
 		err = watchKind(ctx, cfg, &appsv1.Deployment{}, benchNamespace, func(obj client.Object, deleted bool) {
 			d := obj.(*appsv1.Deployment)
 			if deleted {
-				p.recorder.mark(stageMemberDeleted, d.Name, name)
+				p.recorder.Mark(stageMemberDeleted, d.Name, name)
 				return
 			}
 			if image(d) != p.current.Load().image {
 				return
 			}
-			p.recorder.mark(stageApplied, d.Name, name)
+			p.recorder.Mark(stageApplied, d.Name, name)
 			replicas := ptr.Deref(d.Spec.Replicas, 1)
 			if d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == replicas &&
 				d.Status.AvailableReplicas == replicas && d.Status.Replicas == replicas {
-				p.recorder.mark(stageAvailable, d.Name, name)
+				p.recorder.Mark(stageAvailable, d.Name, name)
 			}
 		})
 		if err != nil {
@@ -338,7 +317,7 @@ func image(d *appsv1.Deployment) string {
 
 // createPolicy makes a policy placing every Deployment in the benchmark's namespace on every member.
 func (p *propagation) createPolicy(ctx context.Context) error {
-	return p.env.Hub.Create(ctx, &policyv1alpha1.PropagationPolicy{
+	return p.fleet.admin.Create(ctx, &policyv1alpha1.PropagationPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "everywhere", Namespace: benchNamespace},
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
@@ -349,22 +328,22 @@ func (p *propagation) createPolicy(ctx context.Context) error {
 
 // run runs one wave over every object, all at once or one after another, and measures it.
 func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (WaveResult, error) {
-	p.recorder.reset()
+	p.recorder.Reset()
 	p.current.Store(w)
 	before, err := p.usage()
 	if err != nil {
 		return WaveResult{}, err
 	}
-	metricsBefore, err := scrapeHubMetrics(ctx, p.hub)
+	metricsBefore, err := measure.ScrapeHubMetrics(ctx, p.fleet.kube)
 	if err != nil {
 		return WaveResult{}, err
 	}
-	requestsBefore, err := requestCountsOf(metricsBefore)
+	requestsBefore, err := measure.RequestCountsOf(metricsBefore)
 	if err != nil {
 		return WaveResult{}, err
 	}
-	stopProfile := p.profiler.cpuDuring(ctx, "hub-cpu-"+w.name+".pprof")
-	timer := &clientTimer{}
+	stopProfile := p.profiler.CPUDuring(ctx, "hub-cpu-"+w.name+".pprof")
+	timer := &measure.ClientTimer{}
 	if w == createWave {
 		p.timer.Store(timer)
 		defer p.timer.Store(nil)
@@ -379,7 +358,7 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 	if p.o.Sequential {
 		for i := range p.o.Objects {
 			name := objectName(i)
-			p.recorder.begin(name)
+			p.recorder.Begin(name)
 			if err := p.act(ctx, w, benchNamespace, name); err != nil {
 				return WaveResult{}, err
 			}
@@ -392,7 +371,7 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 			return WaveResult{}, err
 		}
 	}
-	if err := p.recorder.waitCounts(ctx, want, p.o.Timeout, progress); err != nil {
+	if err := p.recorder.WaitCounts(ctx, want, p.o.Timeout, progress); err != nil {
 		return WaveResult{}, err
 	}
 	after, err := p.usage()
@@ -402,23 +381,23 @@ func (p *propagation) run(ctx context.Context, w *wave, progress func(string)) (
 	if err := stopProfile(); err != nil {
 		return WaveResult{}, err
 	}
-	metricsAfter, err := settledMetrics(ctx, p.hub)
+	metricsAfter, err := measure.SettledMetrics(ctx, p.fleet.kube)
 	if err != nil {
 		return WaveResult{}, err
 	}
-	requestsAfter, err := requestCountsOf(metricsAfter)
+	requestsAfter, err := measure.RequestCountsOf(metricsAfter)
 	if err != nil {
 		return WaveResult{}, err
 	}
-	r := WaveResult{Stages: map[string]map[string]float64{}, MemberOpsPerSecond: p.recorder.rate(w.throughputStage),
+	r := WaveResult{Stages: map[string]map[string]float64{}, MemberOpsPerSecond: p.recorder.Rate(w.throughputStage),
 		CPUSeconds: map[string]float64{}, HubPeakRSSMiB: float64(after["hub"].PeakRSS) / (1 << 20),
-		HubRequests: requestsAfter.since(requestsBefore).perObject(p.o.Objects),
-		Queues:      queuesOf(metricsAfter).since(queuesOf(metricsBefore))}
+		HubRequests: requestsAfter.Since(requestsBefore).PerObject(p.o.Objects),
+		Queues:      measure.QueuesOf(metricsAfter).Since(measure.QueuesOf(metricsBefore))}
 	if w == createWave {
-		r.UserCreates = &UserCreates{Burst: timer.times()}
+		r.UserCreates = &UserCreates{Burst: timer.Times()}
 	}
 	for _, s := range w.stages {
-		r.Stages[s] = percentiles(p.recorder.durations(s))
+		r.Stages[s] = measure.Percentiles(p.recorder.Durations(s))
 	}
 	for kind, u := range after {
 		r.CPUSeconds[kind] = (u.CPU - before[kind].CPU).Seconds()
@@ -438,7 +417,7 @@ func (p *propagation) act(ctx context.Context, w *wave, namespace, name string) 
 			return err
 		}
 		if timer := p.timer.Load(); timer != nil {
-			return timer.do(create)
+			return timer.Do(create)
 		}
 		return create()
 	case updateWave:
@@ -460,7 +439,7 @@ func (p *propagation) actOnAll(ctx context.Context, w *wave, namespace string) e
 		wg.Go(func() {
 			for name := range names {
 				if namespace == benchNamespace {
-					p.recorder.begin(name)
+					p.recorder.Begin(name)
 				}
 				if err := p.act(ctx, w, namespace, name); err != nil {
 					errs <- fmt.Errorf("%s: %w", name, err)
@@ -497,7 +476,7 @@ func (p *propagation) waitObject(ctx context.Context, w *wave, name string) erro
 			if objectStages[s] {
 				clusters = []string{""}
 			}
-			done = done && p.recorder.reached(s, name, clusters)
+			done = done && p.recorder.Reached(s, name, clusters)
 		}
 		if done {
 			return nil
@@ -516,7 +495,7 @@ func (p *propagation) waitObject(ctx context.Context, w *wave, name string) erro
 // usage sums the CPU time of the fleet's processes by kind: hub, members, agents; the hub's memory as is.
 func (p *propagation) usage() (map[string]process.Usage, error) {
 	sums := map[string]process.Usage{}
-	for _, proc := range p.env.Processes() {
+	for _, proc := range p.fleet.env.Processes() {
 		u, err := proc.Usage()
 		if err != nil {
 			return nil, err
@@ -552,17 +531,6 @@ func benchDeployment(name, namespace string, replicas int32, image string) *apps
 	}
 }
 
-// loadConfig reads a kubeconfig for a benchmark client, without client-side rate limits: the benchmark
-// measures the control plane, not its own throttling.
-func loadConfig(path string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		return nil, err
-	}
-	cfg.QPS, cfg.Burst = -1, 0
-	return cfg, nil
-}
-
 func printPropagation(out io.Writer, r *PropagationResult) {
 	how := "all at once"
 	if r.Sequential {
@@ -586,11 +554,11 @@ func printPropagation(out io.Writer, r *PropagationResult) {
 			fmt.Fprintf(out, "%-8s user's creates: %s; idle hub: %s; ratio %.2f (goal ≤ 1.5)\n", "",
 				describeTimes(c.Burst), describeTimes(c.Idle), c.Ratio)
 		}
-		printRequests(out, strings.Repeat(" ", 9), wr.HubRequests)
-		printQueues(out, strings.Repeat(" ", 9), wr.Queues)
+		measure.PrintRequests(out, strings.Repeat(" ", 9), wr.HubRequests)
+		measure.PrintQueues(out, strings.Repeat(" ", 9), wr.Queues)
 	}
 }
 
-func describeTimes(t ClientTimes) string {
+func describeTimes(t measure.ClientTimes) string {
 	return fmt.Sprintf("%d in %.2f s (each p50 %.3f s, p99 %.3f s)", t.Requests, t.Seconds, t.Each["p50"], t.Each["p99"])
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 )
@@ -44,36 +44,16 @@ func RunProxy(ctx context.Context, o ProxyOptions, out io.Writer, progress func(
 	if o.Requests < 1 {
 		return fmt.Errorf("--requests %d: must be at least 1", o.Requests)
 	}
-	dir, remove, err := workDir("proxy")
+	fleet, err := startMemberFleet(ctx, "proxy", devenv.UpOptions{Members: 1, Mode: devenv.ModePush}, progress)
 	if err != nil {
 		return err
 	}
-	defer remove()
-	ports, err := controlplane.FreePorts(1)
-	if err != nil {
-		return err
-	}
-	env, err := devenv.Up(ctx, &devenv.UpOptions{Members: 1, DataDir: dir, HubPort: ports[0], Mode: devenv.ModePush}, progress)
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
+	defer fleet.stop()
 
 	name := devenv.MemberName(1)
-	memberConfig, err := loadConfig(env.MemberKubeconfigs[name])
-	if err != nil {
-		return err
-	}
-	hubConfig, err := loadConfig(env.HubKubeconfig)
-	if err != nil {
-		return err
-	}
-	proxied := rest.CopyConfig(hubConfig)
-	proxied.Host = strings.TrimSuffix(hubConfig.Host, "/") + proxy.Path(name)
-	direct, err := kubernetes.NewForConfig(memberConfig)
-	if err != nil {
-		return err
-	}
+	proxied := rest.CopyConfig(fleet.config)
+	proxied.Host = strings.TrimSuffix(fleet.config.Host, "/") + proxy.Path(name)
+	direct := fleet.members[name]
 	through, err := kubernetes.NewForConfig(proxied)
 	if err != nil {
 		return err
@@ -99,7 +79,7 @@ func RunProxy(ctx context.Context, o ProxyOptions, out io.Writer, progress func(
 				latencies = append(latencies, time.Since(start))
 			}
 		}
-		*way.into = percentiles(latencies)
+		*way.into = measure.Percentiles(latencies)
 	}
 	fmt.Fprintf(out, "GET of one ConfigMap in a push member, %d requests one after another (ms)\n", o.Requests)
 	fmt.Fprintf(out, "%-16s %8s %8s %8s %8s\n", "", "p50", "p90", "p99", "max")

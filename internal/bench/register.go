@@ -1,5 +1,3 @@
-// Package bench holds Flotilla's benchmarks: commands that start their own environment, measure, and report
-// percentiles as a table and as JSON. Figures are never asserted anywhere.
 package bench
 
 import (
@@ -7,18 +5,15 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bench/hollow"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/hub"
-	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -63,26 +58,21 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 	if err != nil {
 		return err
 	}
-	token, err := registration.CreateToken(ctx, kube, time.Hour, "bench", registration.Grant{Labels: map[string]string{"bench": "hollow"}})
+	access, err := hollow.NewAccess(ctx, kube, h.Config, time.Hour, "bench")
 	if err != nil {
 		return err
 	}
-	hashes, err := registration.CAHashes(h.Config.CAData)
-	if err != nil {
-		return err
-	}
-	access := hubAccess{url: h.Config.Host, token: token.String(), caHashes: hashes}
-	kinds := newHollowKinds()
+	kinds := hollow.NewKinds()
 	join := func(name string) (time.Duration, error) {
 		start := time.Now()
-		a, err := joinHollow(ctx, access, dir, name, kinds)
+		a, err := hollow.Join(ctx, access, dir, name, kinds)
 		if err != nil {
 			return 0, err
 		}
-		if err := a.firstHeartbeat(ctx); err != nil {
+		if err := a.FirstHeartbeat(ctx); err != nil {
 			return 0, err
 		}
-		if err := waitReady(ctx, admin, name); err != nil {
+		if err := hollow.WaitReady(ctx, admin, name); err != nil {
 			return 0, err
 		}
 		return time.Since(start), nil
@@ -98,7 +88,7 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 		}
 		seq = append(seq, d)
 	}
-	result.Sequential = percentiles(seq)
+	result.Sequential = measure.Percentiles(seq)
 
 	progress(fmt.Sprintf("%d agents joining at once", o.Clusters))
 	conc := make([]time.Duration, o.Clusters)
@@ -113,7 +103,7 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 			return err
 		}
 	}
-	result.Concurrent = percentiles(conc)
+	result.Concurrent = measure.Percentiles(conc)
 
 	fmt.Fprintf(out, "agent start → Cluster Ready, %d clusters (seconds)\n", o.Clusters)
 	fmt.Fprintf(out, "%-12s %8s %8s %8s %8s\n", "joins", "p50", "p90", "p99", "max")
@@ -124,29 +114,4 @@ func RunRegister(ctx context.Context, o RegisterOptions, out io.Writer, progress
 		fmt.Fprintf(out, "%-12s %8.3f %8.3f %8.3f %8.3f\n", row.name, row.p["p50"], row.p["p90"], row.p["p99"], row.p["max"])
 	}
 	return writeJSON(o.Out, &result)
-}
-
-func waitReady(ctx context.Context, c client.Client, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		cluster := &clusterv1alpha1.Cluster{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
-			return false, nil
-		}
-		return meta.IsStatusConditionTrue(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionReady), nil
-	})
-}
-
-// percentiles returns p50, p90, p99 and max of ds in seconds (nearest rank), or nothing when there is no
-// sample: a stage no object reached must not cost the figures measured before it.
-func percentiles(ds []time.Duration) map[string]float64 {
-	if len(ds) == 0 {
-		return nil
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	at := func(p float64) float64 {
-		i := int(p*float64(len(s))+0.999999) - 1
-		return s[max(0, min(i, len(s)-1))].Seconds()
-	}
-	return map[string]float64{"p50": at(0.50), "p90": at(0.90), "p99": at(0.99), "max": s[len(s)-1].Seconds()}
 }

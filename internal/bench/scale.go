@@ -19,6 +19,8 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/bench/hollow"
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/process"
 )
@@ -39,13 +41,13 @@ type ScaleOptions struct {
 	// Out, if set, receives the results as JSON.
 	Out string
 	// ProfileDir, if set, starts the hub with --profiling and receives its profiles: at rest, and the CPU
-	// during the fan-out (profile.go).
+	// during the fan-out (measure.HubProfiler).
 	ProfileDir string
 }
 
 // Validate checks the options before anything starts.
 func (o *ScaleOptions) Validate() error {
-	if err := validateProfileDir(o.ProfileDir); err != nil {
+	if err := measure.ValidateProfileDir(o.ProfileDir); err != nil {
 		return err
 	}
 	switch {
@@ -75,7 +77,7 @@ type ScaleResult struct {
 	// Steady is the hub at rest with every cluster heartbeating and every Work acknowledged.
 	Steady SteadyState `json:"steady"`
 	// Storage is what the hub's etcd holds at rest.
-	Storage Storage `json:"storage"`
+	Storage measure.Storage `json:"storage"`
 	// HeartbeatToStatus is from an agent reporting its member unhealthy (or healthy again) to the
 	// Cluster's Ready condition saying so.
 	HeartbeatToStatus map[string]float64 `json:"heartbeatToStatus"`
@@ -84,7 +86,7 @@ type ScaleResult struct {
 	FanOut map[string]map[string]float64 `json:"fanOut"`
 	// FanOutQueues are the hub's controllers' workqueues during the fan-out: time waiting in the queue and
 	// time worked, per controller.
-	FanOutQueues []QueueStats `json:"fanOutQueues,omitempty"`
+	FanOutQueues []measure.QueueStats `json:"fanOutQueues,omitempty"`
 }
 
 // SteadyState is the hub's resource use at rest.
@@ -106,31 +108,26 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, remove, err := workDir("scale")
-	if err != nil {
-		return err
-	}
-	defer remove()
 	hubArgs := []string{"--cluster-grace-period", o.GracePeriod.String()}
 	if o.ProfileDir != "" {
-		hubArgs = append(hubArgs, hubProfileArgs...)
+		hubArgs = append(hubArgs, measure.HubProfileArgs...)
 	}
-	fleet, err := startHollowFleet(ctx, dir, o.Clusters, "bench scale", progress, hubArgs...)
+	fleet, err := startHollowFleet(ctx, "scale", o.Clusters, progress, hubArgs...)
 	if err != nil {
 		return err
 	}
-	defer fleet.stopHub()
+	defer fleet.stop()
 	hubConfig, kube, admin, agents := fleet.config, fleet.kube, fleet.admin, fleet.agents
-	profiler, err := newHubProfiler(kube, o.ProfileDir)
+	profiler, err := measure.NewHubProfiler(kube, o.ProfileDir)
 	if err != nil {
 		return err
 	}
 	result := ScaleResult{Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster, GracePeriodSeconds: o.GracePeriod.Seconds(),
 		RegisterSeconds: fleet.registered.Seconds()}
 
-	f := &fanOut{hub: kube, recorder: newRecorder(), clusters: make([]string, len(agents))}
+	f := &fanOut{hub: kube, recorder: measure.NewRecorder(), clusters: make([]string, len(agents))}
 	for i, a := range agents {
-		f.clusters[i] = a.name
+		f.clusters[i] = a.Name
 	}
 	if err := f.watch(ctx, hubConfig); err != nil {
 		return err
@@ -152,12 +149,12 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if result.Steady, err = sampleSteady(ctx, fleet.hub, o.Settle); err != nil {
 		return err
 	}
-	if result.Storage, err = measureStorage(ctx, fleet.hubDir, fleet.hub.LogPath); err != nil {
+	if result.Storage, err = measure.StorageOf(ctx, fleet.hubDir, fleet.hub.LogPath); err != nil {
 		return err
 	}
 	if profiler != nil {
-		progress(fmt.Sprintf("profiling the hub at rest (%d s)", restCPUSeconds))
-		if err := profiler.atRest(ctx); err != nil {
+		progress(fmt.Sprintf("profiling the hub at rest (%d s)", measure.RestCPUSeconds))
+		if err := profiler.AtRest(ctx); err != nil {
 			return err
 		}
 	}
@@ -168,26 +165,26 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	}
 
 	progress(fmt.Sprintf("fanning %d objects out to %d clusters, one after another", o.Objects, o.Clusters))
-	f.recorder.reset()
-	queuesBefore, err := scrapeHubMetrics(ctx, kube)
+	f.recorder.Reset()
+	queuesBefore, err := measure.ScrapeHubMetrics(ctx, kube)
 	if err != nil {
 		return err
 	}
-	stopProfile := profiler.cpuDuring(ctx, "hub-cpu-fanout.pprof")
+	stopProfile := profiler.CPUDuring(ctx, "hub-cpu-fanout.pprof")
 	if err := f.place(ctx, "fanout", o.Objects, true); err != nil {
 		return err
 	}
 	if err := stopProfile(); err != nil {
 		return err
 	}
-	queuesAfter, err := scrapeHubMetrics(ctx, kube)
+	queuesAfter, err := measure.ScrapeHubMetrics(ctx, kube)
 	if err != nil {
 		return err
 	}
-	result.FanOutQueues = queuesOf(queuesAfter).since(queuesOf(queuesBefore))
+	result.FanOutQueues = measure.QueuesOf(queuesAfter).Since(measure.QueuesOf(queuesBefore))
 	result.FanOut = map[string]map[string]float64{}
 	for _, s := range fanOutStages {
-		result.FanOut[s] = percentiles(f.recorder.latest(s))
+		result.FanOut[s] = measure.Percentiles(f.recorder.Latest(s))
 	}
 	printScale(out, &result)
 	return writeJSON(o.Out, &result)
@@ -215,12 +212,12 @@ func sampleSteady(ctx context.Context, hub *process.Process, d time.Duration) (S
 
 // heartbeatToStatus has each agent report its member unhealthy, then healthy again, and times how long the
 // hub takes to say so on the Cluster.
-func heartbeatToStatus(ctx context.Context, admin client.Client, agents []*hollowAgent) (map[string]float64, error) {
+func heartbeatToStatus(ctx context.Context, admin client.Client, agents []*hollow.Agent) (map[string]float64, error) {
 	var ds []time.Duration
 	for _, a := range agents {
 		for _, healthy := range []bool{false, true} {
 			start := time.Now()
-			if err := a.setHealthy(ctx, healthy); err != nil {
+			if err := a.SetHealthy(ctx, healthy); err != nil {
 				return nil, err
 			}
 			want := metav1.ConditionFalse
@@ -229,14 +226,14 @@ func heartbeatToStatus(ctx context.Context, admin client.Client, agents []*hollo
 			}
 			for {
 				c := &clusterv1alpha1.Cluster{}
-				if err := admin.Get(ctx, client.ObjectKey{Name: a.name}, c); err != nil {
+				if err := admin.Get(ctx, client.ObjectKey{Name: a.Name}, c); err != nil {
 					return nil, err
 				}
 				if cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1alpha1.ClusterConditionReady); cond != nil && cond.Status == want {
 					break
 				}
 				if time.Since(start) > time.Minute {
-					return nil, fmt.Errorf("cluster %s did not become Ready=%s within a minute", a.name, want)
+					return nil, fmt.Errorf("cluster %s did not become Ready=%s within a minute", a.Name, want)
 				}
 				if err := sleep(ctx, 5*time.Millisecond); err != nil {
 					return nil, err
@@ -245,13 +242,13 @@ func heartbeatToStatus(ctx context.Context, admin client.Client, agents []*hollo
 			ds = append(ds, time.Since(start))
 		}
 	}
-	return percentiles(ds), nil
+	return measure.Percentiles(ds), nil
 }
 
 // fanOut places Deployments on every hollow cluster and records their stages.
 type fanOut struct {
 	hub      kubernetes.Interface
-	recorder *recorder
+	recorder *measure.Recorder
 	clusters []string
 }
 
@@ -259,7 +256,7 @@ func (f *fanOut) watch(ctx context.Context, cfg *rest.Config) error {
 	err := watchKind(ctx, cfg, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
 		rb := obj.(*workv1alpha1.ResourceBinding)
 		if !deleted && meta.IsStatusConditionTrue(rb.Status.Conditions, workv1alpha1.ConditionScheduled) {
-			f.recorder.mark(stageScheduled, strings.TrimSuffix(rb.Name, "-deployment"), "")
+			f.recorder.Mark(stageScheduled, strings.TrimSuffix(rb.Name, "-deployment"), "")
 		}
 	})
 	if err != nil {
@@ -272,9 +269,9 @@ func (f *fanOut) watch(ctx context.Context, cfg *rest.Config) error {
 			return
 		}
 		object := strings.TrimSuffix(w.Labels[workv1alpha1.LabelBindingName], "-deployment")
-		f.recorder.mark(stageWorkWritten, object, cluster)
-		if acknowledged(w) {
-			f.recorder.mark(stageAcknowledged, object, cluster)
+		f.recorder.Mark(stageWorkWritten, object, cluster)
+		if hollow.Acknowledged(w) {
+			f.recorder.Mark(stageAcknowledged, object, cluster)
 		}
 	})
 	if err != nil {
@@ -284,7 +281,7 @@ func (f *fanOut) watch(ctx context.Context, cfg *rest.Config) error {
 		d := obj.(*appsv1.Deployment)
 		// Duplicated, the hub counts the replicas every cluster has: the spec's count once all reported them.
 		if !deleted && d.Status.ObservedGeneration >= d.Generation && d.Status.AvailableReplicas == ptr.Deref(d.Spec.Replicas, 1) {
-			f.recorder.mark(stageHubStatus, d.Name, "")
+			f.recorder.Mark(stageHubStatus, d.Name, "")
 		}
 	})
 }
@@ -300,7 +297,7 @@ func (f *fanOut) createPolicy(ctx context.Context, admin client.Client) error {
 		Spec: policyv1alpha1.PropagationSpec{
 			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
 			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{
-				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "hollow"}}}},
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{hollow.LabelKey: hollow.LabelValue}}}},
 		},
 	})
 }
@@ -310,17 +307,17 @@ func (f *fanOut) createPolicy(ctx context.Context, admin client.Client) error {
 func (f *fanOut) place(ctx context.Context, prefix string, n int, sequential bool) error {
 	for i := range n {
 		name := fmt.Sprintf("%s-%04d", prefix, i)
-		f.recorder.begin(name)
+		f.recorder.Begin(name)
 		if _, err := f.hub.AppsV1().Deployments(benchNamespace).Create(ctx, benchDeployment(name, benchNamespace, 1, "nginx:1"), metav1.CreateOptions{}); err != nil {
 			return err
 		}
 		if sequential {
-			if err := f.recorder.waitCounts(ctx, map[string]int{stageHubStatus: i + 1}, 5*time.Minute, func(string) {}); err != nil {
+			if err := f.recorder.WaitCounts(ctx, map[string]int{stageHubStatus: i + 1}, 5*time.Minute, func(string) {}); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
 	}
-	return f.recorder.waitCounts(ctx, map[string]int{stageAcknowledged: n * len(f.clusters), stageHubStatus: n}, 10*time.Minute, func(string) {})
+	return f.recorder.WaitCounts(ctx, map[string]int{stageAcknowledged: n * len(f.clusters), stageHubStatus: n}, 10*time.Minute, func(string) {})
 }
 
 func printScale(out io.Writer, r *ScaleResult) {
@@ -331,9 +328,9 @@ func printScale(out io.Writer, r *ScaleResult) {
 		r.Steady.HubCPUCores, r.Steady.HubRSSMiB, r.Steady.HubPeakRSSMiB)
 	fmt.Fprintf(out, "hub's etcd                     %8.1f MiB database, %.1f MiB in use\n",
 		float64(r.Storage.DBSizeBytes)/(1<<20), float64(r.Storage.DBSizeInUseBytes)/(1<<20))
-	for _, k := range storedKinds {
-		if s, ok := r.Storage.Kinds[k.name]; ok {
-			fmt.Fprintf(out, "  %-28s %8d objects, %6.0f bytes each\n", k.name, s.Objects, s.BytesPerObject)
+	for _, k := range measure.StoredKinds {
+		if s, ok := r.Storage.Kinds[k.Name]; ok {
+			fmt.Fprintf(out, "  %-28s %8d objects, %6.0f bytes each\n", k.Name, s.Objects, s.BytesPerObject)
 		}
 	}
 	fmt.Fprintf(out, "\n%-30s %8s %8s %8s %8s\n", "", "p50", "p90", "p99", "max")
@@ -349,7 +346,7 @@ func printScale(out io.Writer, r *ScaleResult) {
 		row("fan-out: "+s, r.FanOut[s])
 	}
 	fmt.Fprintln(out)
-	printQueues(out, "", r.FanOutQueues)
+	measure.PrintQueues(out, "", r.FanOutQueues)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

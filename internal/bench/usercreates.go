@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/flotilla-io/flotilla/internal/bench/measure"
 )
 
 // The benchmark changes templates as a namespace user, not as the hub admin: the admin is in system:masters,
@@ -25,57 +26,15 @@ const (
 // UserCreates is how long the user's creates of the create wave took, seen from the user's client, in the
 // burst and, for reference, the same creates on an idle hub (into a namespace no policy selects).
 type UserCreates struct {
-	Burst ClientTimes `json:"burst"`
-	Idle  ClientTimes `json:"idle"`
+	Burst measure.ClientTimes `json:"burst"`
+	Idle  measure.ClientTimes `json:"idle"`
 	// Ratio compares the burst with the idle hub (goal ≤ 1.5): the time from the first create sent to the
 	// last answered, or with one object at a time the median create.
 	Ratio float64 `json:"ratio"`
 }
 
-// ClientTimes are requests timed by the client that sent them.
-type ClientTimes struct {
-	Requests int `json:"requests"`
-	// Seconds from the first request sent to the last response received.
-	Seconds float64 `json:"seconds"`
-	// Each is the seconds of one request, from sending it to its response: p50, p90, p99 and max.
-	Each map[string]float64 `json:"each"`
-}
-
-// clientTimer times requests sent from any number of goroutines.
-type clientTimer struct {
-	mu          sync.Mutex
-	first, last time.Time
-	each        []time.Duration
-}
-
-// do sends one request and times it.
-func (c *clientTimer) do(request func() error) error {
-	start := time.Now()
-	err := request()
-	end := time.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.first.IsZero() || start.Before(c.first) {
-		c.first = start
-	}
-	if end.After(c.last) {
-		c.last = end
-	}
-	c.each = append(c.each, end.Sub(start))
-	return err
-}
-
-func (c *clientTimer) times() ClientTimes {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.each) == 0 {
-		return ClientTimes{}
-	}
-	return ClientTimes{Requests: len(c.each), Seconds: c.last.Sub(c.first).Seconds(), Each: percentiles(c.each)}
-}
-
 // compare is the ratio of burst to idle: of the whole span, or with one object at a time of the median.
-func compare(burst, idle ClientTimes, sequential bool) float64 {
+func compare(burst, idle measure.ClientTimes, sequential bool) float64 {
 	if sequential {
 		if idle.Each["p50"] == 0 {
 			return 0
@@ -121,8 +80,8 @@ func setupUser(ctx context.Context, admin kubernetes.Interface, adminConfig *res
 // idleCreates times the create wave's creates on the hub at rest, into a namespace no policy selects, the
 // same way the wave sends them (all at once or one at a time), then deletes them and waits until they are
 // gone.
-func (p *propagation) idleCreates(ctx context.Context) (ClientTimes, error) {
-	timer := &clientTimer{}
+func (p *propagation) idleCreates(ctx context.Context) (measure.ClientTimes, error) {
+	timer := &measure.ClientTimer{}
 	p.timer.Store(timer)
 	defer p.timer.Store(nil)
 	var err error
@@ -136,22 +95,22 @@ func (p *propagation) idleCreates(ctx context.Context) (ClientTimes, error) {
 		err = p.actOnAll(ctx, createWave, idleNamespace)
 	}
 	if err != nil {
-		return ClientTimes{}, fmt.Errorf("creates on the idle hub: %w", err)
+		return measure.ClientTimes{}, fmt.Errorf("creates on the idle hub: %w", err)
 	}
-	deployments := p.hub.AppsV1().Deployments(idleNamespace)
+	deployments := p.fleet.kube.AppsV1().Deployments(idleNamespace)
 	if err := deployments.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-		return ClientTimes{}, err
+		return measure.ClientTimes{}, err
 	}
 	for {
 		left, err := deployments.List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return ClientTimes{}, err
+			return measure.ClientTimes{}, err
 		}
 		if len(left.Items) == 0 {
-			return timer.times(), nil
+			return timer.Times(), nil
 		}
 		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return ClientTimes{}, err
+			return measure.ClientTimes{}, err
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
 
-// storedKinds are the kinds whose size in etcd `bench scale` reports, by their keys under the hub's default
+// StoredKinds are the kinds whose size in etcd `bench scale` reports, by their keys under the hub's default
 // --etcd-prefix: what grows with templates × clusters (Works), with templates (bindings), and with clusters.
-var storedKinds = []struct{ name, prefix string }{
+var StoredKinds = []struct{ Name, Prefix string }{
 	{"Work", "/registry/work.flotilla.io/works/"},
 	{"ResourceBinding", "/registry/work.flotilla.io/resourcebindings/"},
 	{"Cluster", "/registry/cluster.flotilla.io/clusters/"},
@@ -43,9 +43,9 @@ type StoredKind struct {
 // etcdServing is the hub's progress line that says where its embedded etcd serves.
 var etcdServing = regexp.MustCompile(`etcd serving at (https://\S+)`)
 
-// measureStorage reads the embedded etcd of the hub whose data directory is hubDir, as its kube-apiserver
+// StorageOf reads the embedded etcd of the hub whose data directory is hubDir, as its kube-apiserver
 // does (with the hub's etcd client certificate), and sums the stored size of each kind's objects.
-func measureStorage(ctx context.Context, hubDir, hubOutput string) (Storage, error) {
+func StorageOf(ctx context.Context, hubDir, hubOutput string) (Storage, error) {
 	out, err := os.ReadFile(hubOutput)
 	if err != nil {
 		return Storage{}, err
@@ -70,12 +70,12 @@ func measureStorage(ctx context.Context, hubDir, hubOutput string) (Storage, err
 		return Storage{}, fmt.Errorf("etcd status: %w", err)
 	}
 	s := Storage{DBSizeBytes: status.DbSize, DBSizeInUseBytes: status.DbSizeInUse, Kinds: map[string]StoredKind{}}
-	for _, k := range storedKinds {
-		size, err := storedSize(ctx, c, k.prefix)
+	for _, k := range StoredKinds {
+		size, err := storedSize(ctx, c, k.Prefix)
 		if err != nil {
-			return Storage{}, fmt.Errorf("reading %s: %w", k.prefix, err)
+			return Storage{}, fmt.Errorf("reading %s: %w", k.Prefix, err)
 		}
-		s.Kinds[k.name] = size
+		s.Kinds[k.Name] = size
 	}
 	return s, nil
 }

@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"bytes"
@@ -18,36 +18,36 @@ import (
 // --profiling serves to its admin. They are Go's own profiles of the whole hub process: etcd, kube-apiserver,
 // the embedded controllers and Flotilla's.
 
-// hubProfileArgs are the hub's flags that make it serve its profiles.
-var hubProfileArgs = []string{"--profiling"}
+// HubProfileArgs are the hub's flags that make it serve its profiles.
+var HubProfileArgs = []string{"--profiling"}
 
-// restCPUSeconds is how long the CPU profile at rest runs.
-const restCPUSeconds = 20
+// RestCPUSeconds is how long the CPU profile at rest runs.
+const RestCPUSeconds = 20
 
 // cpuWindow is the length of each CPU profile taken during a wave: Go's profile endpoint profiles for a
 // duration fixed in advance, and a wave's is not known, so the wave is profiled in consecutive windows that
 // are merged into one profile when it ends.
 const cpuWindow = 10 * time.Second
 
-// hubProfiler saves profiles of the hub into dir; a nil hubProfiler saves none.
-type hubProfiler struct {
+// HubProfiler saves profiles of the hub into dir; a nil HubProfiler saves none.
+type HubProfiler struct {
 	hub kubernetes.Interface
 	dir string
 }
 
-// newHubProfiler returns a profiler saving into dir, or nil when dir is empty.
-func newHubProfiler(hub kubernetes.Interface, dir string) (*hubProfiler, error) {
+// NewHubProfiler returns a profiler saving into dir, or nil when dir is empty.
+func NewHubProfiler(hub kubernetes.Interface, dir string) (*HubProfiler, error) {
 	if dir == "" {
 		return nil, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("--profile-dir: %w", err)
 	}
-	return &hubProfiler{hub: hub, dir: dir}, nil
+	return &HubProfiler{hub: hub, dir: dir}, nil
 }
 
 // get reads one profile from /debug/pprof/name.
-func (p *hubProfiler) get(ctx context.Context, name string, params map[string]string) ([]byte, error) {
+func (p *HubProfiler) get(ctx context.Context, name string, params map[string]string) ([]byte, error) {
 	req := p.hub.Discovery().RESTClient().Get().AbsPath("/debug/pprof", name)
 	for k, v := range params {
 		req = req.Param(k, v)
@@ -59,13 +59,13 @@ func (p *hubProfiler) get(ctx context.Context, name string, params map[string]st
 	return data, nil
 }
 
-func (p *hubProfiler) save(file string, data []byte) error {
+func (p *HubProfiler) save(file string, data []byte) error {
 	return os.WriteFile(filepath.Join(p.dir, file), data, 0o644)
 }
 
-// atRest saves the hub's heap after a garbage collection (hub-heap-rest.pprof), its goroutines
-// (hub-goroutine-rest.pprof) and a CPU profile of restCPUSeconds (hub-cpu-rest.pprof).
-func (p *hubProfiler) atRest(ctx context.Context) error {
+// AtRest saves the hub's heap after a garbage collection (hub-heap-rest.pprof), its goroutines
+// (hub-goroutine-rest.pprof) and a CPU profile of RestCPUSeconds (hub-cpu-rest.pprof).
+func (p *HubProfiler) AtRest(ctx context.Context) error {
 	if p == nil {
 		return nil
 	}
@@ -75,7 +75,7 @@ func (p *hubProfiler) atRest(ctx context.Context) error {
 	}{
 		{"heap", "hub-heap-rest.pprof", map[string]string{"gc": "1"}},
 		{"goroutine", "hub-goroutine-rest.pprof", nil},
-		{"profile", "hub-cpu-rest.pprof", map[string]string{"seconds": strconv.Itoa(restCPUSeconds)}},
+		{"profile", "hub-cpu-rest.pprof", map[string]string{"seconds": strconv.Itoa(RestCPUSeconds)}},
 	} {
 		data, err := p.get(ctx, prof.name, prof.params)
 		if err != nil {
@@ -88,9 +88,9 @@ func (p *hubProfiler) atRest(ctx context.Context) error {
 	return nil
 }
 
-// cpuDuring profiles the hub's CPU from now until the returned stop is called, which waits for the last
+// CPUDuring profiles the hub's CPU from now until the returned stop is called, which waits for the last
 // window to end and saves the merged profile as file.
-func (p *hubProfiler) cpuDuring(ctx context.Context, file string) (stop func() error) {
+func (p *HubProfiler) CPUDuring(ctx context.Context, file string) (stop func() error) {
 	if p == nil {
 		return func() error { return nil }
 	}
@@ -136,8 +136,8 @@ func (p *hubProfiler) cpuDuring(ctx context.Context, file string) (stop func() e
 	}
 }
 
-// validateProfileDir accepts an unset --profile-dir, an existing directory, or a path that can be made one.
-func validateProfileDir(dir string) error {
+// ValidateProfileDir accepts an unset --profile-dir, an existing directory, or a path that can be made one.
+func ValidateProfileDir(dir string) error {
 	if dir == "" {
 		return nil
 	}

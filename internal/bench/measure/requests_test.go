@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"bytes"
@@ -39,12 +39,12 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="",res
 `
 
 // parseRequestCounts reads apiserver_request_total from metrics in the text format.
-func parseRequestCounts(text string) (requestCounts, error) {
+func parseRequestCounts(text string) (RequestCounts, error) {
 	metrics, err := parseHubMetrics(strings.NewReader(text), expfmt.NewFormat(expfmt.TypeTextPlain))
 	if err != nil {
 		return nil, err
 	}
-	return requestCountsOf(metrics)
+	return RequestCountsOf(metrics)
 }
 
 func TestRequestsPerObject(t *testing.T) {
@@ -56,11 +56,11 @@ func TestRequestsPerObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	delta := after.since(before)
+	delta := after.Since(before)
 	if got := delta.writes("leases"); got != 60 {
 		t.Errorf("writes other than leases = %v, want 60", got)
 	}
-	r := delta.perObject(10)
+	r := delta.PerObject(10)
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	if !near(r.Writes, 6.2) || !near(r.FailedWrites, 0.4) || !near(r.Reads, 4.1) {
 		t.Errorf("per object: writes %v, failed %v, reads %v; want 6.2, 0.4, 4.1", r.Writes, r.FailedWrites, r.Reads)
@@ -83,7 +83,7 @@ func TestRequestsPerObject(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	printRequests(&out, "  ", r)
+	PrintRequests(&out, "  ", r)
 	for _, line := range []string{
 		"hub API requests per object: 6.20 writes (0.40 failed), 4.10 reads",
 		"  works                                2.00     0.00     1.00     0.00     0.00     0.00",

@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"context"
@@ -16,10 +16,10 @@ import (
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
 
-// TestMeasureStorageSumsEachKind: measureStorage finds a hub's etcd from its output, reads it with the hub's
+// TestStorageOfSumsEachKind: StorageOf finds a hub's etcd from its output, reads it with the hub's
 // etcd client certificate, and counts every object of each kind and its stored bytes, over more than one
 // page, without counting keys of other kinds that share a prefix's beginning.
-func TestMeasureStorageSumsEachKind(t *testing.T) {
+func TestStorageOfSumsEachKind(t *testing.T) {
 	hubDir := t.TempDir()
 	pki := controlplane.PKI{Dir: filepath.Join(hubDir, "pki")}
 	if err := pki.Ensure([]string{"localhost", "127.0.0.1"}); err != nil {
@@ -69,7 +69,7 @@ func TestMeasureStorageSumsEachKind(t *testing.T) {
 	put("/registry/work.flotilla.io/resourcebindings/default/b", 500)
 	put("/registry/work.flotilla.io/worksets/default/not-a-work", 10000)
 
-	s, err := measureStorage(ctx, hubDir, output)
+	s, err := StorageOf(ctx, hubDir, output)
 	if err != nil {
 		t.Fatal(err)
 	}

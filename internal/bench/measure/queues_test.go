@@ -1,16 +1,12 @@
-package bench
+package measure
 
 import (
 	"bytes"
-	"math"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
-	"k8s.io/utils/ptr"
 
 	"github.com/flotilla-io/flotilla/internal/metrics"
 )
@@ -105,17 +101,15 @@ apiserver_flowcontrol_request_execution_seconds_sum{flow_schema="flotilla-contro
 apiserver_flowcontrol_request_execution_seconds_count{flow_schema="flotilla-controllers",priority_level="flotilla-controllers",type="mutating"} 40
 `
 
-func near(a, b float64) bool { return math.Abs(a-b) < 1e-6*math.Max(1, math.Abs(b)) }
-
 func TestQueuesSince(t *testing.T) {
-	parse := func(text string) queueMetrics {
+	parse := func(text string) QueueMetrics {
 		m, err := parseHubMetrics(strings.NewReader(text), expfmt.NewFormat(expfmt.TypeTextPlain))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return queuesOf(m)
+		return QueuesOf(m)
 	}
-	stats := parse(queuesAfter).since(parse(queuesBefore))
+	stats := parse(queuesAfter).Since(parse(queuesBefore))
 	var names []string
 	for _, s := range stats {
 		names = append(names, s.Queue)
@@ -152,74 +146,12 @@ func TestQueuesSince(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	printQueues(&out, "", stats)
+	PrintQueues(&out, "", stats)
 	for _, line := range []string{"scheduler                                    100 |    0.6000   0.255   5.500    60.0 |    0.0300   0.055   0.099     3.0 | error 5, success 95"} {
 		if !strings.Contains(out.String(), line) {
 			t.Errorf("table lacks %q:\n%s", line, out.String())
 		}
 	}
-}
-
-func TestHistogramReset(t *testing.T) {
-	before := histogram{count: 100, sum: 50, bounds: []float64{1}, cumulative: []float64{100}}
-	after := histogram{count: 3, sum: 6, bounds: []float64{1}, cumulative: []float64{0}}
-	if d := after.minus(before); d.count != 3 || d.mean() != 2 {
-		t.Errorf("after a reset: %+v, want the 3 observations since", d)
-	}
-	if q := (histogram{}).quantile(0.99); q != 0 {
-		t.Errorf("empty histogram p99 = %v", q)
-	}
-	// Beyond the last finite bound the buckets say no more than that bound.
-	inf := histogram{count: 10, sum: 500, bounds: []float64{1, 10}, cumulative: []float64{0, 5}}
-	if q := inf.quantile(0.99); q != 10 {
-		t.Errorf("p99 in the +Inf bucket = %v, want 10", q)
-	}
-}
-
-func TestNativeHistogram(t *testing.T) {
-	// Schema 0: bucket i holds (2^(i-1), 2^i]. Spans: indexes 0-1, then a gap of one, then 3; counts 10, 5, 5
-	// as deltas.
-	h := histogramOf(&dto.Histogram{
-		SampleCount: ptr.To[uint64](20), SampleSum: ptr.To(40.0), Schema: ptr.To[int32](0), ZeroThreshold: ptr.To(1e-9),
-		PositiveSpan:  []*dto.BucketSpan{{Offset: ptr.To[int32](0), Length: ptr.To[uint32](2)}, {Offset: ptr.To[int32](1), Length: ptr.To[uint32](1)}},
-		PositiveDelta: []int64{10, -5, 0},
-	})
-	if want := map[int]float64{0: 10, 1: 5, 3: 5}; !mapsNear(h.buckets, want) {
-		t.Fatalf("buckets = %v, want %v", h.buckets, want)
-	}
-	// Rank 18 is the 3rd of 5 in (4, 8]: 4 × 2^(3/5), interpolated exponentially.
-	if q := h.quantile(0.9); !near(q, 4*math.Pow(2, 0.6)) {
-		t.Errorf("p90 = %v, want %v", q, 4*math.Pow(2, 0.6))
-	}
-	before := histogramOf(&dto.Histogram{
-		SampleCount: ptr.To[uint64](4), SampleSum: ptr.To(2.0), Schema: ptr.To[int32](0), ZeroThreshold: ptr.To(1e-9),
-		PositiveSpan: []*dto.BucketSpan{{Offset: ptr.To[int32](0), Length: ptr.To[uint32](1)}}, PositiveDelta: []int64{4},
-	})
-	if d := h.minus(before); d.count != 16 || !mapsNear(d.buckets, map[int]float64{0: 6, 1: 5, 3: 5}) {
-		t.Errorf("minus = %+v", d)
-	}
-	// Before, the histogram had schema 1 (buckets of √2): 4 observations in (1/√2, 1] (index 0) and 2 in
-	// (√2, 2] (index 2). Since, it halved its resolution to schema 0 and counted 14 more: what it holds in
-	// (1/2, 1] and (1, 2] less what those held before, not everything since it started.
-	finer := histogramOf(&dto.Histogram{
-		SampleCount: ptr.To[uint64](6), SampleSum: ptr.To(6.0), Schema: ptr.To[int32](1), ZeroThreshold: ptr.To(1e-9),
-		PositiveSpan: []*dto.BucketSpan{{Offset: ptr.To[int32](0), Length: ptr.To[uint32](3)}}, PositiveDelta: []int64{4, -4, 2},
-	})
-	if d := h.minus(finer); d.count != 14 || !near(d.sum, 34) || !mapsNear(d.buckets, map[int]float64{0: 6, 1: 3, 3: 5}) {
-		t.Errorf("minus across a schema change = count %v, sum %v, buckets %v; want 14, 34, map[0:6 1:3 3:5]", d.count, d.sum, d.buckets)
-	}
-}
-
-func mapsNear(a, b map[int]float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range b {
-		if !near(a[k], v) {
-			return false
-		}
-	}
-	return true
 }
 
 // TestNativeBucketsThroughTheHub observes durations into a histogram shaped like controller-runtime's
@@ -257,7 +189,7 @@ func TestNativeBucketsThroughTheHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats := queuesOf(m).since(queueMetrics{})
+	stats := QueuesOf(m).Since(QueueMetrics{})
 	if len(stats) != 1 || stats[0].Queue != "scheduler" {
 		t.Fatalf("queues = %+v", stats)
 	}
@@ -266,20 +198,5 @@ func TestNativeBucketsThroughTheHub(t *testing.T) {
 	}
 	if p50 := stats[0].Wait["p50"]; p50 < 0.018 || p50 > 0.022 {
 		t.Errorf("p50 = %v, want 0.02 within 10%%", p50)
-	}
-}
-
-func TestValidateProfileDir(t *testing.T) {
-	dir := t.TempDir()
-	file := dir + "/file"
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for path, want := range map[string]string{"": "", dir: "", dir + "/new/profiles": "", file: "--profile-dir " + file + ": not a directory",
-		file + "/below": "--profile-dir " + file + "/below: stat"} {
-		err := validateProfileDir(path)
-		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
-			t.Errorf("validateProfileDir(%q) = %v, want %q", path, err, want)
-		}
 	}
 }

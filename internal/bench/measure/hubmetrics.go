@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"bytes"
@@ -12,15 +12,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// hubMetrics is one scrape of the hub's /metrics, by family name. The hub's kube-apiserver serves there its
+// HubMetrics is one scrape of the hub's /metrics, by family name. The hub's kube-apiserver serves there its
 // own metrics (apiserver_request_total, ...), those of the embedded kube-controller-manager's queues
 // (workqueue_*), and Flotilla's controllers' (flotilla_controller_*, flotilla_workqueue_*).
-type hubMetrics map[string]*dto.MetricFamily
+type HubMetrics map[string]*dto.MetricFamily
 
-// scrapeHubMetrics reads the hub's /metrics as the admin. It asks for the protocol-buffer format, which
+// ScrapeHubMetrics reads the hub's /metrics as the admin. It asks for the protocol-buffer format, which
 // carries the controllers' native histograms (buckets 10% wide) besides the classic buckets (a factor of ten
 // wide), and reads whichever format the hub answers with.
-func scrapeHubMetrics(ctx context.Context, hub kubernetes.Interface) (hubMetrics, error) {
+func ScrapeHubMetrics(ctx context.Context, hub kubernetes.Interface) (HubMetrics, error) {
 	var contentType string
 	raw, err := hub.Discovery().RESTClient().Get().AbsPath("/metrics").
 		SetHeader("Accept", string(expfmt.NewFormat(expfmt.TypeProtoDelim))+",text/plain;q=0.5").
@@ -36,9 +36,9 @@ func scrapeHubMetrics(ctx context.Context, hub kubernetes.Interface) (hubMetrics
 }
 
 // parseHubMetrics reads metric families in format (the Prometheus text format or delimited protocol buffers).
-func parseHubMetrics(r io.Reader, format expfmt.Format) (hubMetrics, error) {
+func parseHubMetrics(r io.Reader, format expfmt.Format) (HubMetrics, error) {
 	decoder := expfmt.NewDecoder(r, format)
-	families := hubMetrics{}
+	families := HubMetrics{}
 	for {
 		f := &dto.MetricFamily{}
 		if err := decoder.Decode(f); errors.Is(err, io.EOF) {

@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"context"
@@ -23,8 +23,8 @@ type requestKey struct {
 	write bool
 }
 
-// requestCounts are the request counters of one scrape.
-type requestCounts map[requestKey]float64
+// RequestCounts are the request counters of one scrape.
+type RequestCounts map[requestKey]float64
 
 // writeVerbs are the verbs that change objects, as apiserver_request_total names them (APPLY is a
 // server-side-apply PATCH), with the names the report uses.
@@ -36,13 +36,13 @@ var writeVerbs = map[string]string{
 // nonResource names requests for URLs that are not resources (/metrics, /readyz, discovery).
 const nonResource = "(non-resource)"
 
-// requestCountsOf reads apiserver_request_total from a scrape of the hub's metrics.
-func requestCountsOf(metrics hubMetrics) (requestCounts, error) {
+// RequestCountsOf reads apiserver_request_total from a scrape of the hub's metrics.
+func RequestCountsOf(metrics HubMetrics) (RequestCounts, error) {
 	family, ok := metrics["apiserver_request_total"]
 	if !ok {
 		return nil, fmt.Errorf("the hub's metrics have no apiserver_request_total")
 	}
-	counts := requestCounts{}
+	counts := RequestCounts{}
 	for _, m := range family.GetMetric() {
 		labels := labelsOf(m)
 		resource := labels["resource"]
@@ -61,36 +61,29 @@ func requestCountsOf(metrics hubMetrics) (requestCounts, error) {
 	return counts, nil
 }
 
-// scrapeRequests reads the hub's request counters from its /metrics.
-func scrapeRequests(ctx context.Context, hub kubernetes.Interface) (requestCounts, error) {
-	metrics, err := scrapeHubMetrics(ctx, hub)
-	if err != nil {
-		return nil, err
-	}
-	return requestCountsOf(metrics)
-}
-
-// settledMetrics scrapes the hub's metrics once a second until its writes stop for a second (Leases aside:
+// SettledMetrics scrapes the hub's metrics once a second until its writes stop for a second (Leases aside:
 // they are renewed at rest), at most for 10 s, so that writes a wave causes after its last stage (status
 // catching up) are counted with it, and returns the last scrape.
-func settledMetrics(ctx context.Context, hub kubernetes.Interface) (hubMetrics, error) {
-	last, err := scrapeHubMetrics(ctx, hub)
+func SettledMetrics(ctx context.Context, hub kubernetes.Interface) (HubMetrics, error) {
+	last, err := ScrapeHubMetrics(ctx, hub)
 	if err != nil {
 		return nil, err
 	}
-	lastCounts, err := requestCountsOf(last)
+	lastCounts, err := RequestCountsOf(last)
 	if err != nil {
 		return nil, err
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		if err := sleep(ctx, time.Second); err != nil {
-			return nil, err
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
 		}
-		next, err := scrapeHubMetrics(ctx, hub)
+		next, err := ScrapeHubMetrics(ctx, hub)
 		if err != nil {
 			return nil, err
 		}
-		nextCounts, err := requestCountsOf(next)
+		nextCounts, err := RequestCountsOf(next)
 		if err != nil {
 			return nil, err
 		}
@@ -102,9 +95,9 @@ func settledMetrics(ctx context.Context, hub kubernetes.Interface) (hubMetrics, 
 	return last, nil
 }
 
-// since returns the requests counted after before was scraped.
-func (c requestCounts) since(before requestCounts) requestCounts {
-	delta := requestCounts{}
+// Since returns the requests counted after before was scraped.
+func (c RequestCounts) Since(before RequestCounts) RequestCounts {
+	delta := RequestCounts{}
 	for k, n := range c {
 		if d := n - before[k]; d > 0 {
 			delta[k] = d
@@ -114,7 +107,7 @@ func (c requestCounts) since(before requestCounts) requestCounts {
 }
 
 // writes sums the write requests, leaving out resources in except.
-func (c requestCounts) writes(except ...string) float64 {
+func (c RequestCounts) writes(except ...string) float64 {
 	var n float64
 	for k, v := range c {
 		if k.write && !slices.Contains(except, k.resource) {
@@ -138,8 +131,8 @@ type HubRequests struct {
 	FailedWritesBy map[string]float64 `json:"failedWritesBy,omitempty"`
 }
 
-// perObject divides the requests of a wave by its number of objects.
-func (c requestCounts) perObject(objects int) HubRequests {
+// PerObject divides the requests of a wave by its number of objects.
+func (c RequestCounts) PerObject(objects int) HubRequests {
 	r := HubRequests{WritesByResource: map[string]map[string]float64{}, ReadsByResource: map[string]map[string]float64{},
 		FailedWritesBy: map[string]float64{}}
 	for k, n := range c {
@@ -169,9 +162,9 @@ var (
 	readColumns  = []string{"get", "list", "watch"}
 )
 
-// printRequests prints the requests per object: totals, then writes and reads by resource and verb, then
+// PrintRequests prints the requests per object: totals, then writes and reads by resource and verb, then
 // the failed writes.
-func printRequests(out io.Writer, indent string, r HubRequests) {
+func PrintRequests(out io.Writer, indent string, r HubRequests) {
 	fmt.Fprintf(out, "%shub API requests per object: %.2f writes (%.2f failed), %.2f reads\n", indent, r.Writes, r.FailedWrites, r.Reads)
 	table := func(title string, by map[string]map[string]float64, columns []string) {
 		if len(by) == 0 {

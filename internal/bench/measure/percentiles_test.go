@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"testing"
@@ -10,17 +10,17 @@ func TestPercentiles(t *testing.T) {
 	for i := 100; i >= 1; i-- { // 1..100 ms, unsorted
 		ds = append(ds, time.Duration(i)*time.Millisecond)
 	}
-	got := percentiles(ds)
+	got := Percentiles(ds)
 	want := map[string]float64{"p50": 0.050, "p90": 0.090, "p99": 0.099, "max": 0.100}
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
-	if one := percentiles([]time.Duration{time.Second}); one["p50"] != 1 || one["p99"] != 1 {
+	if one := Percentiles([]time.Duration{time.Second}); one["p50"] != 1 || one["p99"] != 1 {
 		t.Errorf("single sample: %v", one)
 	}
-	if none := percentiles(nil); none != nil {
+	if none := Percentiles(nil); none != nil {
 		t.Errorf("no sample: %v", none)
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"context"
@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// recorder keeps, for each object, when its wave began, and for each stage the first time the stage was
-// seen for an object in a cluster. Stages of the object as a whole use the cluster "".
-type recorder struct {
+// Recorder keeps, for each object, when its wave began, and for each stage the first time the stage was
+// seen for an object in a cluster. Stages of the object as a whole use the cluster "". It is safe for
+// concurrent use: watches mark stages while the benchmark waits for them.
+type Recorder struct {
 	mu    sync.Mutex
 	begun map[string]time.Time
 	seen  map[stageKey]time.Time
@@ -17,28 +18,29 @@ type recorder struct {
 
 type stageKey struct{ stage, object, cluster string }
 
-func newRecorder() *recorder {
-	return &recorder{begun: map[string]time.Time{}, seen: map[stageKey]time.Time{}}
+// NewRecorder returns an empty recorder.
+func NewRecorder() *Recorder {
+	return &Recorder{begun: map[string]time.Time{}, seen: map[stageKey]time.Time{}}
 }
 
-// reset forgets everything, for the next wave.
-func (r *recorder) reset() {
+// Reset forgets everything, for the next wave.
+func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	clear(r.begun)
 	clear(r.seen)
 }
 
-// begin marks the start of object's wave: now.
-func (r *recorder) begin(object string) {
+// Begin marks the start of object's wave: now.
+func (r *Recorder) Begin(object string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.begun[object] = time.Now()
 }
 
-// mark records that stage was reached for object in cluster, the first time only. Objects whose wave has
+// Mark records that stage was reached for object in cluster, the first time only. Objects whose wave has
 // not begun are ignored.
-func (r *recorder) mark(stage, object, cluster string) {
+func (r *Recorder) Mark(stage, object, cluster string) {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -50,8 +52,8 @@ func (r *recorder) mark(stage, object, cluster string) {
 	}
 }
 
-// durations returns how long each object (in each cluster) took to reach stage.
-func (r *recorder) durations(stage string) []time.Duration {
+// Durations returns how long each object (in each cluster) took to reach stage.
+func (r *Recorder) Durations(stage string) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ds []time.Duration
@@ -63,8 +65,8 @@ func (r *recorder) durations(stage string) []time.Duration {
 	return ds
 }
 
-// latest returns, for each object, how long it took to reach stage in its last cluster.
-func (r *recorder) latest(stage string) []time.Duration {
+// Latest returns, for each object, how long it took to reach stage in its last cluster.
+func (r *Recorder) Latest(stage string) []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last := map[string]time.Duration{}
@@ -80,9 +82,9 @@ func (r *recorder) latest(stage string) []time.Duration {
 	return ds
 }
 
-// rate is how many times per second stage was reached, from the first object's begin to the last time
+// Rate is how many times per second stage was reached, from the first object's begin to the last time
 // the stage was reached.
-func (r *recorder) rate(stage string) float64 {
+func (r *Recorder) Rate(stage string) float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var first, last time.Time
@@ -106,8 +108,8 @@ func (r *recorder) rate(stage string) float64 {
 	return float64(n) / last.Sub(first).Seconds()
 }
 
-// reached says whether stage was reached for object in every one of clusters.
-func (r *recorder) reached(stage, object string, clusters []string) bool {
+// Reached says whether stage was reached for object in every one of clusters.
+func (r *Recorder) Reached(stage, object string, clusters []string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range clusters {
@@ -118,14 +120,14 @@ func (r *recorder) reached(stage, object string, clusters []string) bool {
 	return true
 }
 
-// waitCounts waits until every stage was reached want[stage] times, reporting progress every 10 s.
-func (r *recorder) waitCounts(ctx context.Context, want map[string]int, timeout time.Duration, progress func(string)) error {
+// WaitCounts waits until every stage was reached want[stage] times, reporting progress every 10 s.
+func (r *Recorder) WaitCounts(ctx context.Context, want map[string]int, timeout time.Duration, progress func(string)) error {
 	deadline := time.Now().Add(timeout)
 	lastReport := time.Now()
 	for {
 		missing := ""
 		for stage, n := range want {
-			if got := len(r.durations(stage)); got < n {
+			if got := len(r.Durations(stage)); got < n {
 				missing += fmt.Sprintf(" %s %d/%d", stage, got, n)
 			}
 		}

@@ -1,4 +1,4 @@
-package bench
+package hollow
 
 import (
 	"context"
@@ -30,18 +30,13 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
-// hubAccess is what hollow agents need to join a hub.
-type hubAccess struct {
-	url, token string
-	caHashes   []string
-}
-
-// hollowAgent is a pull agent without a member cluster behind it. It joins through the real protocol
+// Agent is a pull agent without a member cluster behind it. It joins through the real protocol
 // (discovery, CSR, approval), renews its Lease every heartbeat and reads its Cluster every sixth (as a
 // real agent does), reports a fixed status when it changes, and acknowledges its Works as applied and
 // healthy, with its own credential and the access the hub gave it.
-type hollowAgent struct {
-	name   string
+type Agent struct {
+	// Name is its Cluster's.
+	Name   string
 	client client.Client
 	works  cache.Cache
 	queue  chan string
@@ -51,9 +46,9 @@ type hollowAgent struct {
 	leases  *clusterstatus.LeaseRenewer
 }
 
-// hollowMapper knows the few kinds a hollow agent uses, so that a thousand agents do not each read the hub's
+// mapper knows the few kinds a hollow agent uses, so that a thousand agents do not each read the hub's
 // discovery.
-func hollowMapper() meta.RESTMapper {
+func mapper() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper(nil)
 	m.Add(workv1alpha1.GroupVersion.WithKind("Work"), meta.RESTScopeNamespace)
 	m.Add(clusterv1alpha1.GroupVersion.WithKind("Cluster"), meta.RESTScopeRoot)
@@ -61,21 +56,22 @@ func hollowMapper() meta.RESTMapper {
 	return m
 }
 
-// hollowKinds is what every hollow agent's clients know of the hub's kinds, built once for all of them: a
+// Kinds is what every hollow agent's clients know of the hub's kinds, built once for all of them: a
 // scheme and mapper of its own per agent cost about 1 MiB, which at 5,000 agents was most of the benchmark's
 // memory.
-type hollowKinds struct {
+type Kinds struct {
 	scheme *runtime.Scheme
 	mapper meta.RESTMapper
 }
 
-func newHollowKinds() hollowKinds { return hollowKinds{scheme: scheme.New(), mapper: hollowMapper()} }
+// NewKinds builds the kinds for any number of agents.
+func NewKinds() Kinds { return Kinds{scheme: scheme.New(), mapper: mapper()} }
 
-// joinHollow joins one hollow agent, keeping its credential under dir, and returns it ready to start.
-func joinHollow(ctx context.Context, hub hubAccess, dir, name string, kinds hollowKinds) (*hollowAgent, error) {
+// Join joins one hollow agent, keeping its credential under dir, and returns it ready to start.
+func Join(ctx context.Context, hub Access, dir, name string, kinds Kinds) (*Agent, error) {
 	cred := registration.NewCredential(filepath.Join(dir, "agents", name))
-	req := registration.JoinRequest{HubURL: hub.url, Token: hub.token, CACertHashes: hub.caHashes,
-		ClusterName: name, ClusterID: "hollow-" + name, Labels: "bench=hollow", CertTTL: 24 * time.Hour}
+	req := registration.JoinRequest{HubURL: hub.URL, Token: hub.Token, CACertHashes: hub.CAHashes,
+		ClusterName: name, ClusterID: "hollow-" + name, Labels: LabelKey + "=" + LabelValue, CertTTL: 24 * time.Hour}
 	if err := registration.Join(ctx, req, cred, func(string) {}); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -93,13 +89,13 @@ func joinHollow(ctx context.Context, hub hubAccess, dir, name string, kinds holl
 	if err != nil {
 		return nil, err
 	}
-	return &hollowAgent{name: name, client: c, works: works, queue: make(chan string, 1024), healthy: true,
+	return &Agent{Name: name, client: c, works: works, queue: make(chan string, 1024), healthy: true,
 		leases: &clusterstatus.LeaseRenewer{Hub: c, Cluster: name, Holder: "hollow-agent:" + name}}, nil
 }
 
-// start reports once, then keeps the heartbeat and the Work acknowledgements going until ctx ends.
-func (a *hollowAgent) start(ctx context.Context) error {
-	if err := a.firstHeartbeat(ctx); err != nil {
+// Start reports once, then keeps the heartbeat and the Work acknowledgements going until ctx ends.
+func (a *Agent) Start(ctx context.Context) error {
+	if err := a.FirstHeartbeat(ctx); err != nil {
 		return err
 	}
 	informer, err := a.works.GetInformer(ctx, &workv1alpha1.Work{})
@@ -131,7 +127,7 @@ func (a *hollowAgent) start(ctx context.Context) error {
 				_ = a.heartbeat(ctx, false)
 				if beats++; beats%clusterstatus.StatusRereadEvery == 0 {
 					// A real agent reads its Cluster again now and then.
-					_ = a.client.Get(ctx, client.ObjectKey{Name: a.name}, &clusterv1alpha1.Cluster{})
+					_ = a.client.Get(ctx, client.ObjectKey{Name: a.Name}, &clusterv1alpha1.Cluster{})
 				}
 				a.mu.Lock()
 				period := a.leases.Period()
@@ -143,25 +139,25 @@ func (a *hollowAgent) start(ctx context.Context) error {
 	return nil
 }
 
-// firstHeartbeat reports for the first time, retrying briefly: the access the hub granted at approval may
+// FirstHeartbeat reports for the first time, retrying briefly: the access the hub granted at approval may
 // take a moment to reach its authorizer.
-func (a *hollowAgent) firstHeartbeat(ctx context.Context) error {
+func (a *Agent) FirstHeartbeat(ctx context.Context) error {
 	err := retry.OnError(retry.DefaultBackoff, func(error) bool { return ctx.Err() == nil }, func() error { return a.heartbeat(ctx, true) })
 	if err != nil {
-		return fmt.Errorf("%s: first heartbeat: %w", a.name, err)
+		return fmt.Errorf("%s: first heartbeat: %w", a.Name, err)
 	}
 	return nil
 }
 
 // heartbeat renews the Lease, and writes the Cluster's status when report is set.
-func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
+func (a *Agent) heartbeat(ctx context.Context, report bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.leases.Renew(ctx); err != nil || !report {
 		return err
 	}
 	cluster := &clusterv1alpha1.Cluster{}
-	if err := a.client.Get(ctx, client.ObjectKey{Name: a.name}, cluster); err != nil {
+	if err := a.client.Get(ctx, client.ObjectKey{Name: a.Name}, cluster); err != nil {
 		return err
 	}
 	original := cluster.DeepCopy()
@@ -182,8 +178,8 @@ func (a *hollowAgent) heartbeat(ctx context.Context, report bool) error {
 	return a.client.Status().Patch(ctx, cluster, client.MergeFrom(original))
 }
 
-// setHealthy changes what the agent reports and reports it at once.
-func (a *hollowAgent) setHealthy(ctx context.Context, healthy bool) error {
+// SetHealthy changes what the agent reports and reports it at once.
+func (a *Agent) SetHealthy(ctx context.Context, healthy bool) error {
 	a.mu.Lock()
 	a.healthy = healthy
 	a.mu.Unlock()
@@ -192,7 +188,7 @@ func (a *hollowAgent) setHealthy(ctx context.Context, healthy bool) error {
 
 // acknowledge reports each Work applied and healthy, with the status its workload would have, and lets go
 // of deleted Works.
-func (a *hollowAgent) acknowledge(ctx context.Context) {
+func (a *Agent) acknowledge(ctx context.Context) {
 	for {
 		var name string
 		select {
@@ -201,7 +197,7 @@ func (a *hollowAgent) acknowledge(ctx context.Context) {
 		case name = <-a.queue:
 		}
 		w := &workv1alpha1.Work{}
-		if err := a.works.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(a.name), Name: name}, w); err != nil {
+		if err := a.works.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(a.Name), Name: name}, w); err != nil {
 			continue
 		}
 		var err error
@@ -210,8 +206,8 @@ func (a *hollowAgent) acknowledge(ctx context.Context) {
 			if controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution) {
 				err = a.client.Update(ctx, w)
 			}
-		case !acknowledged(w):
-			w.Status = hollowStatus(w)
+		case !Acknowledged(w):
+			w.Status = appliedStatus(w)
 			err = a.client.Status().Update(ctx, w)
 		}
 		if apierrors.IsConflict(err) {
@@ -221,13 +217,14 @@ func (a *hollowAgent) acknowledge(ctx context.Context) {
 	}
 }
 
-func acknowledged(w *workv1alpha1.Work) bool {
+// Acknowledged says whether the Work's agent reported its current generation applied.
+func Acknowledged(w *workv1alpha1.Work) bool {
 	c := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
 	return c != nil && c.ObservedGeneration == w.Generation
 }
 
-// hollowStatus is the status a Work would get from a member where every object runs as asked.
-func hollowStatus(w *workv1alpha1.Work) workv1alpha1.WorkStatus {
+// appliedStatus is the status a Work would get from a member where every object runs as asked.
+func appliedStatus(w *workv1alpha1.Work) workv1alpha1.WorkStatus {
 	var status workv1alpha1.WorkStatus
 	for i, m := range w.Spec.Workload.Manifests {
 		obj := &unstructured.Unstructured{}

@@ -1,4 +1,4 @@
-package bench
+package measure
 
 import (
 	"cmp"
@@ -41,12 +41,12 @@ type queueSeries struct {
 	reconciles map[string]float64
 }
 
-// queueMetrics are every queue's series in one scrape.
-type queueMetrics map[queueKey]queueSeries
+// QueueMetrics are every queue's series in one scrape.
+type QueueMetrics map[queueKey]queueSeries
 
-// queuesOf reads the queue histograms and the reconcile counters from a scrape of the hub's metrics.
-func queuesOf(metrics hubMetrics) queueMetrics {
-	queues := queueMetrics{}
+// QueuesOf reads the queue histograms and the reconcile counters from a scrape of the hub's metrics.
+func QueuesOf(metrics HubMetrics) QueueMetrics {
+	queues := QueueMetrics{}
 	for _, src := range queueSources {
 		for family, add := range map[string]func(*queueSeries, histogram){
 			src.wait: func(s *queueSeries, h histogram) { s.wait = s.wait.plus(h) },
@@ -91,9 +91,9 @@ type QueueStats struct {
 	Reconciles map[string]float64 `json:"reconciles,omitempty"`
 }
 
-// since returns the stats of every queue that took an item after before was scraped, the busiest (most
+// Since returns the stats of every queue that took an item after before was scraped, the busiest (most
 // worker time) first.
-func (q queueMetrics) since(before queueMetrics) []QueueStats {
+func (q QueueMetrics) Since(before QueueMetrics) []QueueStats {
 	var stats []QueueStats
 	for key, s := range q {
 		b := before[key]
@@ -122,8 +122,8 @@ func summarize(h histogram) map[string]float64 {
 	return map[string]float64{"mean": h.mean(), "p50": h.quantile(0.5), "p99": h.quantile(0.99), "sum": h.sum}
 }
 
-// printQueues prints one line per queue: items, then wait and work (mean, p50, p99, sum), then reconciles.
-func printQueues(out io.Writer, indent string, stats []QueueStats) {
+// PrintQueues prints one line per queue: items, then wait and work (mean, p50, p99, sum), then reconciles.
+func PrintQueues(out io.Writer, indent string, stats []QueueStats) {
 	if len(stats) == 0 {
 		return
 	}
