@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -223,6 +224,7 @@ func TestSystemObjectsStayOnTheHub(t *testing.T) {
 		ordinary = append(ordinary, fmt.Sprintf("ordinary-%d", i))
 		create(t, secret("system-ordinary", ordinary[i]))
 	}
+	passes, templates := reconciles(t, "detector-policies"), reconciles(t, "detector")
 	create(t, clusterPolicy("every-secret", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "Secret"},
 		policyv1alpha1.ResourceSelector{APIVersion: "policy.flotilla.io/v1alpha1", Kind: "ClusterOverridePolicy"}))
 	create(t, clusterPolicy("kube-system-secrets", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "Secret", Namespace: metav1.NamespaceSystem}))
@@ -237,23 +239,22 @@ func TestSystemObjectsStayOnTheHub(t *testing.T) {
 		_, err := binding(ctx, secretKind, metav1.NamespaceSystem, "system-test-opt-in")
 		return err
 	})
-	// The claims of one pass are made together: a binding of a system object would be here within moments.
-	deadline := time.Now().Add(3 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, s := range []struct{ namespace, name string }{
-			{metav1.NamespaceSystem, tokenSecret}, {clusterv1alpha1.SystemNamespace, "system-test-credential"},
-			{"flotilla-cluster-system-test", "system-test"}, {metav1.NamespacePublic, "system-test-public"},
-		} {
-			if _, err := binding(ctx, secretKind, s.namespace, s.name); !apierrors.IsNotFound(err) {
-				t.Fatalf("Secret %s/%s has a binding (%v)", s.namespace, s.name, err)
-			}
+	// The policy pass handed every Secret of the hub to the template reconciler, the system ones with the
+	// ordinary ones (ten made here): once it went through them all, a binding of a system object would be here.
+	waitReconciled(t, "detector-policies", passes, 1)
+	waitReconciled(t, "detector", templates, len(ordinary)+5)
+	for _, s := range []struct{ namespace, name string }{
+		{metav1.NamespaceSystem, tokenSecret}, {clusterv1alpha1.SystemNamespace, "system-test-credential"},
+		{"flotilla-cluster-system-test", "system-test"}, {metav1.NamespacePublic, "system-test-public"},
+	} {
+		if _, err := binding(ctx, secretKind, s.namespace, s.name); !apierrors.IsNotFound(err) {
+			t.Fatalf("Secret %s/%s has a binding (%v)", s.namespace, s.name, err)
 		}
-		crb := &workv1alpha1.ClusterResourceBinding{}
-		name := detector.BindingName(schema.GroupKind{Group: "policy.flotilla.io", Kind: "ClusterOverridePolicy"}, "system-test")
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crb); !apierrors.IsNotFound(err) {
-			t.Fatalf("a ClusterOverridePolicy has a binding (%v)", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	crb := &workv1alpha1.ClusterResourceBinding{}
+	name := detector.BindingName(schema.GroupKind{Group: "policy.flotilla.io", Kind: "ClusterOverridePolicy"}, "system-test")
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crb); !apierrors.IsNotFound(err) {
+		t.Fatalf("a ClusterOverridePolicy has a binding (%v)", err)
 	}
 }
 
@@ -312,6 +313,7 @@ func TestOneTemplateUnderTwoVersions(t *testing.T) {
 	createCRD(t, widgetCRD(group, "Widget"))
 	createNamespace(t, "two-versions")
 	create(t, customObject(group+"/v1", "Widget", "two-versions", "w"))
+	passes, templates := reconciles(t, "detector-policies"), reconciles(t, "detector")
 	create(t, namespacedPolicy("two-versions", "by-v1", policyv1alpha1.ResourceSelector{APIVersion: group + "/v1", Kind: "Widget"}))
 	create(t, clusterPolicy("by-v2", policyv1alpha1.ResourceSelector{APIVersion: group + "/v2", Kind: "Widget", Namespace: "two-versions"}))
 
@@ -337,12 +339,12 @@ func TestOneTemplateUnderTwoVersions(t *testing.T) {
 		return nil
 	}
 	testenv.Eventually(t, hangGuard, "the namespaced policy claims the widget", claimedByV1)
-	// The claim stays: the two versions do not take it from each other.
-	for range 20 {
-		time.Sleep(100 * time.Millisecond)
-		if err := claimedByV1(); err != nil {
-			t.Fatal(err)
-		}
+	// The claim stays: once the detector has nothing left to do, the two versions have not taken it from
+	// each other (a detector that did would never rest, or rest with the other claim).
+	waitReconciled(t, "detector-policies", passes, 1)
+	waitReconciled(t, "detector", templates, 1)
+	if err := claimedByV1(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -381,8 +383,18 @@ func TestReleaseAfterReplaceDroppedTheClaim(t *testing.T) {
 func TestPolicyBeforeItsCRD(t *testing.T) {
 	ctx := context.Background()
 	const group = "late.detector.example.io"
-	create(t, clusterPolicy("gadgets", policyv1alpha1.ResourceSelector{APIVersion: group + "/v1", Kind: "Gadget"}))
-	time.Sleep(time.Second) // the policy is looked at while the kind does not exist
+	gadgets := clusterPolicy("gadgets", policyv1alpha1.ResourceSelector{APIVersion: group + "/v1", Kind: "Gadget"})
+	create(t, gadgets)
+	testenv.Eventually(t, hangGuard, "the policy looked at while the kind does not exist", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(gadgets), gadgets); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(gadgets.Status.Conditions, policyv1alpha1.ConditionHonoured)
+		if c == nil || c.Reason != detector.ReasonKindNotServed || c.ObservedGeneration != gadgets.Generation {
+			return fmt.Errorf("conditions %+v at generation %d", gadgets.Status.Conditions, gadgets.Generation)
+		}
+		return nil
+	})
 	createCRD(t, widgetCRD(group, "Gadget"))
 	createNamespace(t, "late-kind")
 	create(t, customObject(group+"/v1", "Gadget", "late-kind", "g"))
@@ -480,8 +492,8 @@ func TestPolicyChangeLeavesDerivedBindingsAlone(t *testing.T) {
 		return nil
 	})
 
-	// The policy now also takes the witness: once the witness has its binding, the policy's pass over the
-	// Deployments has been through web as well.
+	// The policy now also takes the witness: its pass hands web and the witness to the template reconciler.
+	passes, templates := reconciles(t, "detector-policies"), reconciles(t, "detector")
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
 			return err
@@ -496,7 +508,9 @@ func TestPolicyChangeLeavesDerivedBindingsAlone(t *testing.T) {
 		_, err := binding(ctx, deploymentKind, "derived", "witness")
 		return err
 	})
-	time.Sleep(time.Second) // the negative assertion: web's reconcile of the same pass writes nothing
+	// The negative assertion, once the pass and both templates' reconciles are done: web's wrote nothing.
+	waitReconciled(t, "detector-policies", passes, 1)
+	waitReconciled(t, "detector", templates, 2)
 	after, err := binding(ctx, deploymentKind, "derived", "web")
 	if err != nil {
 		t.Fatal(err)
@@ -512,6 +526,7 @@ func TestPolicyChangeLeavesDerivedBindingsAlone(t *testing.T) {
 	if applies == 0 {
 		t.Fatal("the hub counts no binding applies, not even those that made web's and the witness's bindings")
 	}
+	passes, templates = reconciles(t, "detector-policies"), reconciles(t, "detector")
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(policy), policy); err != nil {
 			return err
@@ -522,7 +537,9 @@ func TestPolicyChangeLeavesDerivedBindingsAlone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Second) // the negative assertion again
+	// The negative assertion again, once the pass and both templates' reconciles are done.
+	waitReconciled(t, "detector-policies", passes, 1)
+	waitReconciled(t, "detector", templates, 2)
 	if n := bindingRequests(t, `verb="APPLY"`, `subresource=""`) - applies; n != 0 {
 		t.Fatalf("a policy change that changes no binding sent %v binding applies", n)
 	}

@@ -57,14 +57,14 @@ func TestExplainSaysWhyNotHere(t *testing.T) {
 	// A pass that finds the same verdicts writes nothing: a label change on a cluster wakes the scheduler for
 	// every binding, and the reasons, which name no time and come in a fixed order, stay as they were.
 	before := settledBinding(t, ns, "web")
-	reconciles := schedulerReconciles(t)
+	since := reconciles(t, "scheduler", "cluster-scheduler")
 	bindings := &workv1alpha1.ResourceBindingList{}
 	if err := env.Client.List(ctx, bindings); err != nil {
 		t.Fatal(err)
 	}
 	labelCluster(t, "explain-c", map[string]string{"explain": "woken"})
 	testenv.Eventually(t, hangGuard, "the scheduler woken for every binding", func() error {
-		if woken := schedulerReconciles(t) - reconciles; woken < float64(len(bindings.Items)) {
+		if woken := reconciles(t, "scheduler", "cluster-scheduler") - since; woken < float64(len(bindings.Items)) {
 			return fmt.Errorf("%v reconciles of %d bindings", woken, len(bindings.Items))
 		}
 		return nil

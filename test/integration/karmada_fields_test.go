@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,6 +42,7 @@ func TestOtherSchedulersBindingsLeftAlone(t *testing.T) {
 	create(t, configMap("other-scheduler", "web", nil))
 	policy := placedPolicy("other-scheduler", map[string]string{"other-scheduler": "yes"})
 	policy.Spec.SchedulerName = "other-scheduler"
+	scheduled := reconciles(t, "scheduler")
 	create(t, policy)
 	testenv.Eventually(t, hangGuard, "web's binding names the other scheduler", func() error {
 		b, err := binding(ctx, configMapKind, "other-scheduler", "web")
@@ -51,8 +51,12 @@ func TestOtherSchedulersBindingsLeftAlone(t *testing.T) {
 		}
 		return err
 	})
-	// The negative assertion: a binding that stays unchanged for 2 s was not placed.
-	b := settledBinding(t, "other-scheduler", "web")
+	// The negative assertion, once the scheduler has taken the binding in and has nothing left to do.
+	waitReconciled(t, "scheduler", scheduled, 1)
+	b, err := binding(ctx, configMapKind, "other-scheduler", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(b.Spec.Clusters) > 0 || meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled) != nil {
 		t.Fatalf("Flotilla's scheduler placed a binding of another scheduler: clusters %v, conditions %v", b.Spec.Clusters, b.Status.Conditions)
 	}
@@ -93,10 +97,13 @@ func TestLazyPolicyChangeWaitsForTheTemplate(t *testing.T) {
 	elsewhere := func(s *policyv1alpha1.PropagationSpec) {
 		s.Placement.ClusterAffinity = &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"elsewhere"}}
 	}
+	passes, templates := reconciles(t, "detector-policies"), reconciles(t, "detector")
 	updatePolicy(t, lazy, elsewhere)
 	updatePolicy(t, eager, elsewhere)
 	testenv.Eventually(t, hangGuard, "the witness follows its policy", placedOn("witness", "elsewhere"))
-	time.Sleep(time.Second) // the negative assertion: web's reconcile of the same pass keeps its binding
+	// The negative assertion, once the pass and both templates' reconciles are done: web's kept its binding.
+	waitReconciled(t, "detector-policies", passes, 1)
+	waitReconciled(t, "detector", templates, 2)
 	if err := placedOn("web", "nowhere")(); err != nil {
 		t.Fatalf("a Lazy policy's change reached a template that did not change: %v", err)
 	}
@@ -165,6 +172,7 @@ func TestDependentOverridesHoldTheTemplate(t *testing.T) {
 	create(t, configMap("dependent", "web", nil))
 	pp := namespacedPolicy("dependent", "web", policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "ConfigMap", Name: "web"})
 	pp.Spec.DependentOverrides = []string{"web-eu"}
+	passes, templates := reconciles(t, "detector-policies"), reconciles(t, "detector")
 	create(t, pp)
 	testenv.Eventually(t, hangGuard, "Honoured=False names the missing override policy", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pp), pp); err != nil {
@@ -177,7 +185,9 @@ func TestDependentOverridesHoldTheTemplate(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(time.Second) // the negative assertion: the template's own reconcile, long done, bound nothing
+	// The negative assertion, once the pass and the template's reconcile are done: it bound nothing.
+	waitReconciled(t, "detector-policies", passes, 1)
+	waitReconciled(t, "detector", templates, 1)
 	if _, err := binding(ctx, configMapKind, "dependent", "web"); !apierrors.IsNotFound(err) {
 		t.Fatalf("the template was bound before its dependent override policy existed: %v", err)
 	}

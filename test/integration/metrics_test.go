@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -67,6 +68,58 @@ func sample(families map[string]*dto.MetricFamily, name string, labels map[strin
 		found = true
 	}
 	return value, found
+}
+
+// controllerMetrics gathers the in-process hub's controller-runtime registry: Flotilla's controllers'
+// reconcile counters, workers and workqueues under controller-runtime's own names (the hub serves them
+// renamed to flotilla_*).
+func controllerMetrics(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range families {
+		byName[f.GetName()] = f
+	}
+	return byName
+}
+
+// reconciles is how many reconciles the named controllers of the in-process hub have run, whatever their
+// result.
+func reconciles(t *testing.T, controllers ...string) float64 {
+	t.Helper()
+	families := controllerMetrics(t)
+	var total float64
+	for _, c := range controllers {
+		n, _ := sample(families, "controller_runtime_reconcile_total", map[string]string{"controller": c})
+		total += n
+	}
+	return total
+}
+
+// waitReconciled waits until controller has run at least n reconciles more than since (its count from
+// reconciles, read before the change) and has nothing left to do: an empty queue and no reconcile running,
+// at two checks in a row (an event may take a moment from the API server to the queue). A negative assertion
+// made after it speaks of reconciles that happened rather than of time that passed, and a controller that
+// never takes the change in fails it.
+func waitReconciled(t *testing.T, controller string, since float64, n int) {
+	t.Helper()
+	idleBefore := false
+	testenv.Eventually(t, hangGuard, fmt.Sprintf("%d reconciles of %s, then nothing left to do", n, controller), func() error {
+		families := controllerMetrics(t)
+		labels := map[string]string{"controller": controller}
+		done, _ := sample(families, "controller_runtime_reconcile_total", labels)
+		running, _ := sample(families, "controller_runtime_active_workers", labels)
+		queued, _ := sample(families, "workqueue_depth", labels)
+		idle := done >= since+float64(n) && running == 0 && queued == 0
+		idle, idleBefore = idle && idleBefore, idle
+		if !idle {
+			return fmt.Errorf("%v reconciles since, %v running, %v queued", done-since, running, queued)
+		}
+		return nil
+	})
 }
 
 // TestMetricsRefuseAnonymousScrapes: the hub's /metrics, Flotilla's included, needs a credential.

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -152,29 +151,6 @@ func otherClusterVersions(t *testing.T, but string) map[string]string {
 	return versions
 }
 
-// schedulerReconciles is how many reconciles both scheduler controllers of the in-process hub have run.
-func schedulerReconciles(t *testing.T) float64 {
-	t.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && (l.GetValue() == "scheduler" || l.GetValue() == "cluster-scheduler") {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
-}
-
 // TestClusterHeartbeatReschedulesNothing: what a member's reporter refreshes all the time (versions, node
 // counts, probe results, the time a condition was last checked) neither wakes the scheduler nor writes any
 // binding. Every Cluster change used to reschedule every binding.
@@ -193,7 +169,7 @@ func TestClusterHeartbeatReschedulesNothing(t *testing.T) {
 	var woken []float64
 	for try := 0; try < 10 && !quiet; try++ {
 		others := otherClusterVersions(t, "sched-heartbeat")
-		reconciles := schedulerReconciles(t)
+		since := reconciles(t, "scheduler", "cluster-scheduler")
 		for range 3 {
 			heartbeat++
 			updateClusterStatus(t, "sched-heartbeat", func(s *clusterv1alpha1.ClusterStatus) {
@@ -207,7 +183,7 @@ func TestClusterHeartbeatReschedulesNothing(t *testing.T) {
 		if !maps.Equal(others, otherClusterVersions(t, "sched-heartbeat")) {
 			continue
 		}
-		n := schedulerReconciles(t) - reconciles
+		n := reconciles(t, "scheduler", "cluster-scheduler") - since
 		woken, quiet = append(woken, n), n == 0
 	}
 	switch {
