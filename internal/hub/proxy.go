@@ -65,7 +65,7 @@ func (h *Hub) startProxy(ctx context.Context, o *Options, frontKubeconfig string
 		UserGroups:     o.FleetUserGroups,
 		SystemGroups:   o.ProxySystemGroups,
 		Hub:            reader,
-		Backends:       proxy.Backends{Push: &proxy.PushBackend{Hub: reader}, Pull: h.pullBackend},
+		Backends:       proxy.Backends{Push: proxy.NewPushBackend(reader), Pull: h.pullBackend},
 		Tunnels:        h.Tunnels,
 	})
 	if err != nil {

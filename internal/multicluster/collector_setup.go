@@ -24,13 +24,13 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/clusterstatus"
-	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/members"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // pushResync is how often the hub looks at an export request of a Push member when nothing woke it: the
-// member's slices are watched, so this only rereads the member's credentials (a rotated Secret) and the cache.
+// member's slices are watched, so this only looks at the cache again, which rereads the member's credentials
+// (a rotated Secret) when they are older than members.TTL.
 const pushResync = time.Minute
 
 // SetupAgentCollector registers the collector of an agent's cluster with the agent's manager (whose cache
@@ -72,33 +72,23 @@ func SetupAgentCollector(mgr ctrl.Manager, memberConfig *rest.Config, clusterNam
 // SetupPushCollector registers the hub's collector for Push clusters: the same collector, following each
 // Push member's EndpointSlices through an informer built with the credentials the hub keeps for it.
 func SetupPushCollector(mgr ctrl.Manager) error {
-	reader := mgr.GetAPIReader()
-	configFor := func(ctx context.Context, name string) (*rest.Config, string, error) {
-		cl := &clusterv1alpha1.Cluster{}
-		if err := mgr.GetClient().Get(ctx, client.ObjectKey{Name: name}, cl); err != nil || cl.Spec.SyncMode != clusterv1alpha1.Push {
-			return nil, "", client.IgnoreNotFound(err)
-		}
-		cfg, err := clusterstatus.MemberConfig(ctx, reader, cl)
-		if err != nil {
-			return nil, "", err
-		}
-		return cfg, execution.Fingerprint(cl, cfg), nil
-	}
-	return SetupMemberCollector(mgr, "multicluster-push-collector", configFor, pushResync)
+	isPush := func(c *clusterv1alpha1.Cluster) bool { return c.Spec.SyncMode == clusterv1alpha1.Push }
+	return SetupMemberCollector(mgr, "multicluster-push-collector", isPush, members.FromSecrets(mgr.GetAPIReader()), pushResync)
 }
 
-// SetupMemberCollector registers a collector named name that reads, on the hub's side, the members configFor
-// serves, watching their EndpointSlices; resync is how often a request is looked at when nothing woke it.
-func SetupMemberCollector(mgr ctrl.Manager, name string, configFor MemberConfigFunc, resync time.Duration) error {
-	members := newMemberSlices(configFor)
+// SetupMemberCollector registers a collector named name that reads, on the hub's side, the members of the
+// clusters serves accepts, reached with config and watching their EndpointSlices; resync is how often a
+// request is looked at when nothing woke it.
+func SetupMemberCollector(mgr ctrl.Manager, name string, serves func(*clusterv1alpha1.Cluster) bool, config members.ConfigFunc, resync time.Duration) error {
+	followed := newMemberSlices(mgr.GetClient(), serves, config)
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
-		members.stopAll()
+		followed.watches.Close()
 		return nil
 	})); err != nil {
 		return err
 	}
-	c := &Collector{Hub: mgr.GetClient(), FieldManager: workv1alpha1.ControllerFieldManager(name), Resync: resync, Member: members.lister}
+	c := &Collector{Hub: mgr.GetClient(), FieldManager: workv1alpha1.ControllerFieldManager(name), Resync: resync, Member: followed.lister}
 	inClusterNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := clusterv1alpha1.ClusterOfNamespace(o.GetNamespace())
 		return ok
@@ -106,11 +96,11 @@ func SetupMemberCollector(mgr ctrl.Manager, name string, configFor MemberConfigF
 	return ctrl.NewControllerManagedBy(mgr).Named(name).
 		For(&mcsv1alpha1.ServiceExport{}, builder.WithPredicates(inClusterNamespace)).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(reportRequest)).
-		WatchesRawSource(source.Channel(members.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(followed.events, &handler.EnqueueRequestForObject{})).
 		// A cluster that left has no request left to look at it: its informer stops with it.
 		Watches(&clusterv1alpha1.Cluster{}, handler.Funcs{
 			DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				members.drop(e.Object.GetName())
+				followed.watches.Drop(e.Object.GetName())
 			}}).
 		Complete(c)
 }

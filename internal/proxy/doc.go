@@ -25,7 +25,8 @@
 // requests and watches, one for protocol upgrades (exec, attach, port-forward). TargetFor builds both from a
 // rest.Config; a tunnel gives that config a Dial that opens connections through the tunnel. PushBackend
 // serves push members from the credentials in their Secret (which need the right to impersonate users,
-// groups, uids and userextras). Pull members are reached through the tunnel their agent opens: until a
+// groups, uids and userextras), holding their Targets in a members.Cache as every user of push credentials
+// on the hub holds its clients. Pull members are reached through the tunnel their agent opens: until a
 // Backend for them is set in Backends.Pull, a request to one gets 503 with a Status that says there is no
 // tunnel for that cluster. A Backend's errors that are API statuses reach the caller as they are.
 //

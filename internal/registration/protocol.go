@@ -15,7 +15,8 @@
 // signs the certificate; the agent keeps it in its data directory and renews it before it expires with a CSR
 // authenticated by the certificate itself.
 //
-// Push registration (push.go) stores the member's kubeconfig in a Secret and creates the Cluster.
+// Push registration (push.go) stores the member's kubeconfig in a Secret and creates the Cluster; the hub reads
+// it back, and checks it, through internal/members.
 package registration
 
 import (

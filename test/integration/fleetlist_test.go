@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/members"
 	"github.com/flotilla-io/flotilla/internal/proxy"
-	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -137,7 +137,7 @@ func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
 				t.Cleanup(func() { conn.Close() })
 			}
 		}()
-		pushCluster(t, "pxsilent", map[string][]byte{registration.SecretKeyToken: []byte("unused")}, func(s *clusterv1alpha1.ClusterSpec) {
+		pushCluster(t, "pxsilent", map[string][]byte{members.SecretKeyToken: []byte("unused")}, func(s *clusterv1alpha1.ClusterSpec) {
 			s.APIEndpoint = "https://" + silent.Addr().String()
 			s.InsecureSkipTLSVerification = true
 		})

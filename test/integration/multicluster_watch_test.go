@@ -44,13 +44,9 @@ func TestHubCollectorFollowsMemberSlicesByWatching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	configFor := func(_ context.Context, name string) (*rest.Config, string, error) {
-		if name != cluster {
-			return nil, "", nil
-		}
-		return env.Config, "admin", nil
-	}
-	if err := multicluster.SetupMemberCollector(mgr, "watch-test-collector", configFor, time.Hour); err != nil {
+	serves := func(c *clusterv1alpha1.Cluster) bool { return c.Name == cluster }
+	config := func(context.Context, *clusterv1alpha1.Cluster) (*rest.Config, error) { return env.Config, nil }
+	if err := multicluster.SetupMemberCollector(mgr, "watch-test-collector", serves, config, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	var stopped sync.WaitGroup

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/members"
 	"github.com/flotilla-io/flotilla/internal/proxy"
-	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -51,7 +51,7 @@ func TestProxiedPagesCannotReadTheHub(t *testing.T) {
 		}
 	}))
 	t.Cleanup(rogue.Close)
-	pushCluster(t, "rogue", map[string][]byte{registration.SecretKeyToken: []byte("member-token")}, func(s *clusterv1alpha1.ClusterSpec) {
+	pushCluster(t, "rogue", map[string][]byte{members.SecretKeyToken: []byte("member-token")}, func(s *clusterv1alpha1.ClusterSpec) {
 		s.APIEndpoint, s.InsecureSkipTLSVerification, s.ID = rogue.URL, true, "rogue-id"
 	})
 	waitForProxyAPI(t)

@@ -32,6 +32,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/members"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -248,7 +249,7 @@ func TestProxy(t *testing.T) {
 	})
 
 	t.Run("clusters/proxy on one cluster reaches no other", func(t *testing.T) {
-		pushCluster(t, "pxother", map[string][]byte{registration.SecretKeyToken: []byte(memberToken(t))}, func(s *clusterv1alpha1.ClusterSpec) {
+		pushCluster(t, "pxother", map[string][]byte{members.SecretKeyToken: []byte(memberToken(t))}, func(s *clusterv1alpha1.ClusterSpec) {
 			s.InsecureSkipTLSVerification = true
 		})
 		c, _ := proxyThrough(t, "pxother", dev)
