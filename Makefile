@@ -66,7 +66,8 @@ verify: generate
 
 # The layout's import rules: api/ imports no internal package; the decision packages (placement, overrides,
 # interpretation, bindings) never import what talks to members or runs control planes; controlplane knows
-# nothing of Flotilla (admission plugins and the authorizer come in through its Config).
+# nothing of Flotilla (admission plugins and the authorizer come in through its Config); internal/members
+# imports no other internal package but scheme, so the hub's controllers and the proxy share it.
 DECISION_PKGS := detector scheduler override interpreter binding selection
 RUNTIME_PKGS  := execution|agent|controlplane|devenv|hub|cli|bench(/[a-z]+)?
 check-imports:
@@ -77,6 +78,8 @@ check-imports:
 	done
 	@bad=$$($(GO) list -deps ./internal/controlplane | grep 'flotilla-io/flotilla' | grep -vE 'flotilla-io/flotilla/internal/(controlplane|logging|process)$$'); \
 	  if [ -n "$$bad" ]; then echo "internal/controlplane must import no Flotilla package but logging and process: $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps ./internal/members | grep 'flotilla-io/flotilla/internal/' | grep -vE 'internal/(members|scheme)$$'); \
+	  if [ -n "$$bad" ]; then echo "internal/members must import no internal package but scheme: $$bad"; exit 1; fi
 
 ## test-deps: what the tests need beyond Go: Chromium for the dashboard's browser tests (Debian's package,
 ## installed with apt-get when this runs as root; otherwise those tests skip and say how to get it)
