@@ -45,6 +45,7 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 type binding interface {
@@ -199,7 +200,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 		slices.Sort(overrideErrs)
 		c, same := ownedConditions(conditions, overriddenCondition(b.GetGeneration(), overrideErrs))
 		if !same {
-			err = applyStatus(ctx, r.Client, b, renderManager, ownedConditionsStatus{Conditions: c})
+			err = scheme.ApplyStatus(ctx, r.Client, b, renderManager, &ownedConditionsStatus{Conditions: c})
 		}
 	}()
 	divided := division(spec)

@@ -27,6 +27,7 @@ import (
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // StatusController sums the Works of a binding into its status (aggregatedStatus and the FullyApplied and
@@ -289,7 +290,7 @@ func (r *StatusController[T]) writeStatus(ctx context.Context, b T, template *un
 	if same && equality.Semantic.DeepEqual(status.AggregatedStatus, sum.items) {
 		return nil
 	}
-	if err := applyStatus(ctx, r.Client, b, statusManager, ownedStatus{Conditions: conditions, AggregatedStatus: sum.items}); err != nil {
+	if err := scheme.ApplyStatus(ctx, r.Client, b, statusManager, &ownedStatus{Conditions: conditions, AggregatedStatus: sum.items}); err != nil {
 		return err
 	}
 	r.mu.Lock()

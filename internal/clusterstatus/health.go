@@ -26,6 +26,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/metrics"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // Reasons of the Ready condition.
@@ -231,7 +232,7 @@ func (m *HealthMonitor) setConditions(ctx context.Context, cluster *clusterv1alp
 	if !changed {
 		return nil
 	}
-	if err := applyStatus(ctx, m.Client, cluster.Name, HealthFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
+	if err := scheme.ApplyStatus(ctx, m.Client, cluster, HealthFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
 		return err
 	}
 	for _, c := range wanted {

@@ -1,14 +1,10 @@
 package clusterstatus
 
 import (
-	"context"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -62,21 +58,4 @@ func withCondition(current []metav1.Condition, c metav1.Condition) ([]metav1.Con
 	out := conditionsOf(current, c.Type)
 	changed := meta.SetStatusCondition(&out, c)
 	return out, changed
-}
-
-// applyStatus writes status, which must hold only fields manager owns, to the Cluster's status by
-// server-side apply: the fields manager applied before and left out now are removed, the fields of other
-// managers stay as they are.
-func applyStatus(ctx context.Context, c client.Client, cluster, manager string, status *clusterv1alpha1.ClusterStatus) error {
-	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": clusterv1alpha1.GroupVersion.String(),
-		"kind":       "Cluster",
-		"metadata":   map[string]any{"name": cluster},
-		"status":     fields,
-	}}
-	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
 }

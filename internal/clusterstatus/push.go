@@ -17,6 +17,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/members"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // Reasons of the CredentialsValid condition of Push clusters.
@@ -96,7 +97,7 @@ func (r *PushReporter) setCredentialsCondition(ctx context.Context, cluster *clu
 	if !changed {
 		return nil
 	}
-	if err := applyStatus(ctx, r.Client, cluster.Name, CredentialsFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
+	if err := scheme.ApplyStatus(ctx, r.Client, cluster, CredentialsFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
 		return err
 	}
 	if invalid != nil {

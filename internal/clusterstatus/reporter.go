@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // Reporter speaks for one member: it renews the cluster's Lease on the hub while the member answers, and
@@ -98,7 +99,7 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	if manager == "" {
 		manager = AgentFieldManager
 	}
-	if err := applyStatus(ctx, r.Hub, r.Cluster, manager, want); err != nil {
+	if err := scheme.ApplyStatus(ctx, r.Hub, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: r.Cluster}}, manager, want); err != nil {
 		r.known = nil
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // Reasons of the TunnelConnected condition.
@@ -85,7 +86,7 @@ func (r *TunnelStatus) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if !changed {
 		return ctrl.Result{}, nil
 	}
-	if err := applyStatus(ctx, r.Client, cluster.Name, TunnelFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
+	if err := scheme.ApplyStatus(ctx, r.Client, cluster, TunnelFieldManager, &clusterv1alpha1.ClusterStatus{Conditions: conditions}); err != nil {
 		return ctrl.Result{}, err
 	}
 	kind := corev1.EventTypeNormal

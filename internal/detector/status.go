@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -107,16 +106,7 @@ func (d *Detector) policyStatus(ctx context.Context, req reconcile.Request) (rec
 	if equality.Semantic.DeepEqual(*status, want) {
 		return reconcile.Result{}, nil
 	}
-	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	u, err := scheme.ApplyObject(d.client, obj, map[string]any{"status": fields})
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{}, client.IgnoreNotFound(d.client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
-		client.FieldOwner(statusFieldManager), client.ForceOwnership))
+	return reconcile.Result{}, client.IgnoreNotFound(scheme.ApplyStatus(ctx, d.client, obj, statusFieldManager, &want))
 }
 
 // claimedTemplates names the templates whose claim labels name p, where policies select them, sorted.

@@ -234,16 +234,8 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 	if !changed {
 		return nil
 	}
-	fields, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&observed)
-	if err != nil {
-		return err
-	}
-	obj, err := scheme.ApplyObject(r.Client, b, map[string]any{"status": fields})
-	if err != nil {
-		return err
-	}
 	// A status apply never creates: a binding deleted since it was read is simply done.
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+	if err := scheme.ApplyStatus(ctx, r.Client, b, fieldManager, &observed); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if previous := meta.FindStatusCondition(status.Conditions, cond.Type); (previous == nil || previous.Status != cond.Status ||

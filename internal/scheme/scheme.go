@@ -1,14 +1,13 @@
 // Package scheme builds the runtime.Scheme every Flotilla client uses: the Kubernetes built-in kinds, CRDs,
-// and Flotilla's own kinds.
+// and Flotilla's own kinds; and, from an object's kind in that scheme, the objects a controller sends by
+// server-side apply (apply.go).
 package scheme
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -29,19 +28,4 @@ func New() *runtime.Scheme {
 	utilruntime.Must(workv1alpha1.AddToScheme(s))
 	utilruntime.Must(mcsv1alpha1.AddToScheme(s))
 	return s
-}
-
-// ApplyObject is an object of obj's kind, namespace and name holding only fields (top-level fields such as
-// "spec" or "status"): what a controller sends by server-side apply, so that it claims only the fields it
-// owns.
-func ApplyObject(c client.Client, obj client.Object, fields map[string]any) (*unstructured.Unstructured, error) {
-	gvk, err := c.GroupVersionKindFor(obj)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: fields}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(obj.GetNamespace())
-	u.SetName(obj.GetName())
-	return u, nil
 }
