@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
 // Collect reads a member's version, health, nodes, pod CIDRs, resources and served APIs. It fails only when
@@ -148,20 +149,11 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// podRequests is what a pod reserves on its node: the sum of its containers' requests, or its largest init
-// container's when that is more, plus one pod slot.
+// podRequests is what a pod reserves on its node: its requests by Kubernetes' rule (interpreter.PodRequests,
+// the rule one replica's requests are counted by) and one pod slot.
 func podRequests(p *corev1.Pod) corev1.ResourceList {
-	total := corev1.ResourceList{corev1.ResourcePods: *resource.NewQuantity(1, resource.DecimalSI)}
-	for _, c := range p.Spec.Containers {
-		add(total, c.Resources.Requests)
-	}
-	for _, c := range p.Spec.InitContainers {
-		for name, q := range c.Resources.Requests {
-			if cur, ok := total[name]; !ok || q.Cmp(cur) > 0 {
-				total[name] = q.DeepCopy()
-			}
-		}
-	}
+	total := interpreter.PodRequests(&p.Spec)
+	total[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
 	return total
 }
 

@@ -56,7 +56,7 @@ func ReviseReplicas(obj *unstructured.Unstructured, replicas int32) {
 	}
 }
 
-// podRequests sums the container requests of a workload's pod template.
+// podRequests is what one pod of a workload's template requests (PodRequests), nil when nothing.
 func podRequests(obj *unstructured.Unstructured) corev1.ResourceList {
 	raw, found, _ := unstructured.NestedMap(obj.Object, "spec", "template", "spec")
 	if !found {
@@ -65,24 +65,16 @@ func podRequests(obj *unstructured.Unstructured) corev1.ResourceList {
 	return podSpecRequests(raw)
 }
 
-// podSpecRequests sums the container requests of a pod spec.
+// podSpecRequests is what one pod of an unstructured pod spec requests (PodRequests), nil when nothing.
 func podSpecRequests(raw map[string]any) corev1.ResourceList {
 	spec := &corev1.PodSpec{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
 		return nil
 	}
-	total := corev1.ResourceList{}
-	for _, c := range spec.Containers {
-		for name, q := range c.Resources.Requests {
-			sum := total[name]
-			sum.Add(q)
-			total[name] = sum
-		}
+	if total := PodRequests(spec); len(total) > 0 {
+		return total
 	}
-	if len(total) == 0 {
-		return nil
-	}
-	return total
+	return nil
 }
 
 // Health decides whether an object in a member is healthy from its status.
