@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 )
 
-func main() { os.Exit(agentcmd.Execute(agentcmd.NewRoot(), os.Args[1:])) }
+func main() { os.Exit(cmdutil.Execute(agentcmd.NewRoot(), os.Args[1:])) }

@@ -9,12 +9,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 func newAcceptCommand(accept bool) *cobra.Command {
-	var hub agentcmd.HubFlags
+	var hub cmdutil.HubFlags
 	var message, request, narrow string
 	use, short, done := "accept NAME", "Accept a cluster's pending join (hubs with --require-approval, or a name already registered)", "accepted"
 	if !accept {

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-io/flotilla/internal/bench"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 )
 
@@ -23,9 +23,9 @@ func newBenchCommand() *cobra.Command {
 // benchmark validates its options before it starts anything.
 func runBench(run func(ctx context.Context, out io.Writer, progress func(string)) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
-		ctx, cancel := agentcmd.SignalContext()
+		ctx, cancel := cmdutil.SignalContext()
 		defer cancel()
-		return run(ctx, cmd.OutOrStdout(), agentcmd.NewProgress(cmd.ErrOrStderr()).Step)
+		return run(ctx, cmd.OutOrStdout(), cmdutil.NewProgress(cmd.ErrOrStderr()).Step)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 )
 
 // printBindings prints bindings as a table: where each template runs, how it is doing, and which clusters it
@@ -112,7 +112,7 @@ func conditionStatus(s *workv1alpha1.ResourceBindingStatus, t string) string {
 }
 
 func newStatusCommand() *cobra.Command {
-	var hub agentcmd.HubFlags
+	var hub cmdutil.HubFlags
 	var namespace, output string
 	cmd := &cobra.Command{
 		Use:     "status KIND/NAME",

@@ -26,11 +26,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 )
 
 func newGetCommand() *cobra.Command {
-	var hub agentcmd.HubFlags
+	var hub cmdutil.HubFlags
 	var output, namespace, selector, clusterList string
 	var allNamespaces bool
 	var clusterTimeout time.Duration
@@ -256,7 +256,7 @@ func labelsString(l map[string]string) string {
 }
 
 func newTaintCommand() *cobra.Command {
-	var hub agentcmd.HubFlags
+	var hub cmdutil.HubFlags
 	cmd := &cobra.Command{
 		Use:   "taint cluster NAME KEY[=VALUE]:EFFECT | KEY:EFFECT-",
 		Short: "Add or remove a taint on a cluster",

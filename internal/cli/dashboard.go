@@ -16,14 +16,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/dashboard"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // dashboardOptions are the flags of flotilla dashboard.
 type dashboardOptions struct {
-	hub       agentcmd.HubFlags
+	hub       cmdutil.HubFlags
 	port      int
 	namespace string
 }

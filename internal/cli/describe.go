@@ -14,13 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 func newDescribeCommand() *cobra.Command {
-	var hub agentcmd.HubFlags
+	var hub cmdutil.HubFlags
 	var failoverAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "describe cluster NAME",

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 	"github.com/flotilla-io/flotilla/internal/logging"
@@ -47,9 +47,9 @@ DATA_DIR/kubeconfig is written once a Deployment can become Available. Restartin
 			if err := prepareLogs(o.DataDir, logFile, *verbosity); err != nil {
 				return err
 			}
-			ctx, cancel := agentcmd.SignalContext()
+			ctx, cancel := cmdutil.SignalContext()
 			defer cancel()
-			p := agentcmd.NewProgress(cmd.OutOrStdout())
+			p := cmdutil.NewProgress(cmd.OutOrStdout())
 			p.Step(fmt.Sprintf("starting member %s in %s (component logs: %s)", o.Name, o.DataDir, logFile))
 			m, err := devenv.StartMember(ctx, o, p.Step)
 			if err != nil {
@@ -92,9 +92,9 @@ func newDevEtcdCommand(verbosity *int) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, cancel := agentcmd.SignalContext()
+			ctx, cancel := cmdutil.SignalContext()
 			defer cancel()
-			p := agentcmd.NewProgress(cmd.OutOrStdout())
+			p := cmdutil.NewProgress(cmd.OutOrStdout())
 			e, err := controlplane.StartEtcd(controlplane.EtcdConfig{
 				Name: "default", Dir: filepath.Join(dataDir, "etcd"),
 				ClientURL: "http://127.0.0.1:" + strconv.Itoa(port),

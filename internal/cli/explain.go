@@ -15,13 +15,13 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 func newExplainCommand() *cobra.Command {
-	var hub agentcmd.HubFlags
+	var hub cmdutil.HubFlags
 	var namespace, cluster string
 	cmd := &cobra.Command{
 		Use:   "explain KIND/NAME",

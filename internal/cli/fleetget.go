@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
@@ -53,7 +53,7 @@ type clusterResult struct {
 }
 
 // fleetGet validates a fleet-wide read and runs it.
-func fleetGet(cmd *cobra.Command, hub agentcmd.HubFlags, args []string, q fleetQuery, clusterList string) error {
+func fleetGet(cmd *cobra.Command, hub cmdutil.HubFlags, args []string, q fleetQuery, clusterList string) error {
 	if len(args) > 2 {
 		return fmt.Errorf("flotilla get %s takes at most one NAME, got %d", args[0], len(args)-1)
 	}

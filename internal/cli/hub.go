@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/logging"
 )
@@ -54,9 +55,9 @@ Flotilla's controllers. With --etcd-servers several hubs share one etcd (--etcd-
 				// with a few members for a few percent more CPU under load. GOGC overrides it.
 				debug.SetGCPercent(50)
 			}
-			ctx, cancel := agentcmd.SignalContext()
+			ctx, cancel := cmdutil.SignalContext()
 			defer cancel()
-			p := agentcmd.NewProgress(cmd.OutOrStdout())
+			p := cmdutil.NewProgress(cmd.OutOrStdout())
 			if logFile != "" {
 				p.Step("starting the hub in " + o.DataDir + " (component logs: " + logFile + ")")
 			}

@@ -13,14 +13,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // proxyKubeconfigOptions configure `flotilla kubeconfig` and `flotilla kubectl`.
 type proxyKubeconfigOptions struct {
-	hub agentcmd.HubFlags
+	hub cmdutil.HubFlags
 	out string
 }
 

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 )
 
 // kindName is a KIND/NAME argument, such as deployment/web.
@@ -51,7 +51,7 @@ func templateKind(d discovery.DiscoveryInterface, kind string) (schema.GroupVers
 
 // rebalanceOptions are the flags and arguments of flotilla rebalance.
 type rebalanceOptions struct {
-	hub       agentcmd.HubFlags
+	hub       cmdutil.HubFlags
 	namespace string
 	output    string
 	ttl       int32

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/helmchart"
 )
 
@@ -27,4 +28,4 @@ func NewRoot() *cobra.Command {
 }
 
 // Execute runs the command line and returns the process exit code.
-func Execute(args []string) int { return agentcmd.Execute(NewRoot(), args) }
+func Execute(args []string) int { return cmdutil.Execute(NewRoot(), args) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
 
@@ -47,7 +47,7 @@ func newSnapshotSaveCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			agentcmd.NewProgress(cmd.OutOrStdout()).Step(fmt.Sprintf("snapshot saved to %s: revision %d, %d keys, %d bytes; back up %s/pki too",
+			cmdutil.NewProgress(cmd.OutOrStdout()).Step(fmt.Sprintf("snapshot saved to %s: revision %d, %d keys, %d bytes; back up %s/pki too",
 				file, info.Revision, info.Keys, info.Bytes, dataDir))
 			return nil
 		},
@@ -78,7 +78,7 @@ Revisions are raised past any a client saw, so agents relist everything after th
 			if err != nil {
 				return err
 			}
-			p := agentcmd.NewProgress(cmd.OutOrStdout())
+			p := cmdutil.NewProgress(cmd.OutOrStdout())
 			if kept != "" {
 				p.Step("the etcd data it replaced is kept in " + kept)
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -21,7 +21,7 @@ func newTokenCommand() *cobra.Command {
 
 // tokenCreateOptions configure `flotilla token create`.
 type tokenCreateOptions struct {
-	hub         agentcmd.HubFlags
+	hub         cmdutil.HubFlags
 	ttl         time.Duration
 	description string
 	labels      string
@@ -137,7 +137,7 @@ shown by flotilla describe cluster.`,
 }
 
 func newTokenListCommand() *cobra.Command {
-	var hub agentcmd.HubFlags
+	var hub cmdutil.HubFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the bootstrap tokens (without their secrets)",
@@ -165,7 +165,7 @@ func newTokenListCommand() *cobra.Command {
 }
 
 func newTokenDeleteCommand() *cobra.Command {
-	var hub agentcmd.HubFlags
+	var hub cmdutil.HubFlags
 	cmd := &cobra.Command{
 		Use:   "delete ID",
 		Short: "Delete a bootstrap token; clusters that joined with it stay joined",

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 )
 
@@ -30,9 +30,9 @@ same --data-dir brings the same fleet back with everything in it.`,
 			if err := o.Validate(home); err != nil {
 				return err
 			}
-			ctx, cancel := agentcmd.SignalContext()
+			ctx, cancel := cmdutil.SignalContext()
 			defer cancel()
-			p := agentcmd.NewProgress(cmd.OutOrStdout())
+			p := cmdutil.NewProgress(cmd.OutOrStdout())
 			p.Step(fmt.Sprintf("starting a hub and %d members in %s", o.Members, o.DataDir))
 			env, err := devenv.Up(ctx, o, p.Step)
 			if err != nil {

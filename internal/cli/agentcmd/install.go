@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/install"
 )
 
@@ -53,7 +54,7 @@ func (o *installOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-func (o *joinOptions) installAgent(ctx context.Context, member *rest.Config, p *Progress) error {
+func (o *joinOptions) installAgent(ctx context.Context, member *rest.Config, p *cmdutil.Progress) error {
 	if err := o.install.validate(); err != nil {
 		return err
 	}

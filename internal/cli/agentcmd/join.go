@@ -21,6 +21,7 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 
 	"github.com/flotilla-io/flotilla/internal/agent"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/logging"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
@@ -36,7 +37,7 @@ type joinOptions struct {
 	labels, provider, region string
 	zones                    []string
 	agent                    agent.Options
-	hub                      HubFlags
+	hub                      cmdutil.HubFlags
 	install                  installOptions
 }
 
@@ -220,9 +221,9 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			if err := logging.SetupFormat(*verbosity, "", logFormat); err != nil {
 				return err
 			}
-			ctx, cancel := SignalContext()
+			ctx, cancel := cmdutil.SignalContext()
 			defer cancel()
-			p := NewProgress(cmd.OutOrStdout())
+			p := cmdutil.NewProgress(cmd.OutOrStdout())
 			memberConfig, err := o.agent.MemberConfig()
 			if err != nil {
 				return err
@@ -290,7 +291,7 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 	return cmd
 }
 
-func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, clusterID string, p *Progress) error {
+func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, clusterID string, p *cmdutil.Progress) error {
 	// The proxy needs impersonation rights on the member; without them every request through it would fail
 	// with a 403 long after the join, so the join says so now.
 	missing, err := registration.MissingImpersonation(cmd.Context(), member)
@@ -341,10 +342,10 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 			if err := logging.SetupFormat(*verbosity, "", logFormat); err != nil {
 				return err
 			}
-			ctx, cancel := SignalContext()
+			ctx, cancel := cmdutil.SignalContext()
 			defer cancel()
 			o.Version = Version
-			return agent.Run(ctx, o, NewProgress(cmd.OutOrStdout()).Step)
+			return agent.Run(ctx, o, cmdutil.NewProgress(cmd.OutOrStdout()).Step)
 		},
 	}
 	addAgentFlags(cmd.Flags(), o)
@@ -354,7 +355,7 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 
 // deleteTokenSecret deletes --token-secret once the agent holds its credential: the token is spent (or, if
 // reusable, still a key to the hub that nobody in the member needs).
-func (o *joinOptions) deleteTokenSecret(ctx context.Context, member kubernetes.Interface, p *Progress) error {
+func (o *joinOptions) deleteTokenSecret(ctx context.Context, member kubernetes.Interface, p *cmdutil.Progress) error {
 	if o.tokenSecret == "" || !o.agent.InCluster() {
 		return nil
 	}

@@ -19,12 +19,13 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/execution"
 )
 
 // unjoinOptions are the flags of flotilla unjoin.
 type unjoinOptions struct {
-	hub              HubFlags
+	hub              cmdutil.HubFlags
 	deleteResources  bool
 	timeout          time.Duration
 	uninstall        bool
