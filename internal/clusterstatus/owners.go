@@ -10,14 +10,15 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// A Cluster's status has three writers, each applying only what it owns under its own field manager, so
+// A Cluster's status has several writers, each applying only what it owns under its own field manager, so
 // none of them reads and writes back what another wrote and none of them conflicts with another:
 //   - the reporter (the agent, or the hub's push reporter): the facts it collects from the member (version,
 //     platform, agent version, API enablements, node and resource summaries, health endpoints) and the
 //     APIsComplete condition;
 //   - the push reporter's credentials check: the CredentialsValid condition;
 //   - the tunnel status writer, on the hub that holds Pull clusters' tunnels: the TunnelConnected condition;
-//   - the health monitor: the Ready condition (and, in the spec, the health taints).
+//   - the health monitor: the Ready condition (and, in the spec, the health taints);
+//   - the deregistration of a deleted Cluster (internal/registration): the Deleting condition.
 var (
 	// AgentFieldManager owns the status facts an agent reports.
 	AgentFieldManager = workv1alpha1.ControllerFieldManager("agent")

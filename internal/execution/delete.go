@@ -98,13 +98,14 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 		}
 	}
 	if unjoin == clusterv1alpha1.UnjoinDeleteResources {
-		// The finalizer stays until `flotilla unjoin` removes the Cluster: a Work gone now would be written
+		// The finalizer stays until the Cluster is gone (the hub's deregistration lets it go once every
+		// Work of the cluster reports this) and the hub releases the Work: a Work gone now would be written
 		// again by its binding, and applied again.
 		message := "the member objects were deleted: the cluster is being unjoined"
 		if ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
 			message = "the member objects were kept, as the Work preserves them: the cluster is being unjoined"
 		}
-		return e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, ReasonDeleted, message)
+		return e.setStatus(ctx, w, w.Status.ManifestStatuses, metav1.ConditionFalse, workv1alpha1.WorkReasonDeleted, message)
 	}
 	// Only the finalizer changes: a patch of that list, made against the Work as read.
 	patch := client.MergeFromWithOptions(w.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -123,8 +124,8 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 }
 
 // unjoining returns how the Work's cluster leaves the hub: the AnnotationUnjoin of its Cluster, and
-// KeepResources once the Cluster is gone or is being deleted without it, since a cluster leaving the hub
-// never takes its workloads with it.
+// KeepResources once the Cluster is gone or is being deleted without it (kubectl delete), since a cluster
+// leaving the hub never takes its workloads with it unless asked.
 // An error reading the Cluster is returned, never taken for its absence.
 func (e *Executor) unjoining(ctx context.Context, w *workv1alpha1.Work) (string, error) {
 	name, ok := clusterv1alpha1.ClusterOfNamespace(w.Namespace)

@@ -58,9 +58,6 @@ const (
 	ReasonNamespaceMismatch = "NamespaceMismatch"
 	// ReasonApplying marks an object listed in the status before its first apply.
 	ReasonApplying = "Applying"
-	// ReasonDeleted on the Applied condition of a deleted Work of a cluster being unjoined with
-	// --delete-resources: its member objects were deleted; `flotilla unjoin` waits for it.
-	ReasonDeleted = "Deleted"
 )
 
 // A Work's status follows its objects through watches on what was applied (watch.go), not by reading them

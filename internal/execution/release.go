@@ -14,7 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -81,12 +85,13 @@ func flotillaKeys(obj *unstructured.Unstructured) (labels, annotations []string)
 	return labels, annotations
 }
 
-// Releaser removes the execution finalizer from deleted Works whose Cluster is gone from the hub. Their
-// member objects stay (a cluster leaving the hub keeps its workloads), and no agent or push credential is
-// left to remove the finalizer, which would otherwise hold the Work, and the cluster's namespace, in
-// Terminating for good, say after a Cluster was deleted with kubectl while its agent was stopped. Nothing
-// reaches the member then, so those objects keep Flotilla's marks (a re-join of the cluster to this hub takes
-// them over again).
+// Releaser removes the execution finalizer from deleted Works whose Cluster is gone from the hub: the last
+// step of a cluster's deregistration (registration.Deregistration), which deletes the cluster's namespace
+// and then lets the Cluster go. Their member objects stay (a cluster leaving the hub keeps its workloads
+// unless unjoin --delete-resources had them deleted first), and no agent or push credential is left to
+// remove the finalizer, which would otherwise hold the Work, and the cluster's namespace, in Terminating for
+// good, say after a Cluster was deleted with kubectl while its agent was stopped. Nothing reaches the member
+// then, so those objects keep Flotilla's marks (a re-join of the cluster to this hub takes them over again).
 type Releaser struct {
 	Client client.Client
 	// Clusters reads Clusters from the API server. The cache answers first: a Cluster it holds exists, and
@@ -95,11 +100,32 @@ type Releaser struct {
 	Clusters client.Reader
 }
 
-// SetupRelease registers the Releaser with the hub's manager.
+// SetupRelease registers the Releaser with the hub's manager. A deleted Work is looked at when it changes,
+// and again when its Cluster goes: a Work deleted before that (its objects deleted by an unjoin
+// --delete-resources, or its agent stopped) changes no more.
 func SetupRelease(mgr ctrl.Manager) error {
 	r := &Releaser{Client: mgr.GetClient(), Clusters: mgr.GetAPIReader()}
 	deleted := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetDeletionTimestamp() != nil })
-	return ctrl.NewControllerManagedBy(mgr).Named("work-release").For(&workv1alpha1.Work{}, builder.WithPredicates(deleted)).Complete(r)
+	worksOfCluster := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, cluster client.Object) []reconcile.Request {
+		works := &workv1alpha1.WorkList{}
+		if err := r.Client.List(ctx, works, client.InNamespace(clusterv1alpha1.ClusterNamespace(cluster.GetName()))); err != nil {
+			log.FromContext(ctx).Error(err, "listing the Works of a removed cluster", "cluster", cluster.GetName())
+			return nil
+		}
+		var requests []reconcile.Request
+		for i := range works.Items {
+			if works.Items[i].DeletionTimestamp != nil {
+				requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&works.Items[i])})
+			}
+		}
+		return requests
+	})
+	onlyDeletes := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("work-release").For(&workv1alpha1.Work{}, builder.WithPredicates(deleted)).
+		Watches(&clusterv1alpha1.Cluster{}, worksOfCluster, builder.WithPredicates(onlyDeletes)).Complete(r)
 }
 
 // Reconcile releases one deleted Work of a cluster that is gone.

@@ -53,6 +53,7 @@ var Controllers = Registry{
 	{Name: "registration", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return registration.SetupApprover(mgr, s.RequireApproval, s.MaxAgentCertTTL)
 	}},
+	{Name: "deregistration", Setup: func(mgr ctrl.Manager, _ Settings) error { return registration.SetupDeregistration(mgr) }},
 	{Name: "cluster-health", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupHealthMonitor(mgr, s.ClusterGracePeriod, s.Failover)
 	}},

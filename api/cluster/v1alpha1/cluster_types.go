@@ -50,6 +50,11 @@ const ClusterConditionCredentialsValid = "CredentialsValid"
 // agent is not connected, reason NotConnected). The hub writes it when the tunnel opens or closes.
 const ClusterConditionTunnelConnected = "TunnelConnected"
 
+// ClusterConditionDeleting is the condition type of a deleted Cluster whose deregistration waits
+// (FinalizerDeregistration): True, reason DeletingMemberObjects while the member objects of some of its Works
+// are not reported deleted, with a message that names them. A Cluster that is not being deleted has none.
+const ClusterConditionDeleting = "Deleting"
+
 // MaxClusterNameLength is the longest cluster name: flotilla-cluster-<name> must be a valid namespace name
 // (63 characters).
 const MaxClusterNameLength = 46
@@ -159,7 +164,8 @@ type LocalSecretReference struct {
 type ClusterStatus struct {
 	// Conditions: Ready (True: healthy; False: readyz failing; Unknown: heartbeat lost) and APIsComplete
 	// (True: apiEnablements lists every served API; False: discovery failed in part), and for Pull clusters
-	// TunnelConnected (True: the agent's tunnel to the hub is open), each with a reason.
+	// TunnelConnected (True: the agent's tunnel to the hub is open), each with a reason; Failover for an
+	// unhealthy cluster, CredentialsValid for a Push one, and Deleting while a deleted cluster is deregistered.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

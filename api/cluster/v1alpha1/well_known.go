@@ -5,8 +5,10 @@ import (
 	"strings"
 )
 
-// AnnotationUnjoin on a Cluster records that `flotilla unjoin` is removing it and what becomes of the objects
-// Flotilla placed in the member: the executor reads it before it finalizes a Work of the cluster.
+// AnnotationUnjoin on a Cluster says what becomes of the objects Flotilla placed in the member when the
+// Cluster is deleted: `flotilla unjoin` sets it before it deletes the Cluster. The hub's deregistration
+// (FinalizerDeregistration) and the executor, before it finalizes a Work of the cluster, read it. A Cluster
+// deleted without it (kubectl delete) keeps them: UnjoinKeepResources.
 const AnnotationUnjoin = "cluster.flotilla.io/unjoin"
 
 // Values of AnnotationUnjoin.
@@ -17,6 +19,14 @@ const (
 	// before the Cluster goes.
 	UnjoinDeleteResources = "DeleteResources"
 )
+
+// FinalizerDeregistration keeps a deleted Cluster until the hub has done what must happen before it goes:
+// with UnjoinDeleteResources, the member objects of its Works deleted (by the cluster's agent, or for a Push
+// cluster by the hub); then a Push cluster's credentials Secret is deleted. Once the Cluster is gone, what it
+// owns goes (its namespace with its Works, Lease and agent Role; its agent's ClusterRole), the hub releasing
+// the Works. The Deleting condition says what it waits for. Whoever deletes the Cluster (flotilla unjoin,
+// kubectl delete), the same steps run, and a hub that restarts halfway resumes them.
+const FinalizerDeregistration = "cluster.flotilla.io/deregistration"
 
 // SystemNamespace holds the hub's own objects: the controllers' leader Lease and push credentials.
 const SystemNamespace = "flotilla-system"

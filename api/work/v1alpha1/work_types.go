@@ -16,6 +16,12 @@ const (
 	WorkConditionApplied = "Applied"
 	// WorkConditionAvailable is True once every manifest is healthy in the member.
 	WorkConditionAvailable = "Available"
+	// WorkReasonDeleted on the Applied condition (False) of a deleted Work of a cluster being deregistered
+	// with cluster.flotilla.io/unjoin: DeleteResources says its member objects were deleted (or, for a Work
+	// that preserves them, kept). The executor keeps the Work's finalizer meanwhile, so its binding does not
+	// write it again; once every Work of the cluster reports it, the hub's deregistration lets the Cluster go,
+	// and the hub releases the Works.
+	WorkReasonDeleted = "Deleted"
 	// ManifestConditionObserved on a manifest status is True once the member's controllers observed the
 	// object's current generation (or the object has no observedGeneration).
 	ManifestConditionObserved = "Observed"

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,9 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
-	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
 // unjoinOptions are the flags of flotilla unjoin.
@@ -55,16 +53,21 @@ func NewUnjoinCommand(installer *Installer) *cobra.Command {
 		Long: `Remove a cluster from the hub: its Cluster, namespace (with its Works and Lease), the RBAC of its
 agent, whose certificate then opens nothing, and for a push cluster the stored credentials.
 
+Unjoin records on the Cluster what becomes of the objects Flotilla placed in the member, deletes the
+Cluster, and shows the hub's steps until the cluster is gone: the hub does the removal (a Cluster deleted
+with kubectl goes the same way, keeping the member objects), and finishes it even if this command stops.
+
 The objects Flotilla placed in the member stay there and keep running: the cluster's Works are released, so
 neither a stopped agent nor a lost push credential holds the unjoin up. They keep Flotilla's labels, so when
 the cluster joins again under the same name Flotilla takes them over again without a conflict.
 
 With --delete-resources the member objects are deleted first, by the cluster's agent (or, for a push
 cluster, by the hub) and by the usual rules: objects Flotilla adopted, Namespaces, CRDs and
-PersistentVolumeClaims stay unless their template opted in. The command waits for that and fails after
---timeout if the agent does not do it, leaving the Cluster in place.
+PersistentVolumeClaims stay unless their template opted in. The hub waits for that; the command fails after
+--timeout if the agent does not do it, and unjoin without --delete-resources then leaves the objects in the
+member and finishes.
 
-Running unjoin again finishes an unjoin that was interrupted.`,
+Running unjoin again follows an unjoin that was interrupted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -89,136 +92,121 @@ Running unjoin again finishes an unjoin that was interrupted.`,
 		cmd.Flags().StringVar(&o.memberKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the member, for --uninstall")
 		o.install.addTargetFlags(cmd.Flags())
 	}
-	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the member objects to be deleted and the cluster's namespace to go")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to follow the hub's removal of the cluster (the member objects deleted, the cluster's namespace gone)")
 	return cmd
 }
 
-// unjoin removes cluster name from the hub. The Cluster is first marked with what becomes of the member
-// objects (the executor reads it before it finalizes a Work), then, with deleteResources, the Works are
-// deleted and their objects removed from the member; then the Cluster goes, and its Works are released so
-// that its namespace goes too without an agent.
+// unjoin asks the hub to remove cluster name and shows how it goes: it records on the Cluster what becomes of
+// the member objects (AnnotationUnjoin), deletes the Cluster, and prints each step of the hub's
+// deregistration (the Cluster's Deleting condition) until the Cluster and its namespace are gone.
 func unjoin(ctx context.Context, c client.Client, name string, deleteResources bool, out io.Writer) error {
-	ns := clusterv1alpha1.ClusterNamespace(name)
+	p := cmdutil.NewProgress(out)
 	cluster := &clusterv1alpha1.Cluster{}
 	err := c.Get(ctx, client.ObjectKey{Name: name}, cluster)
-	gone := apierrors.IsNotFound(err)
-	if err != nil && !gone {
-		return err
-	}
-	if gone {
-		// An unjoin interrupted after the Cluster went leaves its namespace behind: finish it.
-		if err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
+		// A Cluster deleted before the hub gave it its finalizer leaves its namespace behind for a while: the
+		// hub releases its Works and the namespace goes.
+		if err := c.Get(ctx, client.ObjectKey{Name: clusterv1alpha1.ClusterNamespace(name)}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
 			return fmt.Errorf("cluster %s is not registered", name)
 		} else if err != nil {
 			return err
 		}
 		if deleteResources {
 			return fmt.Errorf("cluster %s is already gone from the hub, so its member objects can no longer be deleted through it; "+
-				"run flotilla unjoin %s without --delete-resources to finish removing it", name, name)
+				"run flotilla unjoin %s without --delete-resources to follow the rest of its removal", name, name)
+		}
+	case err != nil:
+		return err
+	default:
+		if err := markAndDelete(ctx, c, cluster, deleteResources, p); err != nil {
+			return err
 		}
 	}
-	if !gone {
-		mode := clusterv1alpha1.UnjoinKeepResources
-		if deleteResources {
-			mode = clusterv1alpha1.UnjoinDeleteResources
+	if err := follow(ctx, c, name, p); err != nil {
+		return err
+	}
+	if deleteResources {
+		p.Step(fmt.Sprintf("cluster %s unjoined; the objects Flotilla placed in it were deleted", name))
+	} else {
+		p.Step(fmt.Sprintf("cluster %s unjoined; the objects Flotilla placed in it were left there (--delete-resources deletes them)", name))
+	}
+	return nil
+}
+
+// markAndDelete records on the Cluster what becomes of the member objects, then deletes it. A Cluster already
+// being removed may still be told to keep them, never to delete them once it keeps them: its Works may be
+// released already.
+func markAndDelete(ctx context.Context, c client.Client, cluster *clusterv1alpha1.Cluster, deleteResources bool, p *cmdutil.Progress) error {
+	mode, what := clusterv1alpha1.UnjoinKeepResources, "keep"
+	if deleteResources {
+		mode, what = clusterv1alpha1.UnjoinDeleteResources, "delete"
+	}
+	current := cluster.Annotations[clusterv1alpha1.AnnotationUnjoin]
+	switch {
+	case deleteResources && cluster.DeletionTimestamp != nil && current != mode:
+		return fmt.Errorf("cluster %s is already being removed keeping its member objects, so they can no longer be deleted through the hub; "+
+			"run flotilla unjoin %s without --delete-resources to follow its removal", cluster.Name, cluster.Name)
+	case deleteResources && !controllerutil.ContainsFinalizer(cluster, clusterv1alpha1.FinalizerDeregistration):
+		// Without it the Cluster would go at once and its Works be released: nothing would be deleted.
+		return fmt.Errorf("cluster %s has no %s finalizer: the hub's deregistration controller has not taken it in hand, "+
+			"so --delete-resources cannot delete its member objects; is the hub running (its deregistration controller enabled)?",
+			cluster.Name, clusterv1alpha1.FinalizerDeregistration)
+	}
+	if current != mode {
+		patch := client.MergeFrom(cluster.DeepCopy())
+		metav1.SetMetaDataAnnotation(&cluster.ObjectMeta, clusterv1alpha1.AnnotationUnjoin, mode)
+		if err := c.Patch(ctx, cluster, patch); err != nil {
+			return err
 		}
-		if cluster.Annotations[clusterv1alpha1.AnnotationUnjoin] != mode {
-			patch := client.MergeFrom(cluster.DeepCopy())
-			metav1.SetMetaDataAnnotation(&cluster.ObjectMeta, clusterv1alpha1.AnnotationUnjoin, mode)
-			if err := c.Patch(ctx, cluster, patch); err != nil {
-				return err
-			}
-		}
-		if deleteResources {
-			if err := deleteMemberObjects(ctx, c, name, out); err != nil {
-				return err
-			}
-		}
+		p.Step(fmt.Sprintf("cluster %s: marked to %s the objects Flotilla placed in it", cluster.Name, what))
+	}
+	if cluster.DeletionTimestamp == nil {
 		if err := client.IgnoreNotFound(c.Delete(ctx, cluster)); err != nil {
 			return err
 		}
-		if ref := cluster.Spec.SecretRef; ref != nil {
-			secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
-			if err := client.IgnoreNotFound(c.Delete(ctx, secret)); err != nil {
-				return err
-			}
-		}
+		p.Step(fmt.Sprintf("cluster %s: deleted; the hub takes it off", cluster.Name))
 	}
-	fmt.Fprintf(out, "cluster %s: waiting for namespace %s to go\n", name, ns)
-	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		if err := releaseWorks(ctx, c, ns); err != nil {
-			return false, err
+	return nil
+}
+
+// follow prints each step of the hub's deregistration of cluster name, as its Deleting condition says it,
+// until the Cluster and then its namespace (which goes after it) are gone. When ctx ends first, the error says
+// what the hub waits for.
+func follow(ctx context.Context, c client.Client, name string, p *cmdutil.Progress) error {
+	ns := clusterv1alpha1.ClusterNamespace(name)
+	var last *metav1.Condition
+	clusterGone := false
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		if !clusterGone {
+			cluster := &clusterv1alpha1.Cluster{}
+			err := c.Get(ctx, client.ObjectKey{Name: name}, cluster)
+			if err == nil {
+				if cond := meta.FindStatusCondition(cluster.Status.Conditions, clusterv1alpha1.ClusterConditionDeleting); cond != nil &&
+					(last == nil || cond.Message != last.Message) {
+					p.Step(fmt.Sprintf("cluster %s: %s", name, cond.Message))
+					last = cond
+				}
+				return false, nil
+			}
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+			clusterGone = true
+			p.Step(fmt.Sprintf("cluster %s: gone from the hub; its namespace %s goes after it", name, ns))
 		}
 		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
-	if err != nil {
-		return fmt.Errorf("cluster %s: namespace %s did not go: %w", name, ns, err)
-	}
-	if deleteResources {
-		fmt.Fprintf(out, "cluster %s unjoined; the objects Flotilla placed in it were deleted\n", name)
-	} else {
-		fmt.Fprintf(out, "cluster %s unjoined; the objects Flotilla placed in it were left there (--delete-resources deletes them)\n", name)
-	}
-	return nil
-}
-
-// deleteMemberObjects deletes the cluster's Works and waits until the executor reports each one's member
-// objects deleted (it keeps their finalizer meanwhile, so their bindings do not write them again).
-func deleteMemberObjects(ctx context.Context, c client.Client, cluster string, out io.Writer) error {
-	var waiting []string
-	last := ""
-	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		works := &workv1alpha1.WorkList{}
-		if err := c.List(ctx, works, client.InNamespace(clusterv1alpha1.ClusterNamespace(cluster))); err != nil {
-			return false, err
-		}
-		waiting = waiting[:0]
-		for i := range works.Items {
-			w := &works.Items[i]
-			if w.DeletionTimestamp == nil {
-				if err := client.IgnoreNotFound(c.Delete(ctx, w)); err != nil {
-					return false, err
-				}
-			}
-			applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
-			if w.DeletionTimestamp == nil || applied == nil || applied.Reason != execution.ReasonDeleted {
-				waiting = append(waiting, w.Name)
-			}
-		}
-		progress := fmt.Sprintf("cluster %s: member objects of %d of %d Works deleted", cluster, len(works.Items)-len(waiting), len(works.Items))
-		if progress != last {
-			fmt.Fprintln(out, progress)
-			last = progress
-		}
-		return len(waiting) == 0, nil
-	})
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("cluster %s: the member objects of Works %s were not deleted in time; is the cluster's agent running "+
-			"(for a push cluster: are its credentials valid)? The cluster stays registered; run flotilla unjoin %s without "+
-			"--delete-resources to leave the objects in the member", cluster, strings.Join(waiting, ", "), cluster)
-	}
-	return err
-}
-
-// releaseWorks removes the execution finalizer from the Works in namespace ns, which belongs to a cluster
-// that is going: their member objects stay (or were deleted already), so there is nothing left for the
-// finalizer to wait for, and no agent or push credential is needed for the Works to go.
-func releaseWorks(ctx context.Context, c client.Client, ns string) error {
-	works := &workv1alpha1.WorkList{}
-	if err := c.List(ctx, works, client.InNamespace(ns)); err != nil {
+	switch {
+	case !errors.Is(err, context.DeadlineExceeded):
 		return err
+	case !clusterGone && last != nil && last.Reason == registration.ReasonDeletingMemberObjects:
+		return fmt.Errorf("cluster %s: the member objects were not deleted in time (%s); is the cluster's agent running "+
+			"(for a push cluster: are its credentials valid)? The hub keeps waiting for them; run flotilla unjoin %s without "+
+			"--delete-resources to leave the objects in the member", name, last.Message, name)
+	case !clusterGone:
+		return fmt.Errorf("cluster %s did not go in time; the hub keeps removing it, and flotilla unjoin %s follows it again", name, name)
 	}
-	for i := range works.Items {
-		w := &works.Items[i]
-		if !controllerutil.ContainsFinalizer(w, workv1alpha1.FinalizerExecution) {
-			continue
-		}
-		patch := client.MergeFromWithOptions(w.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution)
-		if err := c.Patch(ctx, w, patch); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return err // a conflict is read again on the next round
-		}
-	}
-	return nil
+	return fmt.Errorf("cluster %s: namespace %s did not go in time; the hub keeps removing it, and flotilla unjoin %s follows it again", name, ns, name)
 }
