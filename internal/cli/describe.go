@@ -16,12 +16,10 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/registration"
-	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 func newDescribeCommand() *cobra.Command {
 	var hub cmdutil.HubFlags
-	var failoverAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "describe cluster NAME",
 		Short: "Show a cluster's conditions, taints, failover, workloads waiting to move, capacity, APIs and recent events",
@@ -29,9 +27,6 @@ func newDescribeCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "cluster" && args[0] != "clusters" {
 				return fmt.Errorf("unknown resource %q: flotilla describe knows cluster", args[0])
-			}
-			if failoverAfter < 0 {
-				return fmt.Errorf("--default-failover-toleration %s: must not be negative", failoverAfter)
 			}
 			_, c, kube, err := hub.Clients()
 			if err != nil {
@@ -68,7 +63,7 @@ func newDescribeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printFailover(w, cl, bindings, failoverAfter, now)
+			printFailover(w, cl, bindings, now)
 			if n := cl.Status.NodeSummary; n != nil {
 				fmt.Fprintf(w, "Nodes:\t%d ready of %d\n", n.ReadyNum, n.TotalNum)
 			}
@@ -97,8 +92,10 @@ func newDescribeCommand() *cobra.Command {
 		},
 	}
 	hub.AddFlags(cmd.Flags())
-	cmd.Flags().DurationVar(&failoverAfter, "default-failover-toleration", scheduler.DefaultFailoverToleration,
-		"the hub's --default-failover-toleration, to say when workloads without their own toleration of a health taint move")
+	// Kept so that scripts passing it still run: the hub publishes when each binding moves (its
+	// status.taintedClusters), with the default toleration it applies.
+	cmd.Flags().Duration("default-failover-toleration", 0, "unused: the hub publishes when workloads move")
+	_ = cmd.Flags().MarkDeprecated("default-failover-toleration", "the hub publishes when workloads move, with its own default toleration")
 	return cmd
 }
 

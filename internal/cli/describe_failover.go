@@ -14,7 +14,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 // printTaints lists a cluster's taints with their effect and age, and says which ones the hub's health
@@ -53,23 +52,20 @@ type clusterMoves struct {
 	staying []string
 }
 
-// moveTime is when bindings move, and whether that time comes from the hub's default failover toleration
-// (the binding's policy does not tolerate the health taint itself), which the command line can only assume.
+// moveTime is when bindings move, and the hub's default failover toleration when that is what sets the time
+// (the binding's policy does not tolerate the health taint itself; 0 otherwise).
 type moveTime struct {
-	when      time.Time
-	byDefault bool
+	when              time.Time
+	defaultToleration time.Duration
 }
 
-// movesFrom finds, in every binding, the workloads waiting to leave cluster cl. Whether and when a binding
-// placed there moves is the scheduler's own reading of its tolerations, with failoverAfter as the hub's
-// default failover toleration, so what is shown is what the scheduler will do.
-func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, failoverAfter time.Duration, now time.Time) clusterMoves {
+// movesFrom finds, in every binding, the workloads waiting to leave cluster cl, as the scheduler published
+// them: the eviction tasks from the cluster (spec.gracefulEvictionTasks) and, for a binding still placed there
+// while the cluster has a NoExecute taint, when it leaves (status.taintedClusters). A binding the scheduler
+// has not looked at since the taint came is not listed yet.
+func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) clusterMoves {
 	moves := clusterMoves{at: map[moveTime][]string{}}
 	noExecute := slices.ContainsFunc(cl.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
-	taints := scheduler.TaintToleration{FailoverAfter: failoverAfter}
-	// Asked with a default an hour longer, the scheduler gives another time exactly when the default decides.
-	longer := scheduler.TaintToleration{FailoverAfter: failoverAfter + time.Hour}
-	clusters := []clusterv1alpha1.Cluster{*cl}
 	for _, b := range bindings {
 		spec, name := b.BindingSpec(), b.GetName()
 		if b.GetNamespace() != "" {
@@ -81,14 +77,20 @@ func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, failoverAfter ti
 		if !noExecute || !slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == cl.Name }) {
 			continue
 		}
-		if taints.Filter(spec, cl) != "" {
-			moves.now = append(moves.now, name)
-		} else if d, ok := taints.NextExpiry(spec, clusters, now); ok {
-			other, _ := longer.NextExpiry(spec, clusters, now)
-			at := moveTime{when: now.Add(d).Round(0), byDefault: other != d} // Round(0): no monotonic reading, equal times are one key
-			moves.at[at] = append(moves.at[at], name)
-		} else {
+		tainted := b.BindingStatus().TaintedClusters
+		i := slices.IndexFunc(tainted, func(t workv1alpha1.TaintedCluster) bool { return t.Cluster == cl.Name })
+		switch {
+		case i < 0:
+		case tainted[i].LeavesAt == nil:
 			moves.staying = append(moves.staying, name)
+		case !now.Before(tainted[i].LeavesAt.Time):
+			moves.now = append(moves.now, name)
+		default:
+			at := moveTime{when: tainted[i].LeavesAt.Time}
+			if d := tainted[i].DefaultToleration; d != nil {
+				at.defaultToleration = d.Duration
+			}
+			moves.at[at] = append(moves.at[at], name)
 		}
 	}
 	return moves
@@ -96,12 +98,12 @@ func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, failoverAfter ti
 
 // printFailover prints the cluster's Failover condition, what the health monitor did and why, and the
 // workloads waiting to move away from the cluster.
-func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []binding, failoverAfter time.Duration, now time.Time) {
+func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) {
 	if c := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionFailover); c != nil {
 		// No tab: a sentence, not a row of the conditions table printed above it.
 		fmt.Fprintf(w, "Failover: %s (%s, since %s) %s\n", c.Status, c.Reason, since(&c.LastTransitionTime, now), c.Message)
 	}
-	moves := movesFrom(cl, bindings, failoverAfter, now)
+	moves := movesFrom(cl, bindings, now)
 	if len(moves.replacing) == 0 && len(moves.at) == 0 && len(moves.now) == 0 && len(moves.staying) == 0 {
 		fmt.Fprintln(w, "Waiting to move:\tnone")
 		return
@@ -116,8 +118,8 @@ func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []binding,
 	for _, at := range slices.SortedFunc(maps.Keys(moves.at), func(a, b moveTime) int { return a.when.Compare(b.when) }) {
 		names := moves.at[at]
 		note := ""
-		if at.byDefault {
-			note = ", by the hub's default failover toleration of " + failoverAfter.String()
+		if at.defaultToleration > 0 {
+			note = ", by the hub's default failover toleration of " + at.defaultToleration.String()
 		}
 		fmt.Fprintf(w, "  %d will move at %s (in %s%s):\t%s\n", len(names), at.when.Local().Format(time.TimeOnly),
 			duration.HumanDuration(at.when.Sub(now)), note, someNames(names))

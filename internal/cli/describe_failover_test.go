@@ -15,11 +15,12 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// tolerating is a ResourceBinding shop/NAME placed on clusters, whose policy has tolerations.
-func tolerating(name string, clusters []string, tolerations ...corev1.Toleration) *workv1alpha1.ResourceBinding {
+// tolerating is a ResourceBinding shop/NAME placed on clusters, with the scheduler's word on when it leaves
+// the tainted ones (status.taintedClusters).
+func tolerating(name string, clusters []string, tainted ...workv1alpha1.TaintedCluster) *workv1alpha1.ResourceBinding {
 	b := rbWith(clusters, nil)
 	b.Name = name
-	b.Spec.Placement = &policyv1alpha1.Placement{ClusterTolerations: tolerations}
+	b.Status.TaintedClusters = tainted
 	return b
 }
 
@@ -27,20 +28,28 @@ func TestPrintFailover(t *testing.T) {
 	now := time.Now()
 	added := now.Add(-time.Minute)
 	unreachable := corev1.Taint{Key: clusterv1alpha1.TaintClusterUnreachable, Effect: corev1.TaintEffectNoExecute, TimeAdded: &metav1.Time{Time: added}}
-	tolerate := func(seconds *int64) corev1.Toleration {
-		return corev1.Toleration{Key: clusterv1alpha1.TaintClusterUnreachable, Operator: corev1.TolerationOpExists, TolerationSeconds: seconds}
+	// leaves is the scheduler's entry for m1: leaving after the toleration d (counted from the taint), never
+	// (nil), or by the hub's default toleration.
+	leaves := func(d *time.Duration) workv1alpha1.TaintedCluster {
+		if d == nil {
+			return workv1alpha1.TaintedCluster{Cluster: "m1"}
+		}
+		return workv1alpha1.TaintedCluster{Cluster: "m1", LeavesAt: &metav1.Time{Time: added.Add(*d)}}
 	}
+	byDefault := leaves(ptr.To(2 * time.Minute))
+	byDefault.DefaultToleration = &metav1.Duration{Duration: 2 * time.Minute}
 	left := rbWith([]string{"m2"}, []workv1alpha1.GracefulEvictionTask{task("m1", "TaintUntolerated", policyv1alpha1.PurgeGracefully, now, time.Minute)})
 	leftCRB := &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "ops-namespace"}, Spec: workv1alpha1.ResourceBindingSpec{
 		Clusters: []workv1alpha1.TargetCluster{{Name: "m2"}}, GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{task("m1", "TaintUntolerated", policyv1alpha1.PurgeNever, now, time.Minute)}}}
 	bindings := []binding{
 		left, leftCRB,
-		tolerating("five-minutes", []string{"m1", "m2"}, tolerate(ptr.To(int64(300)))),
-		tolerating("five-minutes-too", []string{"m1"}, tolerate(ptr.To(int64(300)))),
-		tolerating("an-hour", []string{"m1"}, tolerate(ptr.To(int64(3600)))),
-		tolerating("by-default", []string{"m1"}),
-		tolerating("expired", []string{"m1"}, tolerate(ptr.To(int64(30)))),
-		tolerating("for-ever", []string{"m1"}, tolerate(nil)),
+		tolerating("five-minutes", []string{"m1", "m2"}, leaves(ptr.To(5*time.Minute))),
+		tolerating("five-minutes-too", []string{"m1"}, leaves(ptr.To(5*time.Minute))),
+		tolerating("an-hour", []string{"m1"}, leaves(ptr.To(time.Hour))),
+		tolerating("by-default", []string{"m1"}, byDefault),
+		tolerating("expired", []string{"m1"}, leaves(ptr.To(30*time.Second))),
+		tolerating("for-ever", []string{"m1"}, leaves(nil)),
+		tolerating("not-looked-at-yet", []string{"m1"}),
 		tolerating("elsewhere", []string{"m2"}),
 	}
 	at := func(d time.Duration) string { return added.Add(d).Local().Format(time.TimeOnly) }
@@ -64,7 +73,8 @@ func TestPrintFailover(t *testing.T) {
 				"1 staying (tolerate the NoExecute taints without a time limit): shop/for-ever",
 			}},
 		{"a taint no policy tolerates", []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}, nil,
-			bindings[2:4], []string{
+			[]binding{tolerating("five-minutes", []string{"m1", "m2"}, leaves(ptr.To(time.Duration(0)))),
+				tolerating("five-minutes-too", []string{"m1"}, leaves(ptr.To(time.Duration(0))))}, []string{
 				"Waiting to move:",
 				"2 moving now (a NoExecute taint not tolerated, or no longer; they stay while nothing else fits): shop/five-minutes, shop/five-minutes-too",
 			}},
@@ -84,7 +94,7 @@ func TestPrintFailover(t *testing.T) {
 				cl.Status.Conditions = []metav1.Condition{*tt.failover}
 			}
 			var out bytes.Buffer
-			printFailover(&out, cl, tt.bindings, 2*time.Minute, now)
+			printFailover(&out, cl, tt.bindings, now)
 			if got := collapsedLines(out.String()); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}

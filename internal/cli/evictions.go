@@ -3,17 +3,18 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
 // binding is a ResourceBinding or a ClusterResourceBinding, with its object metadata.
@@ -41,18 +42,25 @@ func waitingForColumn(b binding, now time.Time) string {
 	return orDash(strings.Join(parts, "; "))
 }
 
-// waitingFor says what ends an eviction task, as the scheduler decides it: the replacement turning healthy or
-// the grace period passing, or for purge mode Never a person removing the task. A task the scheduler drops on
-// its next pass waits for nothing.
+// waitingFor says what ends an eviction task, as the scheduler published it (status.evictions): a person for
+// purge mode Never; otherwise the replacement turning healthy, that is the binding Healthy at its current
+// generation, or the grace period ending. A task that one of them already ended waits for nothing: the
+// scheduler drops it on its next pass.
 func waitingFor(b binding, task workv1alpha1.GracefulEvictionTask, now time.Time) string {
-	if task.PurgeMode.Canonical() == policyv1alpha1.PurgeNever {
+	status := b.BindingStatus()
+	i := slices.IndexFunc(status.Evictions, func(s workv1alpha1.EvictionStatus) bool { return s.FromCluster == task.FromCluster })
+	if i < 0 {
+		return "unknown: the scheduler has not published it yet"
+	}
+	published := status.Evictions[i]
+	if published.EndedBy == workv1alpha1.EvictionEndPerson {
 		return "a person: purgeMode Never keeps the copy until the task is removed from the binding"
 	}
-	deadline, hasDeadline := scheduler.EvictionDeadline(task)
-	if scheduler.EvictionFinished(task, b.BindingStatus().Conditions, b.GetGeneration(), now) {
-		if hasDeadline && !now.Before(deadline) {
-			return "nothing: the grace period is over, the copy is being removed"
-		}
+	deadline := published.Deadline
+	if deadline != nil && !now.Before(deadline.Time) {
+		return "nothing: the grace period is over, the copy is being removed"
+	}
+	if c := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionHealthy); c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == b.GetGeneration() {
 		return "nothing: the replacement is healthy, the copy is being removed"
 	}
 	var targets []string
@@ -63,7 +71,7 @@ func waitingFor(b binding, task workv1alpha1.GracefulEvictionTask, now time.Time
 	if len(targets) > 0 {
 		s += " on " + strings.Join(targets, ",")
 	}
-	if hasDeadline {
+	if deadline != nil {
 		s += " (or the grace period ends in " + duration.HumanDuration(deadline.Sub(now)) + ")"
 	}
 	return s

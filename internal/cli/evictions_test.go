@@ -22,13 +22,23 @@ func task(cluster, reason string, purge policyv1alpha1.PurgeMode, now time.Time,
 }
 
 // rbWith is a ResourceBinding of Deployment shop/web at generation 3, placed on targets, with tasks and
-// conditions.
+// conditions, and what ends each task as the scheduler publishes it (status.evictions).
 func rbWith(targets []string, tasks []workv1alpha1.GracefulEvictionTask, conditions ...metav1.Condition) *workv1alpha1.ResourceBinding {
 	b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-deployment", Generation: 3},
 		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
 			GracefulEvictionTasks: tasks}, Status: workv1alpha1.ResourceBindingStatus{Conditions: conditions}}
 	for _, t := range targets {
 		b.Spec.Clusters = append(b.Spec.Clusters, workv1alpha1.TargetCluster{Name: t, Replicas: 2})
+	}
+	for _, t := range tasks {
+		published := workv1alpha1.EvictionStatus{FromCluster: t.FromCluster, EndedBy: workv1alpha1.EvictionEndReplacement}
+		switch {
+		case t.PurgeMode.Canonical() == policyv1alpha1.PurgeNever:
+			published.EndedBy = workv1alpha1.EvictionEndPerson
+		case t.CreationTimestamp != nil:
+			published.Deadline = &metav1.Time{Time: t.CreationTimestamp.Add(time.Duration(*t.GracePeriodSeconds) * time.Second)}
+		}
+		b.Status.Evictions = append(b.Status.Evictions, published)
 	}
 	return b
 }
@@ -84,6 +94,8 @@ func TestWaitingFor(t *testing.T) {
 		{"no creation time: health alone", rbWith([]string{"m2"}, []workv1alpha1.GracefulEvictionTask{noTime}), "replacement healthy on m2"},
 		{"Never waits for a person, healthy or not", rbWith([]string{"m2"}, []workv1alpha1.GracefulEvictionTask{task("m1", "PlacementChanged", policyv1alpha1.PurgeNever, now, time.Hour)}, healthy(3)),
 			"a person: purgeMode Never keeps the copy until the task is removed from the binding"},
+		{"not published by the scheduler yet", unpublished(rbWith([]string{"m2"}, []workv1alpha1.GracefulEvictionTask{gracefully})),
+			"unknown: the scheduler has not published it yet"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +104,12 @@ func TestWaitingFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unpublished is b without the scheduler's word on its eviction tasks.
+func unpublished(b *workv1alpha1.ResourceBinding) *workv1alpha1.ResourceBinding {
+	b.Status.Evictions = nil
+	return b
 }
 
 func TestPrintBindings(t *testing.T) {
@@ -147,7 +165,8 @@ func TestPrintStatusListsEvictions(t *testing.T) {
 		{ClusterName: "m2", Applied: true, Health: workv1alpha1.ResourceUnhealthy}}
 	crb := &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "ops-namespace"},
 		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{Kind: "Namespace", Name: "ops"}, Clusters: []workv1alpha1.TargetCluster{{Name: "m2"}},
-			GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{task("m1", "PlacementChanged", policyv1alpha1.PurgeNever, now, time.Minute)}}}
+			GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{task("m1", "PlacementChanged", policyv1alpha1.PurgeNever, now, time.Minute)}},
+		Status: workv1alpha1.ResourceBindingStatus{Evictions: []workv1alpha1.EvictionStatus{{FromCluster: "m1", EndedBy: workv1alpha1.EvictionEndPerson}}}}
 	tests := []struct {
 		name string
 		b    binding
@@ -203,7 +222,6 @@ func TestGetAndDescribeRefuseBadFlags(t *testing.T) {
 		{[]string{"get", "pods", "--cluster-timeout", "0s"}, "--cluster-timeout 0s: must be positive"},
 		{[]string{"get", "pods", "web", "-A"}, "cannot be read with --all-namespaces"},
 		{[]string{"get", "bindings", "-o", "table"}, `--output "table"`},
-		{[]string{"describe", "cluster", "m1", "--default-failover-toleration", "-1m"}, "--default-failover-toleration -1m0s: must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -52,7 +52,8 @@ type binding interface {
 }
 
 // fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks,
-// spec.failoverRecords, the Scheduled condition, the schedulerObserved fields and status.notPlacedOn.
+// spec.failoverRecords, the Scheduled condition, the schedulerObserved fields, status.notPlacedOn,
+// status.evictions and status.taintedClusters.
 var fieldManager = workv1alpha1.ControllerFieldManager("scheduler")
 
 // Controller writes each binding's placement (spec.clusters), its eviction tasks and its Scheduled condition.
@@ -152,7 +153,8 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.Recorder.Eventf(templateRef(spec), nil, corev1.EventTypeWarning, ReasonApplicationFailoverBlocked, "Evict", "%s", blocked)
 	}
 	cond.ObservedGeneration = b.GetGeneration()
-	if err := r.writeStatus(ctx, b, cond, placed, placed && fresh, result); err != nil {
+	tainted := r.Framework.Taints.Tainted(spec, clusters.Items, now)
+	if err := r.writeStatus(ctx, b, cond, placed, placed && fresh, result, tainted); err != nil {
 		return ctrl.Result{}, err
 	}
 	wait := nextEvictionDeadline(spec.GracefulEvictionTasks, now)
@@ -201,11 +203,13 @@ func (r *Controller[T]) applyPlacement(ctx context.Context, b T, want workv1alph
 	return obj.GetGeneration(), nil
 }
 
-// writeStatus applies the Scheduled condition, the schedulerObserved fields and the verdicts on the clusters
-// left out (notPlacedOn) when they change, and
-// records an event when the binding cannot be placed as asked. When the binding is not placed, the observed
-// generation, affinity group and time of the last placement stay as they were.
-func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condition, placed, answered bool, result Result) error {
+// writeStatus applies the Scheduled condition, the schedulerObserved fields, the verdicts on the clusters
+// left out (notPlacedOn), what ends each eviction task (evictions) and when the binding leaves each tainted
+// cluster of its placement (tainted) when they change, and records an event when the binding cannot be placed
+// as asked. When the binding is not placed, the observed generation, affinity group and time of the last
+// placement stay as they were.
+func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condition, placed, answered bool, result Result,
+	tainted []workv1alpha1.TaintedCluster) error {
 	status := b.BindingStatus()
 	conditions := slices.Clone(status.Conditions)
 	changed := meta.SetStatusCondition(&conditions, cond)
@@ -219,6 +223,12 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 	// Why each cluster left out was, written with the rest and only when it changes.
 	observed.NotPlacedOn, observed.NotPlacedOnOmitted = BoundVerdicts(result.Verdicts)
 	if !equality.Semantic.DeepEqual(observed.NotPlacedOn, status.NotPlacedOn) || observed.NotPlacedOnOmitted != status.NotPlacedOnOmitted {
+		changed = true
+	}
+	// What ends each eviction and when the binding leaves each tainted cluster, as this pass decided them:
+	// what `flotilla get bindings`, `status` and `describe cluster` show.
+	observed.Evictions, observed.TaintedClusters = evictionStatus(b.BindingSpec().GracefulEvictionTasks), tainted
+	if !equality.Semantic.DeepEqual(observed.Evictions, status.Evictions) || !equality.Semantic.DeepEqual(observed.TaintedClusters, status.TaintedClusters) {
 		changed = true
 	}
 	// A fresh pass that placed the binding answered its trigger, even when the placement stayed the same.

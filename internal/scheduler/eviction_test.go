@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -176,5 +177,85 @@ func TestDefaultFailoverToleration(t *testing.T) {
 	}
 	if _, ok := New(time.Minute).Taints.NextExpiry(deployment(2, with(forever), placed...), clusters, time.Now()); ok {
 		t.Fatal("a toleration without seconds never expires")
+	}
+}
+
+// TestTainted is what the scheduler publishes about the tainted clusters a binding runs on (taintedClusters):
+// when it leaves each, as Filter moves it, and whether the hub's default failover toleration decides.
+func TestTainted(t *testing.T) {
+	now := time.Now()
+	added := metav1.NewTime(now.Add(-30 * time.Second).Truncate(time.Second))
+	noExecute := func(key string, timeAdded *metav1.Time) corev1.Taint {
+		return corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute, TimeAdded: timeAdded}
+	}
+	tolerate := func(key string, seconds *int64) corev1.Toleration {
+		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: seconds}
+	}
+	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: added.Add(d)} }
+	unreachable := clusterv1alpha1.TaintClusterUnreachable
+	for _, tt := range []struct {
+		name      string
+		taints    []corev1.Taint
+		tolerates []corev1.Toleration
+		want      *workv1alpha1.TaintedCluster // nil: no entry
+	}{
+		{"no taint", nil, nil, nil},
+		{"NoSchedule only", []corev1.Taint{{Key: unreachable, Effect: corev1.TaintEffectNoSchedule}}, nil, nil},
+		{"untolerated: due since the taint came", []corev1.Taint{noExecute("maintenance", &added)}, nil,
+			&workv1alpha1.TaintedCluster{LeavesAt: at(0)}},
+		{"untolerated, added at an unknown time: due now", []corev1.Taint{noExecute("maintenance", nil)}, nil,
+			&workv1alpha1.TaintedCluster{LeavesAt: &metav1.Time{Time: now.Truncate(time.Second)}}},
+		{"tolerated for a minute", []corev1.Taint{noExecute("maintenance", &added)}, []corev1.Toleration{tolerate("maintenance", ptr.To(int64(60)))},
+			&workv1alpha1.TaintedCluster{LeavesAt: at(time.Minute)}},
+		{"tolerated without a limit", []corev1.Taint{noExecute("maintenance", &added)}, []corev1.Toleration{tolerate("maintenance", nil)},
+			&workv1alpha1.TaintedCluster{}},
+		{"a health taint, by the default", []corev1.Taint{noExecute(unreachable, &added)}, nil,
+			&workv1alpha1.TaintedCluster{LeavesAt: at(5 * time.Minute), DefaultToleration: &metav1.Duration{Duration: 5 * time.Minute}}},
+		{"a health taint the policy tolerates itself", []corev1.Taint{noExecute(unreachable, &added)}, []corev1.Toleration{tolerate(unreachable, ptr.To(int64(3600)))},
+			&workv1alpha1.TaintedCluster{LeavesAt: at(time.Hour)}},
+		{"the first to run out decides", []corev1.Taint{noExecute(unreachable, &added), noExecute("maintenance", &added)},
+			[]corev1.Toleration{tolerate("maintenance", ptr.To(int64(3600)))},
+			&workv1alpha1.TaintedCluster{LeavesAt: at(5 * time.Minute), DefaultToleration: &metav1.Duration{Duration: 5 * time.Minute}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := deployment(2, &policyv1alpha1.Placement{ClusterTolerations: tt.tolerates}, workv1alpha1.TargetCluster{Name: "a", Replicas: 2})
+			clusters := []clusterv1alpha1.Cluster{cluster("a", "eu", tt.taints...), cluster("b", "eu", tt.taints...)} // b: not placed there
+			var want []workv1alpha1.TaintedCluster
+			if tt.want != nil {
+				tt.want.Cluster = "a"
+				want = []workv1alpha1.TaintedCluster{*tt.want}
+			}
+			if got := New(5*time.Minute).Taints.Tainted(spec, clusters, now); !equality.Semantic.DeepEqual(got, want) {
+				t.Fatalf("got %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestEvictionStatus is what the scheduler publishes about each eviction task (evictions): a person ends a
+// Never task; the others end with health or at their deadline, the default grace period's when the task
+// names none.
+func TestEvictionStatus(t *testing.T) {
+	created := metav1.NewTime(time.Now().Truncate(time.Second))
+	task := func(cluster string, purge policyv1alpha1.PurgeMode, grace *int32, at *metav1.Time) workv1alpha1.GracefulEvictionTask {
+		return workv1alpha1.GracefulEvictionTask{FromCluster: cluster, PurgeMode: purge, Reason: ReasonTaintUntolerated, Producer: "scheduler",
+			GracePeriodSeconds: grace, CreationTimestamp: at}
+	}
+	deadline := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: created.Add(d)} }
+	got := evictionStatus([]workv1alpha1.GracefulEvictionTask{
+		task("a", policyv1alpha1.PurgeGracefully, ptr.To(int32(60)), &created),
+		task("b", "", nil, &created),
+		task("c", policyv1alpha1.PurgeNever, ptr.To(int32(60)), &created),
+		task("d", policyv1alpha1.PurgeGracefully, ptr.To(int32(60)), nil),
+		task("a", policyv1alpha1.PurgeNever, nil, nil), // a second task from a: a person's edit
+	})
+	want := []workv1alpha1.EvictionStatus{
+		{FromCluster: "a", EndedBy: workv1alpha1.EvictionEndReplacement, Deadline: deadline(time.Minute)},
+		{FromCluster: "b", EndedBy: workv1alpha1.EvictionEndReplacement, Deadline: deadline(DefaultEvictionGrace)},
+		{FromCluster: "c", EndedBy: workv1alpha1.EvictionEndPerson},
+		{FromCluster: "d", EndedBy: workv1alpha1.EvictionEndReplacement},
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
 }

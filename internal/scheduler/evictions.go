@@ -88,6 +88,26 @@ func finishEvictions(tasks []workv1alpha1.GracefulEvictionTask, conditions []met
 	return remaining
 }
 
+// evictionStatus says what ends each eviction task, as finishEvictions decides it: a person for purge mode
+// Never; otherwise the binding turning Healthy, or the task's deadline (evictionDeadline) when it has one. A
+// second task from the same cluster (a person's edit) gets no entry of its own.
+func evictionStatus(tasks []workv1alpha1.GracefulEvictionTask) []workv1alpha1.EvictionStatus {
+	var out []workv1alpha1.EvictionStatus
+	for _, task := range tasks {
+		if slices.ContainsFunc(out, func(s workv1alpha1.EvictionStatus) bool { return s.FromCluster == task.FromCluster }) {
+			continue
+		}
+		s := workv1alpha1.EvictionStatus{FromCluster: task.FromCluster, EndedBy: workv1alpha1.EvictionEndReplacement}
+		if task.PurgeMode.Canonical() == policyv1alpha1.PurgeNever {
+			s.EndedBy = workv1alpha1.EvictionEndPerson
+		} else if d, ok := evictionDeadline(task); ok {
+			s.Deadline = ptr.To(metav1.NewTime(d).Rfc3339Copy())
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 // healthyAt reports whether the binding is Healthy at generation.
 func healthyAt(conditions []metav1.Condition, generation int64) bool {
 	c := meta.FindStatusCondition(conditions, workv1alpha1.ConditionHealthy)

@@ -3,10 +3,12 @@ package scheduler
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -118,28 +120,63 @@ func noExecuteExpired(tol corev1.Toleration, t corev1.Taint, now time.Time) bool
 		!now.Before(t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds)*time.Second))
 }
 
-// NextExpiry returns how long until a tolerated NoExecute taint on a cluster the binding runs on runs out,
-// so the scheduler can look again then.
-func (p TaintToleration) NextExpiry(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, now time.Time) (time.Duration, bool) {
+// Tainted says, for each cluster of the binding's placement that carries a NoExecute taint, when the binding
+// leaves it, as Filter decides: when the first of its tolerations of the cluster's NoExecute taints runs out;
+// at once for a taint it does not tolerate (the taint's timeAdded, or now when that is not known); never
+// when it tolerates them all without a time limit (or a taint has no timeAdded to count from). The times are
+// whole seconds, as the API server keeps them; the clusters are sorted by name.
+func (p TaintToleration) Tainted(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, now time.Time) []workv1alpha1.TaintedCluster {
 	tolerations := p.tolerations(b)
-	var next time.Duration
-	found := false
+	own := 0 // tolerations[own:] are the default failover tolerations
+	if b.Placement != nil {
+		own = len(b.Placement.ClusterTolerations)
+	}
+	var out []workv1alpha1.TaintedCluster
 	for _, c := range clusters {
-		if !placedOn(b, c.Name) {
+		if !placedOn(b, c.Name) || !slices.ContainsFunc(c.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute }) {
 			continue
 		}
+		entry := workv1alpha1.TaintedCluster{Cluster: c.Name}
 		for _, t := range c.Spec.Taints {
-			if t.Effect != corev1.TaintEffectNoExecute || t.TimeAdded == nil {
+			if t.Effect != corev1.TaintEffectNoExecute {
 				continue
 			}
 			i := slices.IndexFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), &t, false) })
-			if i < 0 || tolerations[i].TolerationSeconds == nil {
+			var at time.Time
+			switch {
+			case i < 0 && t.TimeAdded != nil:
+				at = t.TimeAdded.Time
+			case i < 0:
+				at = now
+			case tolerations[i].TolerationSeconds == nil || t.TimeAdded == nil:
 				continue
+			default:
+				at = t.TimeAdded.Add(time.Duration(*tolerations[i].TolerationSeconds) * time.Second)
 			}
-			d := t.TimeAdded.Add(time.Duration(*tolerations[i].TolerationSeconds) * time.Second).Sub(now)
-			if d > 0 && (!found || d < next) {
-				next, found = d, true
+			if entry.LeavesAt == nil || at.Before(entry.LeavesAt.Time) {
+				entry.LeavesAt, entry.DefaultToleration = ptr.To(metav1.NewTime(at).Rfc3339Copy()), nil
+				if i >= own {
+					entry.DefaultToleration = &metav1.Duration{Duration: p.FailoverAfter}
+				}
 			}
+		}
+		out = append(out, entry)
+	}
+	slices.SortFunc(out, func(a, b workv1alpha1.TaintedCluster) int { return strings.Compare(a.Cluster, b.Cluster) })
+	return out
+}
+
+// NextExpiry returns how long until the binding leaves a cluster it runs on because a toleration of a
+// NoExecute taint there runs out (Tainted), so the scheduler can look again then.
+func (p TaintToleration) NextExpiry(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, now time.Time) (time.Duration, bool) {
+	var next time.Duration
+	found := false
+	for _, c := range p.Tainted(b, clusters, now) {
+		if c.LeavesAt == nil {
+			continue
+		}
+		if d := c.LeavesAt.Sub(now); d > 0 && (!found || d < next) {
+			next, found = d, true
 		}
 	}
 	return next, found

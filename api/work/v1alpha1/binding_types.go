@@ -245,6 +245,59 @@ type GracefulEvictionTask struct {
 	CreationTimestamp *metav1.Time `json:"creationTimestamp,omitempty"`
 }
 
+// EvictionEnd says what ends an eviction task.
+// +kubebuilder:validation:Enum=Replacement;Person
+type EvictionEnd string
+
+const (
+	// EvictionEndReplacement: the binding turning Healthy at its current generation (the placement without
+	// the cluster being left runs well), or the task's deadline passing, whichever comes first.
+	EvictionEndReplacement EvictionEnd = "Replacement"
+	// EvictionEndPerson: only a person, who removes the task from the binding (purge mode Never).
+	EvictionEndPerson EvictionEnd = "Person"
+)
+
+// EvictionStatus is what ends one eviction task of a binding.
+type EvictionStatus struct {
+	// FromCluster names the task: its spec.gracefulEvictionTasks[].fromCluster.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	FromCluster string `json:"fromCluster"`
+
+	// EndedBy says what ends the task: Replacement or Person.
+	// +required
+	EndedBy EvictionEnd `json:"endedBy"`
+
+	// Deadline is when the task's grace period ends, for a task ended by Replacement: the scheduler then drops
+	// the task, and the copy on fromCluster goes, even if the replacement is not healthy. Absent when there is
+	// none (a task without a creation time waits for health alone; a Person task waits for a person).
+	// +optional
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+}
+
+// TaintedCluster is a cluster of a binding's placement that carries a NoExecute taint, and when the binding
+// leaves it.
+type TaintedCluster struct {
+	// Cluster is the cluster's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Cluster string `json:"cluster"`
+
+	// LeavesAt is when the scheduler moves the binding off the cluster: when the first of the binding's
+	// tolerations of the cluster's NoExecute taints runs out. A time that has passed means the move is due (a
+	// taint the binding does not tolerate, or no longer): the scheduler moves it on its pass, and keeps it on
+	// the cluster while no other cluster fits. Absent: the binding tolerates every NoExecute taint of the
+	// cluster without a time limit and stays.
+	// +optional
+	LeavesAt *metav1.Time `json:"leavesAt,omitempty"`
+
+	// DefaultToleration is the hub's default failover toleration (its --default-failover-toleration) when
+	// that is what sets leavesAt: the binding's policy does not tolerate the health taint that runs out
+	// itself. Absent when the binding's own tolerations set leavesAt.
+	// +optional
+	DefaultToleration *metav1.Duration `json:"defaultToleration,omitempty"`
+}
+
 // FailoverRecord is a cluster a binding failed over from, and the state it carried away.
 type FailoverRecord struct {
 	// FromCluster is the cluster the binding left.
@@ -314,6 +367,23 @@ type ResourceBindingStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	NotPlacedOnOmitted int32 `json:"notPlacedOnOmitted,omitempty"`
+
+	// Evictions says what ends each of spec.gracefulEvictionTasks, one entry per task, as the scheduler
+	// decides it. Written by the scheduler with the tasks; `flotilla get bindings -o wide` and `flotilla
+	// status` read it.
+	// +optional
+	// +listType=map
+	// +listMapKey=fromCluster
+	Evictions []EvictionStatus `json:"evictions,omitempty"`
+
+	// TaintedClusters says, for each cluster of spec.clusters that carries a NoExecute taint, when the binding
+	// leaves it, as the scheduler decides it from the binding's tolerations and the hub's default failover
+	// toleration. Written by the scheduler at each pass; `flotilla describe cluster` reads it. Empty while no
+	// cluster of the placement carries a NoExecute taint.
+	// +optional
+	// +listType=map
+	// +listMapKey=cluster
+	TaintedClusters []TaintedCluster `json:"taintedClusters,omitempty"`
 
 	// Conditions: Scheduled, FullyApplied, Healthy, Interpreted.
 	// +optional
