@@ -21,6 +21,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/bench/measure"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 	"github.com/flotilla-io/flotilla/internal/process"
 )
@@ -42,9 +43,6 @@ type FailoverOptions struct {
 	Out string
 }
 
-// minGracePeriod is the hub's own lower bound of --cluster-grace-period (two heartbeats).
-const minGracePeriod = 20 * time.Second
-
 // Validate checks the options before anything starts.
 func (o *FailoverOptions) Validate() error {
 	switch {
@@ -54,8 +52,8 @@ func (o *FailoverOptions) Validate() error {
 		return fmt.Errorf("--objects %d: must be at least 1", o.Objects)
 	case o.Replicas < 1:
 		return fmt.Errorf("--replicas %d: must be at least 1", o.Replicas)
-	case o.GracePeriod < minGracePeriod:
-		return fmt.Errorf("--cluster-grace-period %s: must be at least %s, the hub's minimum", o.GracePeriod, minGracePeriod)
+	case o.GracePeriod < clusterstatus.MinGracePeriod:
+		return fmt.Errorf("--cluster-grace-period %s: must be at least %s, the hub's minimum", o.GracePeriod, clusterstatus.MinGracePeriod)
 	case o.Toleration <= 0 || o.Toleration%time.Second != 0:
 		return fmt.Errorf("--toleration %s: must be a positive whole number of seconds", o.Toleration)
 	case o.Timeout <= 0:

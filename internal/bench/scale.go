@@ -57,8 +57,8 @@ func (o *ScaleOptions) Validate() error {
 		return fmt.Errorf("--works-per-cluster %d: must not be negative", o.WorksPerCluster)
 	case o.Objects < 1:
 		return fmt.Errorf("--objects %d: must be at least 1", o.Objects)
-	case o.GracePeriod < minGracePeriod:
-		return fmt.Errorf("--cluster-grace-period %s: must be at least %s, the hub's minimum", o.GracePeriod, minGracePeriod)
+	case o.GracePeriod < clusterstatus.MinGracePeriod:
+		return fmt.Errorf("--cluster-grace-period %s: must be at least %s, the hub's minimum", o.GracePeriod, clusterstatus.MinGracePeriod)
 	case o.Settle < clusterstatus.RenewalPeriod(o.GracePeriod):
 		return fmt.Errorf("--settle %s: must be at least one heartbeat (%s with --cluster-grace-period %s)", o.Settle,
 			clusterstatus.RenewalPeriod(o.GracePeriod), o.GracePeriod)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/internal/bench"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 )
 
@@ -132,8 +133,9 @@ cluster, one after another.`,
 }
 
 func newBenchFailoverCommand() *cobra.Command {
-	o := bench.FailoverOptions{Members: 3, Objects: 10, Replicas: 2, GracePeriod: 20 * time.Second, Toleration: 20 * time.Second,
-		Timeout: 10 * time.Minute}
+	// The hub's shortest grace period by default: the quickest failover there is to measure.
+	o := bench.FailoverOptions{Members: 3, Objects: 10, Replicas: 2, GracePeriod: clusterstatus.MinGracePeriod,
+		Toleration: 20 * time.Second, Timeout: 10 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "failover",
 		Short: "Freeze one member of a local fleet and time how its replicas move to the others, and its cleanup after",

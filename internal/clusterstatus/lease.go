@@ -19,6 +19,10 @@ import (
 // the default grace period of 40 s, every 40 s for a fleet whose hub runs with --cluster-grace-period 160s.
 const HeartbeatPeriod = 10 * time.Second
 
+// MinGracePeriod is the shortest grace period a hub runs with (--cluster-grace-period): two heartbeats, so
+// that one heartbeat late or lost never makes a cluster unreachable.
+const MinGracePeriod = 2 * HeartbeatPeriod
+
 // RenewalPeriod is how often a cluster's Lease is renewed when the hub judges the cluster unreachable after
 // grace without a renewal: a quarter of it, so that three renewals may be lost first, and never more often
 // than HeartbeatPeriod.

@@ -214,8 +214,8 @@ func (o *Options) Validate() error {
 	if !(o.Failover.PerMinute > 0) || math.IsInf(o.Failover.PerMinute, 0) {
 		errs = append(errs, fmt.Errorf("--failover-rate %g: must be a number of clusters per minute above 0", o.Failover.PerMinute))
 	}
-	if o.ClusterGracePeriod < 20*time.Second {
-		errs = append(errs, fmt.Errorf("--cluster-grace-period %s: must be at least 20s (two heartbeats)", o.ClusterGracePeriod))
+	if o.ClusterGracePeriod < clusterstatus.MinGracePeriod {
+		errs = append(errs, fmt.Errorf("--cluster-grace-period %s: must be at least %s (two heartbeats)", o.ClusterGracePeriod, clusterstatus.MinGracePeriod))
 	}
 	if o.MaxAgentCertTTL < 10*time.Minute {
 		errs = append(errs, fmt.Errorf("--max-agent-cert-ttl %s: must be at least 10m (the shortest certificate the signer issues)", o.MaxAgentCertTTL))
