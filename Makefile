@@ -80,6 +80,8 @@ check-imports:
 	  if [ -n "$$bad" ]; then echo "internal/controlplane must import no Flotilla package but logging and process: $$bad"; exit 1; fi
 	@bad=$$($(GO) list -deps ./internal/members | grep 'flotilla-io/flotilla/internal/' | grep -vE 'internal/(members|scheme)$$'); \
 	  if [ -n "$$bad" ]; then echo "internal/members must import no internal package but scheme: $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps ./internal/hub | grep -E 'flotilla-io/flotilla/internal/agent$$'); \
+	  if [ -n "$$bad" ]; then echo "internal/hub must not import internal/agent (a member's side): $$bad"; exit 1; fi
 
 ## test-deps: what the tests need beyond Go: Chromium for the dashboard's browser tests (Debian's package,
 ## installed with apt-get when this runs as root; otherwise those tests skip and say how to get it)

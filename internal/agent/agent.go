@@ -14,7 +14,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -91,15 +90,6 @@ func (o *Options) Credential(member kubernetes.Interface) (registration.Credenti
 		return registration.Credential{}, err
 	}
 	return registration.NewSecretCredential(member, namespace, o.CredentialSecret), nil
-}
-
-// ClusterID returns the member's identity: the UID of its kube-system namespace.
-func ClusterID(ctx context.Context, member kubernetes.Interface) (string, error) {
-	ns, err := member.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("member cluster unreachable: %w", err)
-	}
-	return string(ns.UID), nil
 }
 
 // Run runs a joined agent until ctx ends: it reports the member's status every heartbeat period and renews

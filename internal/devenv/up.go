@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -196,12 +195,12 @@ func (env *Environment) joinMember(ctx context.Context, o *UpOptions, i int, mem
 		if err != nil {
 			return err
 		}
-		ns, err := memberKube.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+		id, err := registration.ClusterID(ctx, memberKube)
 		if err != nil {
 			return err
 		}
 		if _, err := registration.JoinPush(ctx, env.Hub, registration.PushRequest{
-			ClusterName: name, ClusterID: string(ns.UID), Kubeconfig: cfg,
+			ClusterName: name, ClusterID: id, Kubeconfig: cfg,
 			Labels: map[string]string{"environment": "dev", "member": name}, Provider: "local", Region: loc.region, Zones: []string{loc.zone},
 		}); err != nil {
 			return err

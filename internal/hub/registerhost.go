@@ -8,7 +8,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-io/flotilla/internal/agent"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
@@ -28,7 +27,7 @@ func (h *Hub) registerHost(ctx context.Context, o *Options, progress func(string
 	if err != nil {
 		return err
 	}
-	id, err := agent.ClusterID(ctx, kube)
+	id, err := registration.ClusterID(ctx, kube)
 	if err != nil {
 		return err
 	}

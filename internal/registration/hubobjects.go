@@ -17,7 +17,7 @@ import (
 
 // EnsureHubObjects publishes what agents need before they have an identity: the hub's CA and address in
 // kube-public/flotilla-cluster-info, readable anonymously (and by agents, which read the hub's ID there,
-// hubid.go), and the right for Flotilla bootstrap tokens (and for agents, to renew) to file
+// ids.go), and the right for Flotilla bootstrap tokens (and for agents, to renew) to file
 // CertificateSigningRequests and read them back by name. They may not list or watch them: other requesters'
 // requests are none of their business.
 func EnsureHubObjects(ctx context.Context, c client.Client, hubURL string, caPEM []byte, hubID string) error {

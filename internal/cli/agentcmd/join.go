@@ -232,7 +232,7 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			if err != nil {
 				return err
 			}
-			clusterID, err := agent.ClusterID(ctx, member)
+			clusterID, err := registration.ClusterID(ctx, member)
 			if err != nil {
 				return err
 			}

@@ -7,8 +7,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// ClusterID returns a member's identity: the UID of its kube-system namespace, read when the member joins
+// (pull or push) and recorded as the Cluster's spec.id. It tells a name registered to another member apart
+// from the same member joining again (NameTaken, the approver), and internal/members checks it each time
+// the hub reaches a push member. It is not secret, so it proves nothing on its own.
+func ClusterID(ctx context.Context, member kubernetes.Interface) (string, error) {
+	ns, err := member.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("member cluster unreachable: %w", err)
+	}
+	return string(ns.UID), nil
+}
 
 // ClusterInfoHubID is the key of the hub's ID in its cluster-info ConfigMap.
 const ClusterInfoHubID = "hub-id"
