@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -23,7 +24,7 @@ import (
 func TestLiveChangesShowOnPages(t *testing.T) {
 	render := func(taints []corev1.Taint, replicas int32) (fleet, workloads string) {
 		cluster := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: liveCluster}, Spec: clusterv1alpha1.ClusterSpec{Taints: taints}}
-		binding := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: templateName(0) + "-deployment"},
+		binding := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: benchNamespace, Name: workv1alpha1.BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, templateName(0))},
 			Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment",
 				Namespace: benchNamespace, Name: templateName(0)}, Replicas: replicas,
 				Clusters: []workv1alpha1.TargetCluster{{Name: liveCluster, Replicas: replicas}, {Name: hollow.ClusterName(1), Replicas: replicas}}}}

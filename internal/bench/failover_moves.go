@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -236,7 +235,7 @@ func (m *moves) watch(ctx context.Context, hub *rest.Config, members map[string]
 	}
 	err = watchKind(ctx, hub, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
 		rb := obj.(*workv1alpha1.ResourceBinding)
-		m.binding(strings.TrimSuffix(rb.Name, "-deployment"), &rb.Spec, &rb.Status, rb.Generation, deleted)
+		m.binding(deploymentOfBinding(rb.Name), &rb.Spec, &rb.Status, rb.Generation, deleted)
 	})
 	if err != nil {
 		return err

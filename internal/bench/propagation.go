@@ -147,6 +147,11 @@ var (
 
 const benchNamespace = "bench"
 
+// deploymentOfBinding is the bench Deployment whose binding (or, by its workv1alpha1.LabelBindingName, whose
+// Work) is named binding. Every benchmark places apps/v1 Deployments with short names, which
+// workv1alpha1.BindingName names NAME-deployment; TestDeploymentOfBinding holds the two together.
+func deploymentOfBinding(binding string) string { return strings.TrimSuffix(binding, "-deployment") }
+
 // propagation is one run of the benchmark.
 type propagation struct {
 	o     PropagationOptions
@@ -241,7 +246,7 @@ func (p *propagation) watch(ctx context.Context) error {
 	hubConfig := p.fleet.config
 	err := watchKind(ctx, hubConfig, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
 		rb := obj.(*workv1alpha1.ResourceBinding)
-		object := strings.TrimSuffix(rb.Name, "-deployment")
+		object := deploymentOfBinding(rb.Name)
 		switch {
 		case deleted:
 			p.recorder.Mark(stageBindingDeleted, object, "")
@@ -258,7 +263,7 @@ func (p *propagation) watch(ctx context.Context) error {
 		if !ok || w.Labels[workv1alpha1.LabelBindingNamespace] != benchNamespace {
 			return
 		}
-		object := strings.TrimSuffix(w.Labels[workv1alpha1.LabelBindingName], "-deployment")
+		object := deploymentOfBinding(w.Labels[workv1alpha1.LabelBindingName])
 		switch {
 		case deleted:
 			p.recorder.Mark(stageWorkDeleted, object, cluster)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -256,7 +255,7 @@ func (f *fanOut) watch(ctx context.Context, cfg *rest.Config) error {
 	err := watchKind(ctx, cfg, &workv1alpha1.ResourceBinding{}, benchNamespace, func(obj client.Object, deleted bool) {
 		rb := obj.(*workv1alpha1.ResourceBinding)
 		if !deleted && meta.IsStatusConditionTrue(rb.Status.Conditions, workv1alpha1.ConditionScheduled) {
-			f.recorder.Mark(stageScheduled, strings.TrimSuffix(rb.Name, "-deployment"), "")
+			f.recorder.Mark(stageScheduled, deploymentOfBinding(rb.Name), "")
 		}
 	})
 	if err != nil {
@@ -268,7 +267,7 @@ func (f *fanOut) watch(ctx context.Context, cfg *rest.Config) error {
 		if deleted || !ok || w.Labels[workv1alpha1.LabelBindingNamespace] != benchNamespace {
 			return
 		}
-		object := strings.TrimSuffix(w.Labels[workv1alpha1.LabelBindingName], "-deployment")
+		object := deploymentOfBinding(w.Labels[workv1alpha1.LabelBindingName])
 		f.recorder.Mark(stageWorkWritten, object, cluster)
 		if hollow.Acknowledged(w) {
 			f.recorder.Mark(stageAcknowledged, object, cluster)

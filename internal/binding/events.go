@@ -122,7 +122,7 @@ var clusterChanged = predicate.Funcs{
 func templateEvents(namespaced bool) handler.TypedEventHandler[*unstructured.Unstructured, reconcile.Request] {
 	add := func(t *unstructured.Unstructured, q queue) {
 		if (t.GetNamespace() != "") == namespaced {
-			name := detector.BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
+			name := workv1alpha1.BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKey{Namespace: t.GetNamespace(), Name: name}})
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/detector"
 )
 
 // TestWorkEventsWake: a Work's status wakes the status controller only, a change of its spec by someone else
@@ -132,7 +131,7 @@ func TestTemplateEventsWake(t *testing.T) {
 				t.Fatalf("woken: %v, want %v", got, tt.want)
 			}
 			if tt.want {
-				want := detector.BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web")
+				want := workv1alpha1.BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web")
 				if req, _ := q.Get(); req.Name != want || req.Namespace != tt.namespace {
 					t.Fatalf("request %v, want %s/%s", req, tt.namespace, want)
 				}

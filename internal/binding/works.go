@@ -24,15 +24,6 @@ import (
 	"github.com/flotilla-io/flotilla/internal/metrics"
 )
 
-// WorkName is the name of a binding's Work in every cluster namespace: NAMESPACE.NAME for a namespaced
-// binding (dots never occur in namespaces), NAME for a cluster binding.
-func WorkName(b client.Object) string {
-	if b.GetNamespace() == "" {
-		return b.GetName()
-	}
-	return b.GetNamespace() + "." + b.GetName()
-}
-
 func workLabels(b client.Object) map[string]string {
 	return map[string]string{workv1alpha1.LabelBindingNamespace: b.GetNamespace(), workv1alpha1.LabelBindingName: b.GetName()}
 }
@@ -127,7 +118,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		want.ConflictResolution = policyv1alpha1.ConflictAbort
 	}
 	annotation := strings.Join(overrides, ",")
-	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: WorkName(b)}
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(b.GetNamespace(), b.GetName())}
 	work := &workv1alpha1.Work{}
 	err = r.Client.Get(ctx, key, work)
 	switch {

@@ -16,7 +16,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 )
 
@@ -70,7 +69,7 @@ func templateBinding(ctx context.Context, c client.Client, kube kubernetes.Inter
 		return nil, err
 	}
 	var b binding = &workv1alpha1.ClusterResourceBinding{}
-	key := client.ObjectKey{Name: detector.BindingName(gvk.GroupKind(), target.name)}
+	key := client.ObjectKey{Name: workv1alpha1.BindingName(gvk.GroupKind(), target.name)}
 	if namespaced {
 		b, key.Namespace = &workv1alpha1.ResourceBinding{}, namespace
 	}

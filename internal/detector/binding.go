@@ -193,7 +193,7 @@ func (d *Detector) release(ctx context.Context, t *unstructured.Unstructured) er
 
 // newBinding returns an empty binding object, named after the template, of the right scope.
 func newBinding(t *unstructured.Unstructured) client.Object {
-	name := BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
+	name := workv1alpha1.BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
 	if t.GetNamespace() == "" {
 		return &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	}

@@ -163,7 +163,7 @@ func (r *ExportController) syncConsumers(ctx context.Context, export *mcsv1alpha
 func (r *ExportController) ensureWork(ctx context.Context, export *mcsv1alpha1.ServiceExport, cluster string, manifests []workv1alpha1.Manifest) error {
 	want := workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: manifests}, ConflictResolution: policyv1alpha1.ConflictAbort}
 	work := &workv1alpha1.Work{}
-	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: WorkName(export.Namespace, export.Name)}
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: ConsumerWorkName(export.Namespace, export.Name)}
 	err := r.Client.Get(ctx, key, work)
 	if apierrors.IsNotFound(err) {
 		work = &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,

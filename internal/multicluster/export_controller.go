@@ -20,7 +20,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -95,7 +94,7 @@ var serviceKind = schema.GroupKind{Kind: "Service"}
 // reach the export through its binding's).
 func exportOfBinding(namespace, binding string) []reconcile.Request {
 	name, ok := strings.CutSuffix(binding, "-service")
-	if !ok || namespace == "" || detector.BindingName(serviceKind, name) != binding {
+	if !ok || namespace == "" || workv1alpha1.BindingName(serviceKind, name) != binding {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: namespace, Name: name}}}

@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/detector"
 )
 
 // TestExportOfBinding: only the binding of Service NAME wakes the export NAME; bindings of other kinds whose
@@ -16,11 +15,11 @@ func TestExportOfBinding(t *testing.T) {
 	cases := []struct {
 		namespace, binding, want string
 	}{
-		{"shop", detector.BindingName(serviceKind, "web"), "shop/web"},
-		{"shop", detector.BindingName(serviceKind, "my-service"), "shop/my-service"},
-		{"shop", detector.BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web"), ""},
-		{"shop", detector.BindingName(schema.GroupKind{Group: "example.com", Kind: "Service"}, "web"), ""},
-		{"", detector.BindingName(serviceKind, "web"), ""},
+		{"shop", workv1alpha1.BindingName(serviceKind, "web"), "shop/web"},
+		{"shop", workv1alpha1.BindingName(serviceKind, "my-service"), "shop/my-service"},
+		{"shop", workv1alpha1.BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web"), ""},
+		{"shop", workv1alpha1.BindingName(schema.GroupKind{Group: "example.com", Kind: "Service"}, "web"), ""},
+		{"", workv1alpha1.BindingName(serviceKind, "web"), ""},
 	}
 	for _, tc := range cases {
 		got := ""

@@ -50,10 +50,11 @@ func DerivedName(name string) string {
 	return shorten(DerivedPrefix+name, validation.DNS1035LabelMaxLength)
 }
 
-// WorkName is the name of the consumer Work of ServiceExport namespace/name in each consumer's cluster
-// namespace. Binding Works are NAMESPACE.NAME-KIND[-HASH] with a kind in lower case; no kind is
-// "multicluster".
-func WorkName(namespace, name string) string {
+// ConsumerWorkName is the name of the consumer Work of ServiceExport namespace/name in each consumer's
+// cluster namespace. It is not a binding's Work and has its own rule, but shares the cluster namespaces with
+// them: binding Works are NAMESPACE.NAME-KIND[-HASH] with a kind in lower case (workv1alpha1.WorkName of
+// workv1alpha1.BindingName), and no kind is "multicluster".
+func ConsumerWorkName(namespace, name string) string {
 	return shorten(namespace+"."+name+"-multicluster", validation.DNS1123SubdomainMaxLength)
 }
 

@@ -13,8 +13,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/binding"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -62,7 +60,7 @@ func (r *ExportController) observe(ctx context.Context, export *mcsv1alpha1.Serv
 		return obs, nil
 	}
 	b := &workv1alpha1.ResourceBinding{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: detector.BindingName(serviceKind, key.Name)}, b)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: workv1alpha1.BindingName(serviceKind, key.Name)}, b)
 	if apierrors.IsNotFound(err) {
 		obs.invalidReason, obs.invalidMessage = mcsv1alpha1.ServiceExportReasonNoService,
 			fmt.Sprintf("Service %s is not placed in any cluster: no PropagationPolicy selects it", key)
@@ -72,7 +70,7 @@ func (r *ExportController) observe(ctx context.Context, export *mcsv1alpha1.Serv
 	}
 	for _, target := range b.Spec.Clusters {
 		w := &workv1alpha1.Work{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(target.Name), Name: binding.WorkName(b)}, w)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(target.Name), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w)
 		if apierrors.IsNotFound(err) {
 			continue // not rendered there yet: the Work's creation brings the export back
 		} else if err != nil {

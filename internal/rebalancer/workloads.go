@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/detector"
 )
 
 // workloads is every template of the Rebalancer: those it names, then those its selector matches that it
@@ -95,7 +94,7 @@ func (r *Controller) trigger(ctx context.Context, rb *workv1alpha1.Rebalancer, w
 	if namespaced {
 		b = &workv1alpha1.ResourceBinding{}
 	}
-	bindingKey := client.ObjectKey{Namespace: w.Namespace, Name: detector.BindingName(gk, w.Name)}
+	bindingKey := client.ObjectKey{Namespace: w.Namespace, Name: workv1alpha1.BindingName(gk, w.Name)}
 	err = r.Reader.Get(ctx, bindingKey, b)
 	if apierrors.IsNotFound(err) {
 		return result(workv1alpha1.RebalanceNotFound, "no binding %s: the template does not exist or no policy places it", key(bindingKey.Namespace, bindingKey.Name))

@@ -13,8 +13,6 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/binding"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
@@ -66,8 +64,8 @@ func TestPolicyAfterTemplates(t *testing.T) {
 			missing := 0
 			for _, name := range names {
 				b := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault,
-					Name: detector.BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, name)}}
-				if !bound[b.Name] || !rendered[binding.WorkName(b)] {
+					Name: workv1alpha1.BindingName(schema.GroupKind{Group: "apps", Kind: "Deployment"}, name)}}
+				if !bound[b.Name] || !rendered[workv1alpha1.WorkName(b.Namespace, b.Name)] {
 					missing++
 				}
 			}

@@ -18,7 +18,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
@@ -101,7 +100,7 @@ func waitRunning(t *testing.T, namespace, name string, replicas int32, image str
 func waitWorkSuspended(t *testing.T, hub *framework.Cluster, namespace, bindingName, cluster, image string) {
 	t.Helper()
 	rb := &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: bindingName}}
-	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: binding.WorkName(rb)}
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(rb.Namespace, rb.Name)}
 	testenv.Eventually(t, time.Minute, "the Work for "+cluster+" holds "+image+" back", func() error {
 		w := &workv1alpha1.Work{}
 		if err := hub.Client.Get(context.Background(), key, w); err != nil {

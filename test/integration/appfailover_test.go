@@ -20,7 +20,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	bindingctrl "github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -52,7 +51,7 @@ func bindingWork(t *testing.T, namespace, name, cluster string) (*workv1alpha1.W
 		return nil, err
 	}
 	w := &workv1alpha1.Work{}
-	return w, env.Client.Get(context.Background(), client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: bindingctrl.WorkName(b)}, w)
+	return w, env.Client.Get(context.Background(), client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w)
 }
 
 // workLabel reads a label of the template's manifest in the Work of the ConfigMap binding namespace/name in

@@ -20,8 +20,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	bindingctrl "github.com/flotilla-io/flotilla/internal/binding"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -49,7 +47,7 @@ func boundGizmo(t *testing.T, namespace, cluster string) (*unstructured.Unstruct
 	template := customObject(group+"/v1", "Gizmo", namespace, "g")
 	create(t, template)
 	b := &workv1alpha1.ResourceBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: detector.BindingName(schema.GroupKind{Group: group, Kind: "Gizmo"}, "g"),
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: workv1alpha1.BindingName(schema.GroupKind{Group: group, Kind: "Gizmo"}, "g"),
 			Finalizers: []string{workv1alpha1.FinalizerBinding}},
 		Spec: workv1alpha1.ResourceBindingSpec{
 			Resource:  workv1alpha1.ObjectReference{APIVersion: group + "/v1", Kind: "Gizmo", Namespace: namespace, Name: "g", UID: template.GetUID()},
@@ -63,7 +61,7 @@ func boundGizmo(t *testing.T, namespace, cluster string) (*unstructured.Unstruct
 	// The binding goes first; with no agent, the test lets go of its Work as the agent would.
 	t.Cleanup(func() {
 		_ = env.Client.Delete(ctx, b)
-		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: bindingctrl.WorkName(b)}}
+		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}}
 		testenv.Eventually(t, hangGuard, "the binding's Work deleted", func() error {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); apierrors.IsNotFound(err) {
 				return nil
@@ -125,7 +123,7 @@ func TestBindingControllers(t *testing.T) {
 	template, b := boundGizmo(t, namespace, cluster)
 	key := client.ObjectKeyFromObject(b)
 	w := &workv1alpha1.Work{}
-	workKey := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: bindingctrl.WorkName(b)}
+	workKey := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}
 	testenv.Eventually(t, hangGuard, "the Work rendered", func() error { return env.Client.Get(ctx, workKey, w) })
 	var scheduled metav1.Condition
 	testenv.Eventually(t, hangGuard, "Scheduled and FullyApplied on the binding", func() error {

@@ -17,7 +17,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -63,7 +62,7 @@ func TestCommandLineShowsEvictions(t *testing.T) {
 	if tasks := moved.Spec.GracefulEvictionTasks; len(tasks) != 1 || tasks[0].FromCluster != "cli-evict-a" {
 		t.Fatalf("eviction tasks %+v, want one from cli-evict-a", tasks)
 	}
-	movingBinding, stayingBinding := detector.BindingName(configMapKind, "moving"), detector.BindingName(configMapKind, "staying")
+	movingBinding, stayingBinding := workv1alpha1.BindingName(configMapKind, "moving"), workv1alpha1.BindingName(configMapKind, "staying")
 
 	expect := func(args []string, want ...string) {
 		t.Helper()

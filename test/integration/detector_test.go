@@ -73,7 +73,7 @@ func labelled(apiVersion, kind string, labels map[string]string) policyv1alpha1.
 // binding reads the ResourceBinding of a namespaced template.
 func binding(ctx context.Context, gk schema.GroupKind, namespace, name string) (*workv1alpha1.ResourceBinding, error) {
 	b := &workv1alpha1.ResourceBinding{}
-	return b, env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: detector.BindingName(gk, name)}, b)
+	return b, env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: workv1alpha1.BindingName(gk, name)}, b)
 }
 
 var configMapKind = schema.GroupKind{Kind: "ConfigMap"}
@@ -92,7 +92,7 @@ func waitBindings(t *testing.T, namespace string, names []string) {
 		}
 		missing := 0
 		for _, name := range names {
-			if !bound[detector.BindingName(configMapKind, name)] {
+			if !bound[workv1alpha1.BindingName(configMapKind, name)] {
 				missing++
 			}
 		}
@@ -252,7 +252,7 @@ func TestSystemObjectsStayOnTheHub(t *testing.T) {
 		}
 	}
 	crb := &workv1alpha1.ClusterResourceBinding{}
-	name := detector.BindingName(schema.GroupKind{Group: "policy.flotilla.io", Kind: "ClusterOverridePolicy"}, "system-test")
+	name := workv1alpha1.BindingName(schema.GroupKind{Group: "policy.flotilla.io", Kind: "ClusterOverridePolicy"}, "system-test")
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crb); !apierrors.IsNotFound(err) {
 		t.Fatalf("a ClusterOverridePolicy has a binding (%v)", err)
 	}

@@ -21,7 +21,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	bindingctrl "github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -163,7 +162,7 @@ func TestBindingDependencyChangeReachesTheWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitWatches(t, configMapKind, map[string]bool{namespace: true})
-	workKey := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace("deps-member"), Name: bindingctrl.WorkName(b)}
+	workKey := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace("deps-member"), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}
 	workCarries := func(mode string) {
 		t.Helper()
 		testenv.Eventually(t, hangGuard, "the Work carries mode "+mode, func() error {

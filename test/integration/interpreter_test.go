@@ -20,7 +20,6 @@ import (
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	bindingctrl "github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -141,7 +140,7 @@ func TestInterpreterCustomization(t *testing.T) {
 	for cluster, share := range map[string]int{"interpreter-a": 2, "interpreter-b": 4} {
 		w := &workv1alpha1.Work{}
 		testenv.Eventually(t, hangGuard, cluster+"'s Work carries its share", func() error {
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: bindingctrl.WorkName(b)}, w); err != nil {
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w); err != nil {
 				return err
 			}
 			if len(w.Spec.Workload.Manifests) == 0 || !strings.Contains(string(w.Spec.Workload.Manifests[0].Raw), fmt.Sprintf(`"replicas":%d`, share)) {

@@ -18,7 +18,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	bindingctrl "github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -66,7 +65,7 @@ func TestJobDivision(t *testing.T) {
 		}
 		for _, target := range b.Spec.Clusters {
 			w := &workv1alpha1.Work{}
-			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(target.Name), Name: bindingctrl.WorkName(b)}, w); err != nil {
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(target.Name), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w); err != nil {
 				return err
 			}
 			m := map[string]any{}

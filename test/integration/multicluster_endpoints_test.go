@@ -103,7 +103,7 @@ func TestImportedEndpointsAreChecked(t *testing.T) {
 		Annotations: map[string]string{multicluster.AnnotationConsumers: consumer}}}
 	create(t, export)
 
-	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(consumer), Name: multicluster.WorkName(ns, "web")}}
+	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(consumer), Name: multicluster.ConsumerWorkName(ns, "web")}}
 	testenv.Eventually(t, time.Minute, "the consumer's Work holding only the pod addresses", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(work), work); err != nil {
 			return err

@@ -122,7 +122,7 @@ func TestPushMemberProvidesAnExportedService(t *testing.T) {
 			return nil
 		})
 	}
-	consumerWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(consumer), Name: multicluster.WorkName(ns, "web")}}
+	consumerWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(consumer), Name: multicluster.ConsumerWorkName(ns, "web")}}
 	importedName := "imported-" + provider + "-web-member"
 	consumerHas := func(addresses ...string) {
 		t.Helper()

@@ -23,8 +23,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	bindingctrl "github.com/flotilla-io/flotilla/internal/binding"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -52,7 +50,7 @@ func placeByHand(t *testing.T, template client.Object, gvk schema.GroupVersionKi
 		}
 	}
 	b := &workv1alpha1.ResourceBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: template.GetNamespace(), Name: detector.BindingName(gvk.GroupKind(), template.GetName()),
+		ObjectMeta: metav1.ObjectMeta{Namespace: template.GetNamespace(), Name: workv1alpha1.BindingName(gvk.GroupKind(), template.GetName()),
 			Finalizers: []string{workv1alpha1.FinalizerBinding}},
 		Spec: workv1alpha1.ResourceBindingSpec{
 			Resource: workv1alpha1.ObjectReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Namespace: template.GetNamespace(),
@@ -66,7 +64,7 @@ func placeByHand(t *testing.T, template client.Object, gvk schema.GroupVersionKi
 	t.Cleanup(func() {
 		_ = env.Client.Delete(ctx, b)
 		for _, target := range targets {
-			w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(target.Name), Name: bindingctrl.WorkName(b)}}
+			w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(target.Name), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}}
 			testenv.Eventually(t, hangGuard, "the Work deleted", func() error {
 				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); apierrors.IsNotFound(err) {
 					return nil
@@ -90,7 +88,7 @@ func memberReports(t *testing.T, b *workv1alpha1.ResourceBinding, gvk schema.Gro
 	t.Helper()
 	ctx := context.Background()
 	w := &workv1alpha1.Work{}
-	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: bindingctrl.WorkName(b)}
+	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}
 	testenv.Eventually(t, hangGuard, "the Work for "+cluster, func() error { return env.Client.Get(ctx, key, w) })
 	now := metav1.Now()
 	w.Status = workv1alpha1.WorkStatus{
@@ -169,7 +167,7 @@ func TestTemplateStatusConditions(t *testing.T) {
 		for c, share := range shares {
 			w := &workv1alpha1.Work{}
 			testenv.Eventually(t, hangGuard, "the Work for "+c, func() error {
-				return env.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(c), Name: bindingctrl.WorkName(b)}, w)
+				return env.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(c), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w)
 			})
 			m := &unstructured.Unstructured{}
 			if err := utiljson.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m.Object); err != nil {
@@ -198,7 +196,7 @@ func TestTemplateStatusConditions(t *testing.T) {
 			}
 			return nil
 		})
-		if b := (&workv1alpha1.ResourceBinding{}); env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: detector.BindingName(schema.GroupKind{Group: "batch", Kind: "Job"}, "batch")}, b) == nil &&
+		if b := (&workv1alpha1.ResourceBinding{}); env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: workv1alpha1.BindingName(schema.GroupKind{Group: "batch", Kind: "Job"}, "batch")}, b) == nil &&
 			!meta.IsStatusConditionTrue(b.Status.Conditions, workv1alpha1.ConditionHealthy) {
 			t.Errorf("binding conditions %+v", b.Status.Conditions)
 		}

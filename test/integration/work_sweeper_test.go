@@ -164,7 +164,7 @@ func TestWorkSweeperKeepsTheObjectsOfAForceDeletedBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := configMap(namespace, "kept", nil)
-	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: bindingctrl.WorkName(b),
+	w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(b.Namespace, b.Name),
 		Labels:      map[string]string{workv1alpha1.LabelBindingNamespace: namespace, workv1alpha1.LabelBindingName: b.Name},
 		Annotations: map[string]string{workv1alpha1.AnnotationBindingUID: string(b.UID)},
 		Finalizers:  []string{workv1alpha1.FinalizerExecution}},

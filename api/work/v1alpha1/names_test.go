@@ -1,4 +1,4 @@
-package detector
+package v1alpha1
 
 import (
 	"strings"
@@ -49,5 +49,32 @@ func TestBindingName(t *testing.T) {
 	}
 	if got := BindingName(deployment, longest); !strings.HasPrefix(got, "bbbb") {
 		t.Errorf("a shortened name keeps the start of the template's name: %q", got)
+	}
+}
+
+// TestWorkNamesFitTheirLimits: the Work of the template with the longest name an object may have, in the
+// namespace with the longest name, has a valid name, and the labels that name its binding are values the API
+// server accepts.
+func TestWorkNamesFitTheirLimits(t *testing.T) {
+	namespace := strings.Repeat("n", validation.DNS1123LabelMaxLength)
+	template := strings.Repeat("t", validation.DNS1123SubdomainMaxLength)
+	for _, gk := range []schema.GroupKind{{Group: "apps", Kind: "Deployment"}, {Group: "example.com", Kind: "Widget"}} {
+		binding := BindingName(gk, template)
+		for _, ns := range []string{namespace, ""} {
+			if name := WorkName(ns, binding); len(validation.IsDNS1123Subdomain(name)) > 0 {
+				t.Errorf("Work name %q: %v", name, validation.IsDNS1123Subdomain(name))
+			}
+			for k, v := range map[string]string{LabelBindingNamespace: ns, LabelBindingName: binding} {
+				if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+					t.Errorf("label %s=%q: %v", k, v, errs)
+				}
+			}
+		}
+	}
+	if got := WorkName("shop", "web-deployment"); got != "shop.web-deployment" {
+		t.Errorf("WorkName of a ResourceBinding: %q", got)
+	}
+	if got := WorkName("", "admin-clusterrole-1a2b3c4d"); got != "admin-clusterrole-1a2b3c4d" {
+		t.Errorf("WorkName of a ClusterResourceBinding: %q", got)
 	}
 }
