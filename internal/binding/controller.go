@@ -48,13 +48,8 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
-type binding interface {
-	client.Object
-	workv1alpha1.Object
-}
-
 // Controller is the render controller: it keeps a binding's Works and its Overridden condition.
-type Controller[T binding] struct {
+type Controller[T workv1alpha1.Binding] struct {
 	Client client.Client
 	// Reader reads past the cache: a Work this controller created a moment ago may not be cached yet.
 	Reader client.Reader
@@ -83,7 +78,7 @@ func Setup(mgr ctrl.Manager, templates *detector.Templates) error {
 		Templates: templates, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }})
 }
 
-func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
+func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
 	// A changed override policy re-renders the bindings it may touch: a cluster policy every binding of this
 	// kind, a namespaced one those of its namespace.
 	overridden := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -108,7 +103,7 @@ func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
 		items, _ := meta.ExtractList(list)
 		var out []reconcile.Request
 		for _, item := range items {
-			if b, ok := item.(binding); ok && slices.ContainsFunc(b.BindingSpec().Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == o.GetName() }) {
+			if b, ok := item.(workv1alpha1.Binding); ok && slices.ContainsFunc(b.BindingSpec().Clusters, func(t workv1alpha1.TargetCluster) bool { return t.Name == o.GetName() }) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 			}
 		}

@@ -38,7 +38,7 @@ func customizationEvents(c client.Client, namespaced bool) handler.EventHandler 
 		items, _ := meta.ExtractList(list)
 		var out []reconcile.Request
 		for _, item := range items {
-			b, ok := item.(binding)
+			b, ok := item.(workv1alpha1.Binding)
 			if !ok {
 				continue
 			}

@@ -32,7 +32,7 @@ import (
 
 // StatusController sums the Works of a binding into its status (aggregatedStatus and the FullyApplied and
 // Healthy conditions) and into the template's own status. It writes no Work and no spec.
-type StatusController[T binding] struct {
+type StatusController[T workv1alpha1.Binding] struct {
 	Client   client.Client
 	Recorder events.EventRecorder
 	New      func() T
@@ -66,7 +66,7 @@ func SetupStatus(mgr ctrl.Manager, templates client.Reader) error {
 		Templates: templates, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }}, false)
 }
 
-func setupStatus[T binding](mgr ctrl.Manager, name string, r *StatusController[T], namespaced bool) error {
+func setupStatus[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *StatusController[T], namespaced bool) error {
 	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(statusBindingChanged)).
 		Watches(&workv1alpha1.Work{}, workEvents(namespaced, statusBatchDelay, statusWakes)).
 		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), namespaced)).

@@ -39,7 +39,7 @@ func claims(b client.Object, w *workv1alpha1.Work) bool {
 	if uid == "" || uid == string(b.GetUID()) {
 		return true
 	}
-	o, ok := b.(workv1alpha1.Object)
+	o, ok := b.(workv1alpha1.Binding)
 	return ok && wants(o.BindingSpec(), w.Namespace)
 }
 

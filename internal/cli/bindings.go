@@ -24,7 +24,7 @@ import (
 
 // printBindings prints bindings as a table: where each template runs, how it is doing, and which clusters it
 // is leaving; wide adds what each of those evictions waits for.
-func printBindings(out io.Writer, bindings []binding, wide bool, now time.Time) error {
+func printBindings(out io.Writer, bindings []workv1alpha1.Binding, wide bool, now time.Time) error {
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
 	header := "NAMESPACE\tNAME\tRESOURCE\tSCHEDULED\tAPPLIED\tHEALTHY\tCLUSTERS\tEVICTING"
 	if wide {
@@ -59,9 +59,9 @@ type bindingQuery struct {
 
 // listBindings lists the bindings of q, the cluster-scoped ones first. A namespace leaves out the
 // cluster-scoped bindings, which are in none.
-func listBindings(ctx context.Context, c client.Client, q bindingQuery) ([]binding, error) {
+func listBindings(ctx context.Context, c client.Client, q bindingQuery) ([]workv1alpha1.Binding, error) {
 	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: q.selector}}
-	var all []binding
+	var all []workv1alpha1.Binding
 	if q.resource != "rb" && q.namespace == "" {
 		crbs := &workv1alpha1.ClusterResourceBindingList{}
 		if err := c.List(ctx, crbs, opts...); err != nil {
@@ -81,14 +81,14 @@ func listBindings(ctx context.Context, c client.Client, q bindingQuery) ([]bindi
 		}
 	}
 	if len(q.names) > 0 {
-		all = slices.DeleteFunc(all, func(b binding) bool { return !slices.Contains(q.names, b.GetName()) })
+		all = slices.DeleteFunc(all, func(b workv1alpha1.Binding) bool { return !slices.Contains(q.names, b.GetName()) })
 	}
 	return all, nil
 }
 
 // printBindingObjects prints bindings as yaml or json with their apiVersion and kind, which a typed read
 // leaves empty: as a List, or (one binding asked for by name) as the object.
-func printBindingObjects(out io.Writer, format string, c client.Client, asList bool, bindings ...binding) error {
+func printBindingObjects(out io.Writer, format string, c client.Client, asList bool, bindings ...workv1alpha1.Binding) error {
 	items := make([]any, 0, len(bindings))
 	for _, b := range bindings {
 		gvk, err := apiutil.GVKForObject(b, c.Scheme())
@@ -171,7 +171,7 @@ func newStatusCommand() *cobra.Command {
 
 // printStatus prints a binding for flotilla status: its conditions, its state in each cluster (with the
 // override policies of each cluster's copy), and the clusters it is leaving.
-func printStatus(out io.Writer, b binding, overrides map[string]string, now time.Time) error {
+func printStatus(out io.Writer, b workv1alpha1.Binding, overrides map[string]string, now time.Time) error {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	fmt.Fprintf(out, "%s/%s", spec.Resource.Kind, spec.Resource.Name)
 	if spec.Resource.Namespace != "" {

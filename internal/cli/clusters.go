@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 )
 
@@ -95,7 +96,7 @@ line and does not fail the others.`,
 				return err
 			}
 			for _, name := range args[1:] {
-				if !slices.ContainsFunc(bindings, func(b binding) bool { return b.GetName() == name }) {
+				if !slices.ContainsFunc(bindings, func(b workv1alpha1.Binding) bool { return b.GetName() == name }) {
 					return fmt.Errorf("binding %q not found", name)
 				}
 			}

@@ -63,7 +63,7 @@ type moveTime struct {
 // them: the eviction tasks from the cluster (spec.gracefulEvictionTasks) and, for a binding still placed there
 // while the cluster has a NoExecute taint, when it leaves (status.taintedClusters). A binding the scheduler
 // has not looked at since the taint came is not listed yet.
-func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) clusterMoves {
+func movesFrom(cl *clusterv1alpha1.Cluster, bindings []workv1alpha1.Binding, now time.Time) clusterMoves {
 	moves := clusterMoves{at: map[moveTime][]string{}}
 	noExecute := slices.ContainsFunc(cl.Spec.Taints, func(t corev1.Taint) bool { return t.Effect == corev1.TaintEffectNoExecute })
 	for _, b := range bindings {
@@ -98,7 +98,7 @@ func movesFrom(cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) c
 
 // printFailover prints the cluster's Failover condition, what the health monitor did and why, and the
 // workloads waiting to move away from the cluster.
-func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []binding, now time.Time) {
+func printFailover(w io.Writer, cl *clusterv1alpha1.Cluster, bindings []workv1alpha1.Binding, now time.Time) {
 	if c := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionFailover); c != nil {
 		// No tab: a sentence, not a row of the conditions table printed above it.
 		fmt.Fprintf(w, "Failover: %s (%s, since %s) %s\n", c.Status, c.Reason, since(&c.LastTransitionTime, now), c.Message)

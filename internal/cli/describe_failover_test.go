@@ -41,7 +41,7 @@ func TestPrintFailover(t *testing.T) {
 	left := rbWith([]string{"m2"}, []workv1alpha1.GracefulEvictionTask{task("m1", "TaintUntolerated", policyv1alpha1.PurgeGracefully, now, time.Minute)})
 	leftCRB := &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "ops-namespace"}, Spec: workv1alpha1.ResourceBindingSpec{
 		Clusters: []workv1alpha1.TargetCluster{{Name: "m2"}}, GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{task("m1", "TaintUntolerated", policyv1alpha1.PurgeNever, now, time.Minute)}}}
-	bindings := []binding{
+	bindings := []workv1alpha1.Binding{
 		left, leftCRB,
 		tolerating("five-minutes", []string{"m1", "m2"}, leaves(ptr.To(5*time.Minute))),
 		tolerating("five-minutes-too", []string{"m1"}, leaves(ptr.To(5*time.Minute))),
@@ -57,7 +57,7 @@ func TestPrintFailover(t *testing.T) {
 		name     string
 		taints   []corev1.Taint
 		failover *metav1.Condition
-		bindings []binding
+		bindings []workv1alpha1.Binding
 		want     []string
 	}{
 		{"NoExecute taint, the guard's word and every kind of wait", []corev1.Taint{unreachable},
@@ -73,7 +73,7 @@ func TestPrintFailover(t *testing.T) {
 				"1 staying (tolerate the NoExecute taints without a time limit): shop/for-ever",
 			}},
 		{"a taint no policy tolerates", []corev1.Taint{{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}}, nil,
-			[]binding{tolerating("five-minutes", []string{"m1", "m2"}, leaves(ptr.To(time.Duration(0)))),
+			[]workv1alpha1.Binding{tolerating("five-minutes", []string{"m1", "m2"}, leaves(ptr.To(time.Duration(0)))),
 				tolerating("five-minutes-too", []string{"m1"}, leaves(ptr.To(time.Duration(0))))}, []string{
 				"Waiting to move:",
 				"2 moving now (a NoExecute taint not tolerated, or no longer; they stay while nothing else fits): shop/five-minutes, shop/five-minutes-too",

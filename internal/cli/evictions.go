@@ -11,17 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
-
-// binding is a ResourceBinding or a ClusterResourceBinding, with its object metadata.
-type binding interface {
-	client.Object
-	workv1alpha1.Object
-}
 
 // evictingColumn is the EVICTING column of flotilla get bindings: each cluster the binding is leaving, why,
 // and for how long, for example "m1 (TaintUntolerated, 2m)".
@@ -34,7 +27,7 @@ func evictingColumn(tasks []workv1alpha1.GracefulEvictionTask, now time.Time) st
 }
 
 // waitingForColumn is the WAITING-FOR column of flotilla get bindings -o wide: what ends each eviction task.
-func waitingForColumn(b binding, now time.Time) string {
+func waitingForColumn(b workv1alpha1.Binding, now time.Time) string {
 	var parts []string
 	for _, t := range b.BindingSpec().GracefulEvictionTasks {
 		parts = append(parts, t.FromCluster+": "+waitingFor(b, t, now))
@@ -46,7 +39,7 @@ func waitingForColumn(b binding, now time.Time) string {
 // purge mode Never; otherwise the replacement turning healthy, that is the binding Healthy at its current
 // generation, or the grace period ending. A task that one of them already ended waits for nothing: the
 // scheduler drops it on its next pass.
-func waitingFor(b binding, task workv1alpha1.GracefulEvictionTask, now time.Time) string {
+func waitingFor(b workv1alpha1.Binding, task workv1alpha1.GracefulEvictionTask, now time.Time) string {
 	status := b.BindingStatus()
 	i := slices.IndexFunc(status.Evictions, func(s workv1alpha1.EvictionStatus) bool { return s.FromCluster == task.FromCluster })
 	if i < 0 {
@@ -79,7 +72,7 @@ func waitingFor(b binding, task workv1alpha1.GracefulEvictionTask, now time.Time
 
 // printEvictions lists a binding's eviction tasks for flotilla status, and for each task only a person can
 // end (purge mode Never) the command that ends it.
-func printEvictions(out io.Writer, b binding, now time.Time) error {
+func printEvictions(out io.Writer, b workv1alpha1.Binding, now time.Time) error {
 	tasks := b.BindingSpec().GracefulEvictionTasks
 	if len(tasks) == 0 {
 		return nil
@@ -108,7 +101,7 @@ func printEvictions(out io.Writer, b binding, now time.Time) error {
 
 // endEvictionCommand is the kubectl command that removes the i-th eviction task of a binding. The test
 // operation makes it fail, rather than end another cluster's eviction, if the list changed in between.
-func endEvictionCommand(b binding, i int) string {
+func endEvictionCommand(b workv1alpha1.Binding, i int) string {
 	target := "crb " + b.GetName()
 	if b.GetNamespace() != "" {
 		target = "rb " + b.GetName() + " -n " + b.GetNamespace()

@@ -136,7 +136,7 @@ func TestPrintBindings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := printBindings(&out, []binding{settled, moving}, tt.wide, now); err != nil {
+			if err := printBindings(&out, []workv1alpha1.Binding{settled, moving}, tt.wide, now); err != nil {
 				t.Fatal(err)
 			}
 			if got := collapsedLines(out.String()); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
@@ -169,7 +169,7 @@ func TestPrintStatusListsEvictions(t *testing.T) {
 		Status: workv1alpha1.ResourceBindingStatus{Evictions: []workv1alpha1.EvictionStatus{{FromCluster: "m1", EndedBy: workv1alpha1.EvictionEndPerson}}}}
 	tests := []struct {
 		name string
-		b    binding
+		b    workv1alpha1.Binding
 		want []string
 	}{
 		{"namespaced", b, []string{

@@ -63,12 +63,12 @@ TaintToleration, APIEnablement, FailoverRecords), the spread constraints, the re
 }
 
 // templateBinding reads the binding of a template named KIND/NAME.
-func templateBinding(ctx context.Context, c client.Client, kube kubernetes.Interface, target kindName, namespace string) (binding, error) {
+func templateBinding(ctx context.Context, c client.Client, kube kubernetes.Interface, target kindName, namespace string) (workv1alpha1.Binding, error) {
 	gvk, namespaced, err := templateKind(kube.Discovery(), target.kind)
 	if err != nil {
 		return nil, err
 	}
-	var b binding = &workv1alpha1.ClusterResourceBinding{}
+	var b workv1alpha1.Binding = &workv1alpha1.ClusterResourceBinding{}
 	key := client.ObjectKey{Name: workv1alpha1.BindingName(gvk.GroupKind(), target.name)}
 	if namespaced {
 		b, key.Namespace = &workv1alpha1.ResourceBinding{}, namespace
@@ -81,7 +81,7 @@ func templateBinding(ctx context.Context, c client.Client, kube kubernetes.Inter
 
 // clusterNames are the fleet's clusters, sorted; a person who may not list Clusters gets those the binding
 // names.
-func clusterNames(ctx context.Context, c client.Client, b binding) ([]string, error) {
+func clusterNames(ctx context.Context, c client.Client, b workv1alpha1.Binding) ([]string, error) {
 	list := &clusterv1alpha1.ClusterList{}
 	err := c.List(ctx, list)
 	if err != nil && !apierrors.IsForbidden(err) {
@@ -103,7 +103,7 @@ func clusterNames(ctx context.Context, c client.Client, b binding) ([]string, er
 	return slices.Compact(names), nil
 }
 
-func printExplanation(out io.Writer, b binding, names []string) error {
+func printExplanation(out io.Writer, b workv1alpha1.Binding, names []string) error {
 	spec := b.BindingSpec()
 	fmt.Fprintf(out, "%s/%s", spec.Resource.Kind, spec.Resource.Name)
 	if spec.Resource.Namespace != "" {

@@ -36,7 +36,7 @@ type clusterStatus struct {
 }
 
 func (s *Server) workload(r *http.Request, c client.Client) (string, any, error) {
-	var b bindingObject = &workv1alpha1.ClusterResourceBinding{}
+	var b workv1alpha1.Binding = &workv1alpha1.ClusterResourceBinding{}
 	kind, key := "ClusterResourceBinding", client.ObjectKey{Name: r.PathValue("name")}
 	if ns := r.PathValue("namespace"); ns != "-" {
 		b, kind, key.Namespace = &workv1alpha1.ResourceBinding{}, "ResourceBinding", ns
@@ -115,7 +115,7 @@ type sent struct {
 }
 
 // sentManifests are the template's manifests in the binding's Works, by cluster; none the person may not read.
-func sentManifests(r *http.Request, c client.Client, b bindingObject, ref workv1alpha1.ObjectReference) map[string]sent {
+func sentManifests(r *http.Request, c client.Client, b workv1alpha1.Binding, ref workv1alpha1.ObjectReference) map[string]sent {
 	out := map[string]sent{}
 	works := &workv1alpha1.WorkList{}
 	if err := c.List(r.Context(), works, client.MatchingLabels{workv1alpha1.LabelBindingName: b.GetName(),

@@ -84,11 +84,6 @@ func (s *Server) listWorkloads(r *http.Request, c client.Client) ([]workloadRow,
 	return rows, nil
 }
 
-type bindingObject interface {
-	client.Object
-	workv1alpha1.Object
-}
-
 // claimingPolicies names the policy of each row, from its template's claim labels: one metadata-only list
 // per kind, in the namespace the bindings were listed in; rows whose templates cannot be read keep none.
 func (s *Server) claimingPolicies(r *http.Request, c client.Client, rows []workloadRow) {
@@ -123,7 +118,7 @@ func policyOf(l map[string]string) string {
 	return ""
 }
 
-func newRow(b bindingObject) workloadRow {
+func newRow(b workv1alpha1.Binding) workloadRow {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	row := workloadRow{APIVersion: spec.Resource.APIVersion, Kind: spec.Resource.Kind, Namespace: spec.Resource.Namespace, Name: spec.Resource.Name,
 		Binding: b.GetName(), BindingPath: or(b.GetNamespace(), "-") + "/" + b.GetName(), Replicas: spec.Replicas}

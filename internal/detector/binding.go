@@ -33,7 +33,7 @@ const deletingRetry = time.Second
 // policy says. Clusters and eviction tasks are the scheduler's; rescheduleTriggeredAt is a person's.
 // A customization whose replicaResource fails leaves the replicas as the binding has them (none for a new
 // binding): the binding-status controller reports the failure on the binding, and nothing else stops.
-func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured, p *Policy, current workv1alpha1.Object) (workv1alpha1.ResourceBindingSpec, error) {
+func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured, p *Policy, current workv1alpha1.Binding) (workv1alpha1.ResourceBindingSpec, error) {
 	want := workv1alpha1.ResourceBindingSpec{
 		Resource: workv1alpha1.ObjectReference{
 			APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Namespace: t.GetNamespace(), Name: t.GetName(), UID: t.GetUID(),
@@ -93,9 +93,9 @@ func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructur
 		}
 		err = d.live.Get(ctx, client.ObjectKeyFromObject(current), current)
 	}
-	var existing workv1alpha1.Object
+	var existing workv1alpha1.Binding
 	if err == nil {
-		existing = current.(workv1alpha1.Object)
+		existing = current
 	}
 	want, werr := d.desiredSpec(ctx, t, p, existing)
 	if werr != nil {
@@ -134,8 +134,8 @@ func (d *Detector) liveTemplate(ctx context.Context, t *unstructured.Unstructure
 
 // upToDate reports whether a binding already has the detector's part: the derived spec, the template as
 // owner, the finalizer, and the lazy activation mark (lazy, empty when the policy is not Lazy).
-func upToDate(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec, lazy string) bool {
-	spec := *b.(workv1alpha1.Object).BindingSpec()
+func upToDate(b workv1alpha1.Binding, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec, lazy string) bool {
+	spec := *b.BindingSpec()
 	spec.Clusters, spec.GracefulEvictionTasks, spec.RescheduleTriggeredAt = nil, nil, nil
 	return equality.Semantic.DeepEqual(spec, want) && b.GetAnnotations()[workv1alpha1.AnnotationLazyTemplate] == lazy &&
 		slices.Contains(b.GetFinalizers(), workv1alpha1.FinalizerBinding) &&
@@ -192,7 +192,7 @@ func (d *Detector) release(ctx context.Context, t *unstructured.Unstructured) er
 }
 
 // newBinding returns an empty binding object, named after the template, of the right scope.
-func newBinding(t *unstructured.Unstructured) client.Object {
+func newBinding(t *unstructured.Unstructured) workv1alpha1.Binding {
 	name := workv1alpha1.BindingName(t.GroupVersionKind().GroupKind(), t.GetName())
 	if t.GetNamespace() == "" {
 		return &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: name}}

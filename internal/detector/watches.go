@@ -168,8 +168,8 @@ func (d *Detector) setupWatches(mgr ctrl.Manager) error {
 // change of propagateDeps.
 var bindingWatchChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		old, ok1 := e.ObjectOld.(workv1alpha1.Object)
-		updated, ok2 := e.ObjectNew.(workv1alpha1.Object)
+		old, ok1 := e.ObjectOld.(workv1alpha1.Binding)
+		updated, ok2 := e.ObjectNew.(workv1alpha1.Binding)
 		return ok1 && ok2 && old.BindingSpec().PropagateDeps != updated.BindingSpec().PropagateDeps
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },

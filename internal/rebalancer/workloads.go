@@ -90,7 +90,7 @@ func (r *Controller) trigger(ctx context.Context, rb *workv1alpha1.Rebalancer, w
 		return result(workv1alpha1.RebalanceFailed, "%s is cluster-scoped: the reference must not have a namespace", w.Kind)
 	}
 
-	var b client.Object = &workv1alpha1.ClusterResourceBinding{}
+	var b workv1alpha1.Binding = &workv1alpha1.ClusterResourceBinding{}
 	if namespaced {
 		b = &workv1alpha1.ResourceBinding{}
 	}
@@ -106,7 +106,7 @@ func (r *Controller) trigger(ctx context.Context, rb *workv1alpha1.Rebalancer, w
 		return result(workv1alpha1.RebalanceFailed, "the binding %s is being deleted", key(bindingKey.Namespace, bindingKey.Name))
 	}
 	at := rb.CreationTimestamp
-	if t := b.(workv1alpha1.Object).BindingSpec().RescheduleTriggeredAt; t != nil && !t.Before(&at) {
+	if t := b.BindingSpec().RescheduleTriggeredAt; t != nil && !t.Before(&at) {
 		return result(workv1alpha1.RebalanceSuccessful, "")
 	}
 	// A merge patch of the one field, with the binding's UID as a precondition: the detector owns the rest

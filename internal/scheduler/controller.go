@@ -45,19 +45,13 @@ const (
 // fleet can be longer.
 const maxEventNote = 1024
 
-// binding is a ResourceBinding or ClusterResourceBinding pointer.
-type binding interface {
-	client.Object
-	workv1alpha1.Object
-}
-
 // fieldManager owns what the scheduler writes: spec.clusters, spec.gracefulEvictionTasks,
 // spec.failoverRecords, the Scheduled condition, the schedulerObserved fields, status.notPlacedOn,
 // status.evictions and status.taintedClusters.
 var fieldManager = workv1alpha1.ControllerFieldManager("scheduler")
 
 // Controller writes each binding's placement (spec.clusters), its eviction tasks and its Scheduled condition.
-type Controller[T binding] struct {
+type Controller[T workv1alpha1.Binding] struct {
 	Client    client.Client
 	Recorder  events.EventRecorder
 	Framework *Framework
@@ -82,7 +76,7 @@ func Setup(mgr ctrl.Manager, failoverAfter time.Duration, templates client.Reade
 		func() client.ObjectList { return &workv1alpha1.ClusterResourceBindingList{} })
 }
 
-func setup[T binding](mgr ctrl.Manager, name string, r *Controller[T], list func() client.ObjectList) error {
+func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[T], list func() client.ObjectList) error {
 	// The priority queue is controller-runtime's default; it is asked for here because schedulePriority
 	// relies on it (priority.go).
 	return ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(controller.Options{UsePriorityQueue: ptr.To(true)}).

@@ -17,7 +17,7 @@ type Explanation struct {
 
 // Explain says for each cluster of names whether the binding is placed there or why not, from its
 // spec.clusters, eviction tasks and status.notPlacedOn.
-func Explain(b workv1alpha1.Object, names []string) []Explanation {
+func Explain(b workv1alpha1.Binding, names []string) []Explanation {
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	out := make([]Explanation, 0, len(names))
 	for _, name := range names {

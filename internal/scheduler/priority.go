@@ -31,7 +31,7 @@ func priorityOf(spec *workv1alpha1.ResourceBindingSpec) int {
 
 // enqueue adds a binding to q at its priority (a queue without priorities takes it in order).
 func enqueue(q queue, b client.Object) {
-	o, ok := b.(workv1alpha1.Object)
+	o, ok := b.(workv1alpha1.Binding)
 	if !ok {
 		return
 	}

@@ -24,8 +24,8 @@ import (
 // change of the Healthy condition that may finish their evictions. Its own writes (spec.clusters, eviction
 // tasks, its status) and every other status change (applied, aggregated status) pass by.
 var bindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	o, okOld := e.ObjectOld.(workv1alpha1.Object)
-	n, okNew := e.ObjectNew.(workv1alpha1.Object)
+	o, okOld := e.ObjectOld.(workv1alpha1.Binding)
+	n, okNew := e.ObjectNew.(workv1alpha1.Binding)
 	if !okOld || !okNew {
 		return true
 	}
@@ -131,10 +131,7 @@ func clusterEvents(c client.Reader, list func() client.ObjectList) handler.Funcs
 		}
 		items, _ := meta.ExtractList(l)
 		for _, item := range items {
-			b, ok := item.(interface {
-				client.Object
-				workv1alpha1.Object
-			})
+			b, ok := item.(workv1alpha1.Binding)
 			if ok && (moves == nil || moves(b.BindingSpec())) {
 				enqueue(q, b)
 			}

@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
 // Labels and annotations Flotilla puts on the objects it manages.
 const (
 	// LabelBindingNamespace and LabelBindingName on a Work name the binding it was rendered from.
@@ -93,14 +98,21 @@ const (
 	FinalizerBinding = "work.flotilla.io/binding"
 )
 
-// Object is what ResourceBinding and ClusterResourceBinding share, so one controller serves both.
+// Binding is a ResourceBinding or a ClusterResourceBinding: an API object (a controller-runtime client.Object)
+// with a binding's spec and status. The two kinds differ only in scope, so every controller, command and page
+// that handles bindings serves both through it.
 // +kubebuilder:object:generate=false
-type Object interface {
-	GetName() string
-	GetNamespace() string
+type Binding interface {
+	metav1.Object
+	runtime.Object
 	BindingSpec() *ResourceBindingSpec
 	BindingStatus() *ResourceBindingStatus
 }
+
+var (
+	_ Binding = &ResourceBinding{}
+	_ Binding = &ClusterResourceBinding{}
+)
 
 // BindingSpec returns the binding's spec.
 func (b *ResourceBinding) BindingSpec() *ResourceBindingSpec { return &b.Spec }
