@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/devenv"
-	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -141,12 +141,12 @@ func registerAgain(ctx context.Context, fleet *memberFleet, member string, n int
 // fleetListOnce lists the benchmark's ConfigMaps over clusters through the hub and checks that every cluster
 // answered with all of them.
 func fleetListOnce(ctx context.Context, hub rest.Interface, clusters []string, want int) error {
-	raw, err := hub.Get().AbsPath(proxy.FleetListPath("/api/v1/namespaces/default/configmaps")).
+	raw, err := hub.Get().AbsPath(proxyv1alpha1.FleetListPath("/api/v1/namespaces/default/configmaps")).
 		Param("clusters", strings.Join(clusters, ",")).Param("labelSelector", "bench=fleet-list").DoRaw(ctx)
 	if err != nil {
 		return fmt.Errorf("fleet list: %w", err)
 	}
-	list := &proxy.FleetList{}
+	list := &proxyv1alpha1.FleetList{}
 	if err := json.Unmarshal(raw, list); err != nil {
 		return err
 	}

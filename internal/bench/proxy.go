@@ -12,9 +12,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/devenv"
-	"github.com/flotilla-io/flotilla/internal/proxy"
 )
 
 // ProxyOptions configure `flotilla bench proxy`.
@@ -52,7 +52,7 @@ func RunProxy(ctx context.Context, o ProxyOptions, out io.Writer, progress func(
 
 	name := devenv.MemberName(1)
 	proxied := rest.CopyConfig(fleet.config)
-	proxied.Host = strings.TrimSuffix(fleet.config.Host, "/") + proxy.Path(name)
+	proxied.Host = strings.TrimSuffix(fleet.config.Host, "/") + proxyv1alpha1.ClusterProxyPath(name)
 	direct := fleet.members[name]
 	through, err := kubernetes.NewForConfig(proxied)
 	if err != nil {

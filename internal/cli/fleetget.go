@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
-	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 // tableAccept asks the member's API server to print the list itself, with the columns kubectl shows, and
@@ -160,7 +160,7 @@ func fleetClusters(ctx context.Context, hub client.Client, names []string) ([]st
 func getInCluster(ctx context.Context, hubConfig *rest.Config, cluster string, q fleetQuery) clusterResult {
 	res := clusterResult{cluster: cluster}
 	cfg := rest.CopyConfig(hubConfig)
-	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + fmt.Sprintf("/apis/%s/%s/clusters/%s/proxy", tunnel.Group, tunnel.Version, cluster)
+	cfg.Host = strings.TrimSuffix(cfg.Host, "/") + proxyv1alpha1.ClusterProxyPath(cluster)
 	cfg.Timeout = q.timeout
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

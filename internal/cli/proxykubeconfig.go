@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
-	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -125,7 +125,7 @@ func (o *proxyKubeconfigOptions) kubeconfig(cluster string) (*clientcmdapi.Confi
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig: server %q: %w", hubCluster.Server, err)
 	}
-	server.Path = strings.TrimSuffix(server.Path, "/") + proxy.Path(cluster)
+	server.Path = strings.TrimSuffix(server.Path, "/") + proxyv1alpha1.ClusterProxyPath(cluster)
 
 	name := "flotilla-" + cluster
 	target := hubCluster.DeepCopy()

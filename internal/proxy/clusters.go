@@ -11,10 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 )
 
 // clustersResource is the resource the group serves.
-var clustersResource = SchemeGroupVersion.WithResource("clusters").GroupResource()
+var clustersResource = proxyv1alpha1.GroupVersion.WithResource(proxyv1alpha1.ResourceClusters).GroupResource()
 
 // clusterREST serves get and list of clusters: Flotilla's Clusters, read from the hub, so that a client
 // discovers what it may proxy to under the proxy group itself.

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/client-go/transport"
+
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 )
 
 // proxyREST serves clusters/NAME/proxy/PATH: the request goes to PATH on the member's API server, as the hub
@@ -30,12 +32,12 @@ type proxyREST struct {
 
 var _ rest.Connecter = &proxyREST{}
 
-func (r *proxyREST) New() runtime.Object { return &ClusterProxyOptions{} }
+func (r *proxyREST) New() runtime.Object { return &proxyv1alpha1.ClusterProxyOptions{} }
 func (r *proxyREST) Destroy()            {}
 
-// NewConnectOptions asks the installer for the path below .../proxy in ClusterProxyOptions.Path.
+// NewConnectOptions asks the installer for the path below .../proxy in proxyv1alpha1.ClusterProxyOptions.Path.
 func (r *proxyREST) NewConnectOptions() (runtime.Object, bool, string) {
-	return &ClusterProxyOptions{}, true, "path"
+	return &proxyv1alpha1.ClusterProxyOptions{}, true, "path"
 }
 
 // ConnectMethods are every method a Kubernetes API client uses.
@@ -58,8 +60,8 @@ func (r *proxyREST) Connect(ctx context.Context, name string, opts runtime.Objec
 		return nil, err
 	}
 	location := *target.URL
-	location.Path = path.Join("/", location.Path, opts.(*ClusterProxyOptions).Path)
-	if strings.HasSuffix(opts.(*ClusterProxyOptions).Path, "/") && !strings.HasSuffix(location.Path, "/") {
+	location.Path = path.Join("/", location.Path, opts.(*proxyv1alpha1.ClusterProxyOptions).Path)
+	if strings.HasSuffix(opts.(*proxyv1alpha1.ClusterProxyOptions).Path, "/") && !strings.HasSuffix(location.Path, "/") {
 		location.Path += "/"
 	}
 	return &forwarder{caller: impersonation(caller, r.systemGroups), target: target, location: &location, responder: responder}, nil

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/flotilla-io/flotilla/internal/tunnel"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 )
 
 func TestImpersonating(t *testing.T) {
@@ -65,7 +65,7 @@ func TestProxyRequestsAreLongRunning(t *testing.T) {
 	}{
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1", Subresource: "proxy"}, true},
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "create", Resource: "clusters", Name: "m1", Subresource: "proxy"}, true},
-		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1", Subresource: tunnel.Subresource}, true},
+		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1", Subresource: proxyv1alpha1.SubresourceAttach}, true},
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "watch", Resource: "clusters"}, true},
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "get", Resource: "clusters", Name: "m1"}, false},
 		{&request.RequestInfo{IsResourceRequest: true, Verb: "list", Resource: "clusters"}, false},

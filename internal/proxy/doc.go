@@ -1,8 +1,10 @@
-// Package proxy is the hub's way to its members' API servers: the aggregated API group proxy.flotilla.io,
-// served by the hub process and registered as an APIService in the hub's kube-apiserver.
+// Package proxy is the hub's way to its members' API servers: it serves the aggregated API group
+// proxy.flotilla.io in the hub process, registered as an APIService in the hub's kube-apiserver. The group's
+// paths and wire types (ClusterProxyOptions, FleetList) are API, in api/proxy/v1alpha1:
 //
-//	/apis/proxy.flotilla.io/v1alpha1/clusters              get and list: the hub's Clusters
+//	/apis/proxy.flotilla.io/v1alpha1/clusters               get and list: the hub's Clusters
 //	/apis/proxy.flotilla.io/v1alpha1/clusters/NAME/proxy/P  the member's API server at path P
+//	/apis/proxy.flotilla.io/v1alpha1/clusters/NAME/attach   the tunnel of NAME's agent (tunnel.go)
 //	/apis/proxy.flotilla.io/v1alpha1/fleet/list/P           GET of the collection P in every cluster
 //
 // The hub's kube-apiserver authenticates the caller (any way the hub accepts) and passes the identity on in
@@ -37,10 +39,11 @@
 // other query parameters forwarded. Each cluster is authorized as a request to clusters/NAME/proxy would be
 // (get on clusters/proxy, a SubjectAccessReview through the delegated authorizer) and read as the caller by
 // impersonation through the same Backends; a cluster the caller may not reach is not read. The answer is a
-// FleetList: the items of the clusters that answered, each annotated with clusterv1alpha1.AnnotationCluster,
-// and per cluster its item count and resourceVersion or the Status of its failure (403 not permitted, 503
-// unreachable, 504 timeout, or the member's own). One cluster's failure never fails the list, and the list
-// names a cluster the caller may not reach only when the caller named it or may list the hub's Clusters. The hub's
-// kube-apiserver authorizes the request itself as get on fleet/api or fleet/apis named list, which the
-// ClusterRole FleetListRole grants the groups the admin chose (the hub's --fleet-user-groups).
+// proxyv1alpha1.FleetList: the items of the clusters that answered, each annotated with
+// clusterv1alpha1.AnnotationCluster, and per cluster its item count and resourceVersion or the Status of its
+// failure (403 not permitted, 503 unreachable, 504 timeout, or the member's own). One cluster's failure never
+// fails the list, and the list names a cluster the caller may not reach only when the caller named it or may
+// list the hub's Clusters. The hub's kube-apiserver authorizes the request itself as get on fleet/api or
+// fleet/apis named list, which the ClusterRole FleetListRole grants the groups the admin chose (the hub's
+// --fleet-user-groups).
 package proxy

@@ -23,12 +23,11 @@ import (
 	"k8s.io/apiserver/pkg/registry/rest"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 )
 
-// fleetResource is the resource of fleet-wide reads; fleetListName is the only name it serves.
-var fleetResource = SchemeGroupVersion.WithResource("fleet").GroupResource()
-
-const fleetListName = "list"
+// fleetResource is the resource of fleet-wide reads.
+var fleetResource = proxyv1alpha1.GroupVersion.WithResource(proxyv1alpha1.ResourceFleet).GroupResource()
 
 // Query parameters of a fleet list that are not forwarded to the members.
 const (
@@ -52,43 +51,6 @@ const (
 	// is the cluster's error, not a reason to hold gigabytes: narrow the selector or pass limit.
 	maxMemberListBytes = 32 << 20
 )
-
-// FleetListPath is the path, below the hub's URL, of the fleet list of the member collection at memberPath
-// (such as /api/v1/pods or /apis/apps/v1/namespaces/web/deployments).
-func FleetListPath(memberPath string) string {
-	return "/apis/" + GroupName + "/" + SchemeGroupVersion.Version + "/fleet/" + fleetListName + "/" + strings.TrimPrefix(memberPath, "/")
-}
-
-// FleetList is the answer of a fleet list: the items of every cluster that answered, each annotated with
-// clusterv1alpha1.AnnotationCluster, and one entry per cluster read or left out.
-type FleetList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata"`
-
-	// Items are the objects, cluster by cluster in the order of Clusters, each in its member's order.
-	Items []map[string]any `json:"items"`
-	// Clusters says, for each selected cluster sorted by name, what its read gave. Without the clusters
-	// parameter, the clusters the caller may not reach are here only if the caller may list the hub's
-	// Clusters.
-	Clusters []FleetListCluster `json:"clusters"`
-}
-
-// FleetListCluster is what one cluster gave to a fleet list.
-type FleetListCluster struct {
-	// Name is the cluster's name.
-	Name string `json:"name"`
-	// Items is how many of the list's items came from it.
-	Items int `json:"items"`
-	// ResourceVersion is the member's resourceVersion of its list, to watch from.
-	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// Truncated says the member has more items than the limit the list passed on.
-	Truncated bool `json:"truncated,omitempty"`
-	// Error, when set, is why the cluster contributed no items: 403 Forbidden when the caller may not use
-	// clusters/proxy on it (it was not read), the member's own Status when it refused, 503 when the hub
-	// cannot reach it, 504 Timeout when it did not answer within the cluster timeout, 507 when its answer
-	// was larger than the hub reads.
-	Error *metav1.Status `json:"error,omitempty"`
-}
 
 // fleetREST serves fleet/list/PATH: GET of the collection PATH in each selected member, as the caller, for the
 // clusters on which the hub's RBAC lets the caller use clusters/proxy. The fleet's user groups may ask (see
@@ -143,14 +105,14 @@ var (
 )
 
 // New returns the options type: a fleet list carries the member path as the proxy does.
-func (r *fleetREST) New() runtime.Object     { return &ClusterProxyOptions{} }
+func (r *fleetREST) New() runtime.Object     { return &proxyv1alpha1.ClusterProxyOptions{} }
 func (r *fleetREST) Destroy()                {}
 func (r *fleetREST) NamespaceScoped() bool   { return false }
-func (r *fleetREST) GetSingularName() string { return "fleet" }
+func (r *fleetREST) GetSingularName() string { return proxyv1alpha1.ResourceFleet }
 
-// NewConnectOptions asks the installer for the path below fleet/list in ClusterProxyOptions.Path.
+// NewConnectOptions asks the installer for the path below fleet/list in proxyv1alpha1.ClusterProxyOptions.Path.
 func (r *fleetREST) NewConnectOptions() (runtime.Object, bool, string) {
-	return &ClusterProxyOptions{}, true, "path"
+	return &proxyv1alpha1.ClusterProxyOptions{}, true, "path"
 }
 
 // ConnectMethods: a fleet list only reads.
@@ -159,14 +121,14 @@ func (r *fleetREST) ConnectMethods() []string { return []string{"GET"} }
 // Connect validates the request (every bad input is refused before any cluster is read) and returns the
 // handler that reads the clusters.
 func (r *fleetREST) Connect(ctx context.Context, name string, opts runtime.Object, _ rest.Responder) (http.Handler, error) {
-	if name != fleetListName {
+	if name != proxyv1alpha1.FleetListName {
 		return nil, apierrors.NewNotFound(fleetResource, name)
 	}
 	caller, ok := request.UserFrom(ctx)
 	if !ok {
 		return nil, apierrors.NewUnauthorized("no authenticated user")
 	}
-	memberPath, err := collectionPath(opts.(*ClusterProxyOptions).Path)
+	memberPath, err := collectionPath(opts.(*proxyv1alpha1.ClusterProxyOptions).Path)
 	if err != nil {
 		return nil, err
 	}
@@ -251,14 +213,14 @@ func (l *fleetLister) list(w http.ResponseWriter, req *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	stream := &listStream{w: w}
-	stream.raw(`{"kind":"FleetList","apiVersion":"` + SchemeGroupVersion.String() + `","metadata":{},"items":[`)
-	entries := []FleetListCluster{}
+	stream.raw(`{"kind":"FleetList","apiVersion":"` + proxyv1alpha1.GroupVersion.String() + `","metadata":{},"items":[`)
+	entries := []proxyv1alpha1.FleetListCluster{}
 	for i := range clusters {
 		r := <-results[i]
 		if r.notPermitted && !nameForbidden {
 			continue
 		}
-		entry := FleetListCluster{Name: clusters[i].Name, Items: len(r.items), ResourceVersion: r.resourceVersion, Truncated: r.truncated}
+		entry := proxyv1alpha1.FleetListCluster{Name: clusters[i].Name, Items: len(r.items), ResourceVersion: r.resourceVersion, Truncated: r.truncated}
 		if r.err != nil {
 			entry.Error = statusOf(r.err)
 		}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/transport"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 )
 
 // clusterList is what one cluster gave to a fleet list.
@@ -57,8 +58,8 @@ func (l *fleetLister) read(ctx context.Context, cluster *clusterv1alpha1.Cluster
 // clusters/proxy on cluster. A cluster the caller may not reach is never read.
 func (l *fleetLister) mayProxy(ctx context.Context, cluster string) error {
 	decision, reason, err := l.authorizer.Authorize(ctx, authorizer.AttributesRecord{
-		User: l.caller, Verb: "get", APIGroup: GroupName, APIVersion: SchemeGroupVersion.Version,
-		Resource: clustersResource.Resource, Subresource: "proxy", Name: cluster, ResourceRequest: true,
+		User: l.caller, Verb: "get", APIGroup: proxyv1alpha1.GroupName, APIVersion: proxyv1alpha1.GroupVersion.Version,
+		Resource: clustersResource.Resource, Subresource: proxyv1alpha1.SubresourceProxy, Name: cluster, ResourceRequest: true,
 	})
 	if decision == authorizer.DecisionAllow {
 		return nil
@@ -170,8 +171,8 @@ const FleetListRole = "flotilla:fleet-list"
 func fleetListRBAC(groups []string) (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: FleetListRole},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{GroupName}, Resources: []string{fleetResource.Resource + "/api", fleetResource.Resource + "/apis"},
-			ResourceNames: []string{fleetListName}, Verbs: []string{"get"}}},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{proxyv1alpha1.GroupName}, Resources: []string{fleetResource.Resource + "/api", fleetResource.Resource + "/apis"},
+			ResourceNames: []string{proxyv1alpha1.FleetListName}, Verbs: []string{"get"}}},
 	}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: FleetListRole},

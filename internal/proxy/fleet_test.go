@@ -17,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 )
 
 func TestCollectionPath(t *testing.T) {
@@ -124,9 +125,9 @@ func TestListStream(t *testing.T) {
 	s.item(map[string]any{"a": 1})
 	s.item(map[string]any{"b": 2})
 	s.raw(`],"clusters":`)
-	s.value([]FleetListCluster{{Name: "m1", Items: 2}})
+	s.value([]proxyv1alpha1.FleetListCluster{{Name: "m1", Items: 2}})
 	s.raw("}")
-	var got FleetList
+	var got proxyv1alpha1.FleetList
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got.Items) != 2 || len(got.Clusters) != 1 {
 		t.Fatalf("%s: %v", out.String(), err)
 	}

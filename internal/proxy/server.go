@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
@@ -60,7 +61,7 @@ type Config struct {
 // clusters/NAME/proxy may be a watch, a log stream or an exec session (their verb here is "get" or
 // "create"): like pods/proxy in kube-apiserver they are long-running; the member applies its own limits. An
 // agent's tunnel (clusters/NAME/attach) lasts as long as the agent runs.
-var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString("proxy", tunnel.Subresource))
+var longRunning = genericfilters.BasicLongRunningRequestCheck(sets.NewString("watch"), sets.NewString(proxyv1alpha1.SubresourceProxy, proxyv1alpha1.SubresourceAttach))
 
 // Server is the proxy's API server, ready to run.
 type Server struct {
@@ -81,7 +82,7 @@ func New(c Config) (*Server, error) {
 	}
 	// Installing the group builds the type converters of its kinds from this OpenAPI (not served).
 	config.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(func(openapicommon.ReferenceCallback) map[string]openapicommon.OpenAPIDefinition { return nil }, openapinamer.NewDefinitionNamer(scheme))
-	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + GroupName}
+	config.OpenAPIV3Config.IgnorePrefixes = []string{"/apis/" + proxyv1alpha1.GroupName}
 	config.LongRunningFunc = longRunning
 
 	server, err := config.Complete(nil).New("flotilla-proxy", genericapiserver.NewEmptyDelegate())
@@ -89,15 +90,15 @@ func New(c Config) (*Server, error) {
 		return nil, err
 	}
 	clusters := newClusterREST(c.Hub)
-	group := genericapiserver.NewDefaultAPIGroupInfo(GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
-	group.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{
-		"clusters":       clusters,
-		"clusters/proxy": &proxyREST{clusters: clusters, backends: c.Backends, systemGroups: c.SystemGroups},
-		"fleet":          &fleetREST{clusters: clusters, backends: c.Backends, authorizer: config.Authorization.Authorizer, systemGroups: c.SystemGroups},
-	}
+	group := genericapiserver.NewDefaultAPIGroupInfo(proxyv1alpha1.GroupName, scheme, runtime.NewParameterCodec(scheme), codecs)
+	storage := map[string]rest.Storage{}
+	storage[clustersResource.Resource] = clusters
+	storage[clustersResource.Resource+"/"+proxyv1alpha1.SubresourceProxy] = &proxyREST{clusters: clusters, backends: c.Backends, systemGroups: c.SystemGroups}
+	storage[fleetResource.Resource] = &fleetREST{clusters: clusters, backends: c.Backends, authorizer: config.Authorization.Authorizer, systemGroups: c.SystemGroups}
 	if c.Tunnels != nil {
-		group.VersionedResourcesStorageMap[SchemeGroupVersion.Version]["clusters/"+tunnel.Subresource] = &attachREST{hub: c.Hub, tunnels: c.Tunnels}
+		storage[clustersResource.Resource+"/"+proxyv1alpha1.SubresourceAttach] = &attachREST{hub: c.Hub, tunnels: c.Tunnels}
 	}
+	group.VersionedResourcesStorageMap[proxyv1alpha1.GroupVersion.Version] = storage
 	if err := server.InstallAPIGroup(&group); err != nil {
 		return nil, err
 	}
@@ -135,9 +136,9 @@ func (s *Server) Register(ctx context.Context, cfg *restclient.Config) error {
 	}
 	port := int32(443)
 	apiService := &apiregistrationv1.APIService{
-		ObjectMeta: metav1.ObjectMeta{Name: SchemeGroupVersion.Version + "." + GroupName},
+		ObjectMeta: metav1.ObjectMeta{Name: proxyv1alpha1.GroupVersion.Version + "." + proxyv1alpha1.GroupName},
 		Spec: apiregistrationv1.APIServiceSpec{
-			Group: GroupName, Version: SchemeGroupVersion.Version,
+			Group: proxyv1alpha1.GroupName, Version: proxyv1alpha1.GroupVersion.Version,
 			Service:              &apiregistrationv1.ServiceReference{Namespace: clusterv1alpha1.SystemNamespace, Name: ServiceName, Port: &port},
 			CABundle:             s.caBundle,
 			GroupPriorityMinimum: 1000,

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
@@ -27,7 +28,7 @@ type attachREST struct {
 
 var _ rest.Connecter = &attachREST{}
 
-func (r *attachREST) New() runtime.Object { return &ClusterProxyOptions{} }
+func (r *attachREST) New() runtime.Object { return &proxyv1alpha1.ClusterProxyOptions{} }
 func (r *attachREST) Destroy()            {}
 
 // NewConnectOptions: the request carries nothing but the upgrade.

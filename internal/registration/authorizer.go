@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 )
 
 // AnnotationAgentAuthorizer on the hub's system namespace says that the hub's API server runs an
@@ -87,7 +88,7 @@ func ownClusterRequest(attrs authorizer.Attributes) bool {
 		request{clusterv1alpha1.GroupVersion.Group, "status", "patch"},
 		// create: the agent opens its tunnel with an upgraded POST on its own cluster's attach subresource of
 		// the hub's aggregated proxy API (internal/tunnel).
-		request{proxyGroup, "attach", "create"}:
+		request{proxyv1alpha1.GroupName, proxyv1alpha1.SubresourceAttach, "create"}:
 		return true
 	}
 	return false

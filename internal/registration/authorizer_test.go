@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -47,7 +48,7 @@ func TestAgentAuthorizer(t *testing.T) {
 	}{
 		{"get own Cluster", hub, request(agent(current), group, "", "get", "m1"), allow},
 		{"apply own status", hub, request(agent(current), group, "status", "patch", "m1"), allow},
-		{"open own tunnel", hub, request(agent(current), proxyGroup, "attach", "create", "m1"), allow},
+		{"open own tunnel", hub, request(agent(current), proxyv1alpha1.GroupName, proxyv1alpha1.SubresourceAttach, "create", "m1"), allow},
 		{"cache behind a re-registration", stale, request(agent(current), group, "", "get", "m1"), allow},
 		{"an earlier registration's agent", hub, request(agent(earlier), group, "", "get", "m1"), none},
 		{"the other Cluster", hub, request(agent(current), group, "", "get", "m2"), none},
@@ -57,7 +58,7 @@ func TestAgentAuthorizer(t *testing.T) {
 		{"patch own Cluster", hub, request(agent(current), group, "", "patch", "m1"), none},
 		{"replace own status", hub, request(agent(current), group, "status", "update", "m1"), none},
 		{"delete own Cluster", hub, request(agent(current), group, "", "delete", "m1"), none},
-		{"own Cluster's proxy", hub, request(agent(current), proxyGroup, "proxy", "get", "m1"), none},
+		{"own Cluster's proxy", hub, request(agent(current), proxyv1alpha1.GroupName, proxyv1alpha1.SubresourceProxy, "get", "m1"), none},
 		{"same name in another group", hub, request(agent(current), "example.com", "", "get", "m1"), none},
 		{"not in the agents' group", hub, request(&user.DefaultInfo{Name: current}, group, "", "get", "m1"), none},
 		{"not an agent", hub, request(&user.DefaultInfo{Name: "m1", Groups: []string{AgentGroup}}, group, "", "get", "m1"), none},

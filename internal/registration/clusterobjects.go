@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
@@ -179,7 +180,7 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference, ownCluster b
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters"}, ResourceNames: []string{cluster}, Verbs: []string{"get"}},
 				{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{"clusters/status"}, ResourceNames: []string{cluster}, Verbs: []string{"patch"}},
-				{APIGroups: []string{proxyGroup}, Resources: []string{"clusters/attach"}, ResourceNames: []string{cluster}, Verbs: []string{"create"}},
+				{APIGroups: []string{proxyv1alpha1.GroupName}, Resources: []string{proxyv1alpha1.ResourceClusters + "/" + proxyv1alpha1.SubresourceAttach}, ResourceNames: []string{cluster}, Verbs: []string{"create"}},
 			},
 		},
 		&rbacv1.ClusterRoleBinding{
@@ -190,9 +191,6 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference, ownCluster b
 		},
 	)
 }
-
-// proxyGroup is the hub's aggregated API group whose clusters/attach subresource agents open their tunnel on.
-const proxyGroup = "proxy.flotilla.io"
 
 func createIfMissing(ctx context.Context, c client.Client, obj client.Object) error {
 	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -12,6 +12,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 )
 
 // Backoff bounds of the agent's redials: the first comes after minBackoff, each failed one doubles the wait up
@@ -70,8 +72,9 @@ func (a *Agent) serveOnce(ctx context.Context, opened func()) error {
 	return err
 }
 
-// Dial opens one tunnel: it asks the hub to upgrade POST Path(cluster) to Protocol and starts the agent's end
-// of a yamux session on the connection: the hub opens streams, the agent accepts them.
+// Dial opens one tunnel: it asks the hub to upgrade POST proxyv1alpha1.ClusterAttachPath(cluster) to Protocol
+// and starts the agent's end of a yamux session on the connection: the hub opens streams, the agent accepts
+// them.
 func (a *Agent) Dial(ctx context.Context) (*yamux.Session, error) {
 	cfg, err := a.HubConfig()
 	if err != nil {
@@ -91,7 +94,7 @@ func (a *Agent) Dial(ctx context.Context) (*yamux.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	url := strings.TrimSuffix(cfg.Host, "/") + Path(a.Cluster)
+	url := strings.TrimSuffix(cfg.Host, "/") + proxyv1alpha1.ClusterAttachPath(a.Cluster)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -131,7 +132,7 @@ func (r *Registry) DialContext(cluster string) func(ctx context.Context, network
 	}
 }
 
-var clustersResource = schema.GroupResource{Group: Group, Resource: "clusters"}
+var clustersResource = schema.GroupResource{Group: proxyv1alpha1.GroupName, Resource: proxyv1alpha1.ResourceClusters}
 
 // Authorize returns the grant of u's tunnel when u may open cluster's tunnel: cluster is a Pull cluster and
 // u is its current agent (registration.CurrentAgentUser), in the agents' group. The hub's API server lets

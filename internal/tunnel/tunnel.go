@@ -1,7 +1,8 @@
 // Package tunnel lets the hub reach the API server of a Pull member that the hub cannot dial: the member's
 // agent opens one outbound connection to the hub and the hub sends proxy requests through it.
 //
-// The agent (agent.go) asks the hub's API for an upgrade of `POST .../clusters/NAME/attach` with its client
+// The agent (agent.go) asks the hub's API for an upgrade of `POST .../clusters/NAME/attach` (the
+// proxyv1alpha1.SubresourceAttach of the hub's proxy group) with its client
 // certificate; the hub's kube-apiserver authenticates it and checks RBAC (only the agent of NAME may create
 // clusters/attach on NAME), and the hub (hub.go) checks again that the user is exactly NAME's current agent
 // before it takes the connection. Once upgraded, the connection carries a yamux session in which the hub opens
@@ -13,31 +14,15 @@
 package tunnel
 
 import (
-	"fmt"
 	"io"
 	"time"
 
 	"github.com/hashicorp/yamux"
 )
 
-const (
-	// Group and Version are the hub's aggregated API that serves the tunnel's connect subresource.
-	Group   = "proxy.flotilla.io"
-	Version = "v1alpha1"
-	// Subresource is the connect subresource of clusters an agent opens its tunnel on. It is named attach,
-	// not tunnel, because kube-apiserver treats a fixed list of subresources (attach, exec, log, portforward,
-	// proxy) as long-running: any other one is cut by the hub's request timeout and holds a seat of API
-	// Priority and Fairness for as long as it lasts, so a tunnel per member would use up the seats of the
-	// level agents fall in.
-	Subresource = "attach"
-	// Protocol is the Upgrade header value of a tunnel request: after it, the connection speaks yamux.
-	Protocol = "flotilla-tunnel"
-)
-
-// Path is the hub API path an agent opens cluster's tunnel on.
-func Path(cluster string) string {
-	return fmt.Sprintf("/apis/%s/%s/clusters/%s/%s", Group, Version, cluster, Subresource)
-}
+// Protocol is the Upgrade header value of a tunnel request (to proxyv1alpha1.ClusterAttachPath): after it,
+// the connection speaks yamux.
+const Protocol = "flotilla-tunnel"
 
 // keepAlive is how often each end pings the other: a peer that stopped answering (a frozen process, a
 // dropped route) is noticed within about twice this, which is what bounds how long the hub keeps a dead

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
 
@@ -58,7 +59,7 @@ func TestTunnel(t *testing.T) {
 		mu.Unlock()
 	})
 	hub := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != Path("m1") {
+		if r.URL.Path != proxyv1alpha1.ClusterAttachPath("m1") {
 			http.NotFound(w, r)
 			return
 		}

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/testenv"
-	"github.com/flotilla-io/flotilla/internal/tunnel"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
 
@@ -36,7 +36,7 @@ func TestTunnelSurvivesRestarts(t *testing.T) {
 	}
 	throughHub := func() error {
 		cfg := rest.CopyConfig(hub.Config)
-		cfg.Host = strings.TrimSuffix(cfg.Host, "/") + "/apis/" + tunnel.Group + "/" + tunnel.Version + "/clusters/m1/proxy"
+		cfg.Host = strings.TrimSuffix(cfg.Host, "/") + proxyv1alpha1.ClusterProxyPath("m1")
 		got, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 		if err != nil {
 			return err

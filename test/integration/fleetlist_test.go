@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/members"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -142,7 +143,7 @@ func testFleetList(t *testing.T, member kubernetes.Interface, devToken string) {
 			s.InsecureSkipTLSVerification = true
 		})
 		params := map[string]string{"clusters": "pxm,pxsilent", "labelSelector": "fleet-list=yes", "clusterTimeout": "2s"}
-		var list *proxy.FleetList
+		var list *proxyv1alpha1.FleetList
 		// Until the proxy's cache knows pxsilent (a cluster it does not know is 404).
 		testenv.Eventually(t, 10*time.Second, "pxsilent known to the fleet list", func() error {
 			list, err = fleetList(ctx, env.Config, fleetListPath, params)
@@ -190,8 +191,8 @@ func manyNames(n int) string {
 }
 
 // fleetList reads the fleet list of memberPath through the hub as the user of cfg.
-func fleetList(ctx context.Context, cfg *rest.Config, memberPath string, params map[string]string) (*proxy.FleetList, error) {
-	req := kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient().Get().AbsPath(proxy.FleetListPath(memberPath))
+func fleetList(ctx context.Context, cfg *rest.Config, memberPath string, params map[string]string) (*proxyv1alpha1.FleetList, error) {
+	req := kubernetes.NewForConfigOrDie(cfg).Discovery().RESTClient().Get().AbsPath(proxyv1alpha1.FleetListPath(memberPath))
 	for k, v := range params {
 		req = req.Param(k, v)
 	}
@@ -199,12 +200,12 @@ func fleetList(ctx context.Context, cfg *rest.Config, memberPath string, params 
 	if err != nil {
 		return nil, err
 	}
-	list := &proxy.FleetList{}
+	list := &proxyv1alpha1.FleetList{}
 	return list, json.Unmarshal(raw, list)
 }
 
 // fleetItems lists a fleet list's items as CLUSTER/NAME, the cluster read from the annotation.
-func fleetItems(list *proxy.FleetList) []string {
+func fleetItems(list *proxyv1alpha1.FleetList) []string {
 	var out []string
 	for _, item := range list.Items {
 		meta, _ := item["metadata"].(map[string]any)
@@ -216,7 +217,7 @@ func fleetItems(list *proxy.FleetList) []string {
 
 // fleetClusters sums up a fleet list's clusters as "NAME: ITEMS" or "NAME: CODE MESSAGE-FRAGMENT" — the fragment
 // cut to the words the tests expect, so that a message's details may change.
-func fleetClusters(list *proxy.FleetList) []string {
+func fleetClusters(list *proxyv1alpha1.FleetList) []string {
 	var out []string
 	for _, c := range list.Clusters {
 		if c.Error == nil {

@@ -20,9 +20,9 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
-	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -103,7 +103,7 @@ func TestHubRestartKeepsObjects(t *testing.T) {
 	}
 	// The proxy listens on another loopback port after the restart; the hub's aggregator follows it.
 	testenv.Eventually(t, time.Minute, "the restarted hub serves the proxy API", func() error {
-		return h.Kube.Discovery().RESTClient().Get().AbsPath("/apis", proxy.GroupName, "v1alpha1", "clusters").Do(ctx).Error()
+		return h.Kube.Discovery().RESTClient().Get().AbsPath("/apis", proxyv1alpha1.GroupName, "v1alpha1", "clusters").Do(ctx).Error()
 	})
 
 	if err := restarted.Signal(syscall.SIGTERM); err != nil {

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/members"
-	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -59,7 +59,7 @@ func TestProxiedPagesCannotReadTheHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := env.Config.Host + proxy.Path("rogue") + "/page"
+	page := env.Config.Host + proxyv1alpha1.ClusterProxyPath("rogue") + "/page"
 
 	t.Run("proxied answers carry a sandbox and nosniff", func(t *testing.T) {
 		testenv.Eventually(t, 30*time.Second, "the rogue member's page through the proxy", func() error {
@@ -80,7 +80,7 @@ func TestProxiedPagesCannotReadTheHub(t *testing.T) {
 	})
 
 	t.Run("a cross-site upgrade request is refused", func(t *testing.T) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, env.Config.Host+proxy.Path("rogue")+"/api/v1/namespaces/default/pods/p/exec?command=sh", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, env.Config.Host+proxyv1alpha1.ClusterProxyPath("rogue")+"/api/v1/namespaces/default/pods/p/exec?command=sh", nil)
 		req.Header.Set("Connection", "Upgrade")
 		req.Header.Set("Upgrade", "websocket")
 		req.Header.Set("Origin", "https://elsewhere.example")

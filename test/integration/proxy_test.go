@@ -30,10 +30,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/members"
-	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -69,7 +69,7 @@ func startProxyMember(t *testing.T, name string) (kubernetes.Interface, string) 
 func waitForProxyAPI(t *testing.T) {
 	t.Helper()
 	testenv.Eventually(t, time.Minute, "the proxy API served", func() error {
-		return env.Kube.Discovery().RESTClient().Get().AbsPath("/apis", proxy.GroupName, "v1alpha1").Do(context.Background()).Error()
+		return env.Kube.Discovery().RESTClient().Get().AbsPath("/apis", proxyv1alpha1.GroupName, "v1alpha1").Do(context.Background()).Error()
 	})
 }
 
@@ -94,7 +94,7 @@ func grantProxy(t *testing.T, name string, clusters []string, accounts ...string
 	ctx := context.Background()
 	role := &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{proxy.GroupName}, Resources: []string{"clusters/proxy"}, ResourceNames: clusters,
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{proxyv1alpha1.GroupName}, Resources: []string{"clusters/proxy"}, ResourceNames: clusters,
 			Verbs: []string{"get", "create", "update", "patch", "delete"}}},
 	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}}
@@ -122,13 +122,13 @@ func grantProxy(t *testing.T, name string, clusters []string, accounts ...string
 }
 
 func proxyURL(cluster string) string {
-	return strings.TrimSuffix(env.Config.Host, "/") + proxy.Path(cluster)
+	return strings.TrimSuffix(env.Config.Host, "/") + proxyv1alpha1.ClusterProxyPath(cluster)
 }
 
 func proxyAccessReview(account, cluster string) *authorizationv1.SubjectAccessReview {
 	return &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User:               "system:serviceaccount:default:" + account,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: proxy.GroupName, Resource: "clusters", Subresource: "proxy", Name: cluster, Verb: "get"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: proxyv1alpha1.GroupName, Resource: "clusters", Subresource: "proxy", Name: cluster, Verb: "get"},
 	}}
 }
 
@@ -159,7 +159,7 @@ func TestProxy(t *testing.T) {
 	}
 
 	t.Run("the group lists the hub's clusters", func(t *testing.T) {
-		raw, err := env.Kube.Discovery().RESTClient().Get().AbsPath("/apis", proxy.GroupName, "v1alpha1", "clusters").DoRaw(ctx)
+		raw, err := env.Kube.Discovery().RESTClient().Get().AbsPath("/apis", proxyv1alpha1.GroupName, "v1alpha1", "clusters").DoRaw(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -134,7 +135,7 @@ func TestTunnel(t *testing.T) {
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: "tunnel-dev"}}})
 		cfg := rest.AnonymousClientConfig(env.Config)
 		cfg.BearerToken = dev
-		var list *proxy.FleetList
+		var list *proxyv1alpha1.FleetList
 		testenv.Eventually(t, 30*time.Second, "tunnel-dev's fleet list role in effect", func() error {
 			list, err = fleetList(ctx, cfg, "/api/v1/namespaces", map[string]string{"clusters": "tnm1", "fieldSelector": "metadata.name=kube-system"})
 			return err

@@ -25,11 +25,11 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/agent"
 	"github.com/flotilla-io/flotilla/internal/helmchart"
 	"github.com/flotilla-io/flotilla/internal/install"
-	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -112,7 +112,7 @@ func TestAgentInstalledInMember(t *testing.T) {
 	}
 	// The hub's admin reaches the member through the hub's proxy and the agent's tunnel, as themselves.
 	testenv.Eventually(t, time.Minute, "the member through the hub's proxy", func() error {
-		return env.Kube.Discovery().RESTClient().Get().AbsPath(proxy.Path(name), "api/v1/namespaces/default").Do(ctx).Error()
+		return env.Kube.Discovery().RESTClient().Get().AbsPath(proxyv1alpha1.ClusterProxyPath(name), "api/v1/namespaces/default").Do(ctx).Error()
 	})
 	waitWorkApplied(t, m, name, "before-restart")
 	waitOutput(t, agentProcess, time.Minute, "hub certificate renewed")
