@@ -27,20 +27,6 @@ func (p Policy) priority() int32 {
 	return *p.Spec.Priority
 }
 
-// Precision returns how precisely the policy selects the template (selection.NoMatch when it does not).
-func (p Policy) Precision(t *unstructured.Unstructured) selection.Precision {
-	best := selection.NoMatch
-	if !p.Cluster() && p.Namespace != t.GetNamespace() {
-		return selection.NoMatch // a PropagationPolicy sees only its own namespace
-	}
-	for _, s := range p.Spec.ResourceSelectors {
-		if reachable(p, s, t) {
-			best = max(best, selection.Resource(s, t))
-		}
-	}
-	return best
-}
-
 // Choose returns the policy that claims template t, or nil, in Karmada's order: a PropagationPolicy (in the
 // template's namespace) before any ClusterPropagationPolicy whatever their priorities, then the highest
 // priority, then the most precise selector, then the first name in alphabetical order. A template already
@@ -55,7 +41,7 @@ func Choose(t *unstructured.Unstructured, policies []Policy, claimedBy *Policy) 
 	}
 	var matches []candidate
 	for _, p := range policies {
-		if n := p.Precision(t); n != selection.NoMatch {
+		if n := selection.Policy(p.Namespace, p.Spec.ResourceSelectors, t); n != selection.NoMatch {
 			matches = append(matches, candidate{p, n})
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // statusFieldManager owns the propagation policies' status, and nothing else of them.
@@ -181,7 +182,7 @@ func (d *Detector) selectorsHonoured(spec *policyv1alpha1.PropagationSpec) metav
 				Message: fmt.Sprintf("resourceSelectors[%d]: apiVersion %q does not parse: %v", i, s.APIVersion, err)}
 		}
 		gk := gv.WithKind(s.Kind).GroupKind()
-		if flotillaGroup(gk.Group) {
+		if selection.FlotillaGroup(gk.Group) {
 			return metav1.Condition{Type: policyv1alpha1.ConditionHonoured, Status: metav1.ConditionFalse, Reason: ReasonNeverPropagated,
 				Message: fmt.Sprintf("resourceSelectors[%d]: %s is one of Flotilla's own kinds, which are never propagated", i, gk)}
 		}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // What the hub watches of templates: where policies select a kind, and where bindings of it exist. A
@@ -34,7 +35,7 @@ func selectedBy(policies []Policy) map[schema.GroupKind]sets.Set[string] {
 	for _, p := range policies {
 		for _, s := range p.Spec.ResourceSelectors {
 			gv, err := schema.ParseGroupVersion(s.APIVersion)
-			if gk := gv.WithKind(s.Kind).GroupKind(); err == nil && !flotillaGroup(gk.Group) {
+			if gk := gv.WithKind(s.Kind).GroupKind(); err == nil && !selection.FlotillaGroup(gk.Group) {
 				namespace := p.Namespace
 				if p.Cluster() {
 					namespace = s.Namespace

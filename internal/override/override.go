@@ -16,7 +16,6 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
@@ -48,8 +47,9 @@ func Sort(policies []Policy) {
 }
 
 // precision reports how precisely a policy selects the template the manifest was rendered from
-// (selection.NoMatch when it does not). Omitted selectors select everything the policy can see and rank as
-// a selector by kind alone, as Karmada's "match all" does. An OverridePolicy sees only its own namespace.
+// (selection.NoMatch when it does not), by the rule of propagation policies (selection.Policy). Omitted
+// selectors select everything the policy can see and rank as a selector by kind alone, as Karmada's "match
+// all" does. An OverridePolicy sees only its own namespace.
 func (p Policy) precision(m *unstructured.Unstructured) selection.Precision {
 	if p.Namespace != "" && p.Namespace != m.GetNamespace() {
 		return selection.NoMatch
@@ -57,8 +57,7 @@ func (p Policy) precision(m *unstructured.Unstructured) selection.Precision {
 	if len(p.Spec.ResourceSelectors) == 0 {
 		return selection.MatchKind
 	}
-	cp := detector.Policy{Namespace: p.Namespace, Name: p.Name, Spec: &policyv1alpha1.PropagationSpec{ResourceSelectors: p.Spec.ResourceSelectors}}
-	return cp.Precision(m)
+	return selection.Policy(p.Namespace, p.Spec.ResourceSelectors, m)
 }
 
 // Apply changes manifest for cluster with every rule of policies (sorted with Sort) that selects it and

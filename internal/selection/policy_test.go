@@ -1,4 +1,4 @@
-package detector
+package selection
 
 import (
 	"testing"
@@ -24,10 +24,10 @@ func TestReachable(t *testing.T) {
 	namespace := schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 	allSecrets := policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "Secret"}
 	kubeSystemSecrets := policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "Secret", Namespace: "kube-system"}
-	cluster := Policy{Name: "all"}
+	const cluster = "" // a cluster-scoped policy
 	tests := []struct {
 		name string
-		p    Policy
+		p    string // the policy's namespace
 		s    policyv1alpha1.ResourceSelector
 		t    *unstructured.Unstructured
 		want bool
@@ -41,7 +41,7 @@ func TestReachable(t *testing.T) {
 		{"kube-system without opt-in", cluster, allSecrets, object(secret, "kube-system", "x", "Opaque"), false},
 		{"kube-node-lease without opt-in", cluster, allSecrets, object(secret, "kube-node-lease", "x", ""), false},
 		{"kube-system named by the selector", cluster, kubeSystemSecrets, object(secret, "kube-system", "x", "Opaque"), true},
-		{"kube-public by a policy that lives there", Policy{Namespace: "kube-public", Name: "p"}, allSecrets,
+		{"kube-public by a policy that lives there", "kube-public", allSecrets,
 			object(secret, "kube-public", "x", ""), true},
 		{"the kube-system Namespace without opt-in", cluster, policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "Namespace"},
 			object(namespace, "", "kube-system", ""), false},
@@ -53,7 +53,7 @@ func TestReachable(t *testing.T) {
 			object(namespace, "", "shop", ""), true},
 		{"a Flotilla kind", cluster, policyv1alpha1.ResourceSelector{APIVersion: "cluster.flotilla.io/v1alpha1", Kind: "Cluster"},
 			object(schema.GroupVersionKind{Group: "cluster.flotilla.io", Version: "v1alpha1", Kind: "Cluster"}, "", "m1", ""), false},
-		{"a PropagationPolicy", Policy{Namespace: "shop", Name: "p"}, policyv1alpha1.ResourceSelector{APIVersion: "policy.flotilla.io/v1alpha1", Kind: "PropagationPolicy"},
+		{"a PropagationPolicy", "shop", policyv1alpha1.ResourceSelector{APIVersion: "policy.flotilla.io/v1alpha1", Kind: "PropagationPolicy"},
 			object(schema.GroupVersionKind{Group: "policy.flotilla.io", Version: "v1alpha1", Kind: "PropagationPolicy"}, "shop", "p", ""), false},
 	}
 	for _, tt := range tests {
