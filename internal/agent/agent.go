@@ -30,8 +30,8 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/metrics"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
@@ -264,7 +264,7 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	err = hub.List(ctx, &mcsv1alpha1.ServiceExportList{}, client.InNamespace(namespace), client.Limit(1))
 	switch {
 	case err == nil:
-		if err := multicluster.SetupAgentCollector(mgr, memberConfig, cluster, clusterstatus.AgentFieldManager); err != nil {
+		if err := mcs.SetupAgentCollector(mgr, memberConfig, cluster, clusterstatus.AgentFieldManager); err != nil {
 			return err
 		}
 	case apierrors.IsForbidden(err) || meta.IsNoMatchError(err) || apierrors.IsNotFound(err):

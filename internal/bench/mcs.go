@@ -18,7 +18,7 @@ import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/bench/measure"
 	"github.com/flotilla-io/flotilla/internal/devenv"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 )
 
 // MCSOptions configure `flotilla bench mcs`.
@@ -91,7 +91,7 @@ func RunMCS(ctx context.Context, o MCSOptions, out io.Writer, progress func(stri
 			}
 		}
 		slices, err := fleet.members[consumer].DiscoveryV1().EndpointSlices(benchNamespace).List(ctx,
-			metav1.ListOptions{LabelSelector: multicluster.LabelServiceName + "=" + mcsService})
+			metav1.ListOptions{LabelSelector: mcs.LabelServiceName + "=" + mcsService})
 		if err != nil {
 			return false, false, err
 		}
@@ -180,7 +180,7 @@ func createMCSObjects(ctx context.Context, hub client.Client, providers []string
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": mcsService},
 				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}},
 		&mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: mcsService, Namespace: benchNamespace,
-			Annotations: map[string]string{multicluster.AnnotationConsumers: consumer}}},
+			Annotations: map[string]string{mcs.AnnotationConsumers: consumer}}},
 	}
 	for _, o := range objs {
 		if err := hub.Create(ctx, o); err != nil {

@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 )
 
 // printServiceExportStatus prints an export for flotilla status: its conditions, then each provider with the
@@ -19,7 +19,7 @@ func printServiceExportStatus(ctx context.Context, out io.Writer, c client.Reade
 	if err := c.Get(ctx, key, export); err != nil {
 		return err
 	}
-	rows, err := multicluster.Summarize(ctx, c, export)
+	rows, err := mcs.Summarize(ctx, c, export)
 	if err != nil {
 		return err
 	}

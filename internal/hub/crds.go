@@ -19,7 +19,7 @@ import (
 
 	"github.com/flotilla-io/flotilla/api/crds"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 )
 
 // CRDs returns the CustomResourceDefinitions embedded in the binary: Flotilla's and the Multi-Cluster
@@ -42,11 +42,11 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
 		out = append(out, crd)
 	}
-	mcs, err := multicluster.CRDs()
+	services, err := mcs.CRDs()
 	if err != nil {
 		return nil, err
 	}
-	return append(out, mcs...), nil
+	return append(out, services...), nil
 }
 
 // InstallCRDs installs or upgrades Flotilla's CRDs and waits until every one is

@@ -11,7 +11,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/execution"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
@@ -69,12 +69,12 @@ var Controllers = Registry{
 	}},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},
-	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupSweeper(mgr, multicluster.ConsumerWorks) }},
+	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupSweeper(mgr, mcs.ConsumerWorks) }},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},
-	{Name: "multicluster", Setup: func(mgr ctrl.Manager, _ Settings) error { return multicluster.Setup(mgr) }},
-	{Name: "multicluster-push-collector", Setup: func(mgr ctrl.Manager, _ Settings) error { return multicluster.SetupPushCollector(mgr) }},
+	{Name: "multicluster", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.Setup(mgr) }},
+	{Name: "multicluster-push-collector", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.SetupPushCollector(mgr) }},
 }
 
 // Names lists the registered controller names.

@@ -20,7 +20,7 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
 )
@@ -48,7 +48,7 @@ func TestMultiClusterServices(t *testing.T) {
 		p.Spec.ResourceSelectors = append(p.Spec.ResourceSelectors, policyv1alpha1.ResourceSelector{APIVersion: "v1", Kind: "Service", Name: "web"})
 	})
 	export := &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: f.ns,
-		Annotations: map[string]string{multicluster.AnnotationConsumers: "m3"}}}
+		Annotations: map[string]string{mcs.AnnotationConsumers: "m3"}}}
 	if err := f.hub.Client.Create(ctx, export); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestMultiClusterServices(t *testing.T) {
 		t.Fatalf("m3's ServiceImport: %+v", imp.Spec)
 	}
 	waitImportClusters(t, f, "m1", "m2")
-	derived, err := f.m3.Kube.CoreV1().Services(f.ns).Get(ctx, multicluster.DerivedName("web"), metav1.GetOptions{})
+	derived, err := f.m3.Kube.CoreV1().Services(f.ns).Get(ctx, mcs.DerivedName("web"), metav1.GetOptions{})
 	if err != nil || derived.Spec.Selector != nil || len(derived.Spec.Ports) != 1 || derived.Spec.Ports[0].Port != 80 {
 		t.Fatalf("m3's derived Service: %v %+v", err, derived)
 	}
@@ -114,7 +114,7 @@ func TestMultiClusterServices(t *testing.T) {
 		if err := f.m3.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "web"}, &mcsv1alpha1.ServiceImport{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("ServiceImport: %v", err)
 		}
-		if _, err := f.m3.Kube.CoreV1().Services(f.ns).Get(ctx, multicluster.DerivedName("web"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := f.m3.Kube.CoreV1().Services(f.ns).Get(ctx, mcs.DerivedName("web"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("derived Service: %v", err)
 		}
 		if addresses, err := importedAddresses(ctx, f.m3, f.ns); err != nil || len(addresses) > 0 {
@@ -199,18 +199,18 @@ func waitImported(t *testing.T, f *fleet, want int, providers ...*framework.Clus
 // importedAddresses returns the addresses of a member's imported slices of web, each with its source-cluster
 // label.
 func importedAddresses(ctx context.Context, m *framework.Cluster, namespace string) (map[string]string, error) {
-	list, err := m.Kube.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: multicluster.LabelServiceName + "=web"})
+	list, err := m.Kube.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: mcs.LabelServiceName + "=web"})
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{}
 	for _, s := range list.Items {
-		if s.Labels[discoveryv1.LabelManagedBy] != multicluster.ManagedBy || s.Labels[discoveryv1.LabelServiceName] != multicluster.DerivedName("web") {
+		if s.Labels[discoveryv1.LabelManagedBy] != mcs.ManagedBy || s.Labels[discoveryv1.LabelServiceName] != mcs.DerivedName("web") {
 			return nil, fmt.Errorf("imported slice %s labelled %v", s.Name, s.Labels)
 		}
 		for _, e := range s.Endpoints {
 			for _, a := range e.Addresses {
-				out[a] = s.Labels[multicluster.LabelSourceCluster]
+				out[a] = s.Labels[mcs.LabelSourceCluster]
 			}
 		}
 	}

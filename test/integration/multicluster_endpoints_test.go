@@ -21,7 +21,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -46,7 +46,7 @@ func exportCondition(t *testing.T, export *mcsv1alpha1.ServiceExport, status met
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(export), export); err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(export.Status.Conditions, string(multicluster.ConditionEndpointsValid))
+		c := meta.FindStatusCondition(export.Status.Conditions, string(mcs.ConditionEndpointsValid))
 		if c == nil || c.Status != status || c.Reason != string(reason) || !strings.Contains(c.Message, message) {
 			return fmt.Errorf("condition %+v", c)
 		}
@@ -100,10 +100,10 @@ func TestImportedEndpointsAreChecked(t *testing.T) {
 	create(t, ipv4)
 	create(t, ipv6)
 	export := &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web",
-		Annotations: map[string]string{multicluster.AnnotationConsumers: consumer}}}
+		Annotations: map[string]string{mcs.AnnotationConsumers: consumer}}}
 	create(t, export)
 
-	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(consumer), Name: multicluster.ConsumerWorkName(ns, "web")}}
+	work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(consumer), Name: mcs.ConsumerWorkName(ns, "web")}}
 	testenv.Eventually(t, time.Minute, "the consumer's Work holding only the pod addresses", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(work), work); err != nil {
 			return err
@@ -124,7 +124,7 @@ func TestImportedEndpointsAreChecked(t *testing.T) {
 		}
 		return nil
 	})
-	exportCondition(t, export, metav1.ConditionFalse, multicluster.ReasonEndpointsRefused,
+	exportCondition(t, export, metav1.ConditionFalse, mcs.ReasonEndpointsRefused,
 		"cluster mcs-checked: slices refused whole: 1, endpoints refused: 3, hostnames dropped: 1")
 
 	t.Run("once the member's slices are clean, nothing is refused", func(t *testing.T) {
@@ -138,7 +138,7 @@ func TestImportedEndpointsAreChecked(t *testing.T) {
 		if err := env.Client.Update(ctx, ipv4); err != nil {
 			t.Fatal(err)
 		}
-		exportCondition(t, export, metav1.ConditionTrue, multicluster.ReasonEndpointsValid, "every reported endpoint passed the checks")
+		exportCondition(t, export, metav1.ConditionTrue, mcs.ReasonEndpointsValid, "every reported endpoint passed the checks")
 	})
 }
 
@@ -173,14 +173,14 @@ func TestReportQuotaCapsEachCluster(t *testing.T) {
 		create(t, web(i))
 	}
 	export := &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web",
-		Annotations: map[string]string{multicluster.AnnotationConsumers: "nobody-yet"}}}
+		Annotations: map[string]string{mcs.AnnotationConsumers: "nobody-yet"}}}
 	create(t, export)
 	reportsOfWeb := func(want int) {
 		t.Helper()
 		testenv.Eventually(t, time.Minute, fmt.Sprintf("%d reports of web", want), func() error {
 			list := &discoveryv1.EndpointSliceList{}
 			if err := env.Client.List(ctx, list, client.InNamespace(clusterNamespace),
-				client.MatchingLabels{multicluster.LabelExportNamespace: ns, multicluster.LabelServiceName: "web"}); err != nil {
+				client.MatchingLabels{mcs.LabelExportNamespace: ns, mcs.LabelServiceName: "web"}); err != nil {
 				return err
 			}
 			if len(list.Items) != want {
@@ -190,7 +190,7 @@ func TestReportQuotaCapsEachCluster(t *testing.T) {
 		})
 	}
 	reportsOfWeb(3)
-	exportCondition(t, export, metav1.ConditionTrue, multicluster.ReasonEndpointsValid, "every reported endpoint passed the checks")
+	exportCondition(t, export, metav1.ConditionTrue, mcs.ReasonEndpointsValid, "every reported endpoint passed the checks")
 
 	// Slices of no export fill the rest: the collector leaves them alone, and the quota counts them the same.
 	filler := func(i int) *discoveryv1.EndpointSlice {
@@ -212,7 +212,7 @@ func TestReportQuotaCapsEachCluster(t *testing.T) {
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "exceeded quota") {
 		t.Fatalf("EndpointSlice %d of the cluster's namespace: got %v, want Forbidden: exceeded quota", registration.MaxReportedEndpointSlices+1, err)
 	}
-	exportCondition(t, export, metav1.ConditionFalse, multicluster.ReasonReportsAtQuota,
+	exportCondition(t, export, metav1.ConditionFalse, mcs.ReasonReportsAtQuota,
 		"reports at their quota (ResourceQuota flotilla-reports in the cluster's namespace; more are refused, so endpoints may be missing): mcs-quota")
 
 	create(t, web(3))

@@ -19,7 +19,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -96,7 +96,7 @@ func TestPushMemberProvidesAnExportedService(t *testing.T) {
 	}
 	create(t, memberSlice)
 	export := &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web",
-		Annotations: map[string]string{multicluster.AnnotationConsumers: consumer}}}
+		Annotations: map[string]string{mcs.AnnotationConsumers: consumer}}}
 	create(t, export)
 
 	report := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(provider), Name: ns + ".web-member"}}
@@ -106,7 +106,7 @@ func TestPushMemberProvidesAnExportedService(t *testing.T) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(report), report); err != nil {
 				return err
 			}
-			want := map[string]string{multicluster.LabelServiceName: "web", multicluster.LabelSourceCluster: provider, multicluster.LabelExportNamespace: ns}
+			want := map[string]string{mcs.LabelServiceName: "web", mcs.LabelSourceCluster: provider, mcs.LabelExportNamespace: ns}
 			for k, v := range want {
 				if report.Labels[k] != v {
 					return fmt.Errorf("label %s=%q, want %q", k, report.Labels[k], v)
@@ -122,7 +122,7 @@ func TestPushMemberProvidesAnExportedService(t *testing.T) {
 			return nil
 		})
 	}
-	consumerWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(consumer), Name: multicluster.ConsumerWorkName(ns, "web")}}
+	consumerWork := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(consumer), Name: mcs.ConsumerWorkName(ns, "web")}}
 	importedName := "imported-" + provider + "-web-member"
 	consumerHas := func(addresses ...string) {
 		t.Helper()
@@ -151,8 +151,8 @@ func TestPushMemberProvidesAnExportedService(t *testing.T) {
 			if !ok {
 				return fmt.Errorf("no slice %s among %d", importedName, len(imported))
 			}
-			if s.Labels[multicluster.LabelSourceCluster] != provider {
-				return fmt.Errorf("source cluster %q", s.Labels[multicluster.LabelSourceCluster])
+			if s.Labels[mcs.LabelSourceCluster] != provider {
+				return fmt.Errorf("source cluster %q", s.Labels[mcs.LabelSourceCluster])
 			}
 			if len(s.Endpoints) != len(addresses) || s.Endpoints[0].Addresses[0] != addresses[0] {
 				return fmt.Errorf("endpoints %+v", s.Endpoints)

@@ -11,14 +11,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 )
 
 // reportedSlice is an EndpointSlice as an agent reports it to the hub.
 func reportedSlice(namespace, name, cluster string) *discoveryv1.EndpointSlice {
 	return &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
-			multicluster.LabelExportNamespace: "shop", multicluster.LabelServiceName: "web", multicluster.LabelSourceCluster: cluster}},
+			mcs.LabelExportNamespace: "shop", mcs.LabelServiceName: "web", mcs.LabelSourceCluster: cluster}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}},
 		Ports:       []discoveryv1.EndpointPort{{Port: ptr.To[int32](80)}},

@@ -20,7 +20,7 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -46,7 +46,7 @@ func TestHubCollectorFollowsMemberSlicesByWatching(t *testing.T) {
 	}
 	serves := func(c *clusterv1alpha1.Cluster) bool { return c.Name == cluster }
 	config := func(context.Context, *clusterv1alpha1.Cluster) (*rest.Config, error) { return env.Config, nil }
-	if err := multicluster.SetupMemberCollector(mgr, "watch-test-collector", serves, config, time.Hour); err != nil {
+	if err := mcs.SetupMemberCollector(mgr, "watch-test-collector", serves, config, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	var stopped sync.WaitGroup
@@ -59,7 +59,7 @@ func TestHubCollectorFollowsMemberSlicesByWatching(t *testing.T) {
 	defer cancel()
 
 	request := &mcsv1alpha1.ServiceExport{ObjectMeta: metav1.ObjectMeta{Namespace: clusterNamespace, Name: ns + ".web",
-		Labels: map[string]string{multicluster.LabelExportNamespace: ns, multicluster.LabelServiceName: "web"}}}
+		Labels: map[string]string{mcs.LabelExportNamespace: ns, mcs.LabelServiceName: "web"}}}
 	create(t, request)
 	memberSlice := &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-watched", Labels: map[string]string{
@@ -79,7 +79,7 @@ func TestHubCollectorFollowsMemberSlicesByWatching(t *testing.T) {
 			for _, e := range report.Endpoints {
 				got = append(got, e.Addresses...)
 			}
-			if !slices.Equal(got, addresses) || report.Labels[multicluster.LabelSourceCluster] != cluster {
+			if !slices.Equal(got, addresses) || report.Labels[mcs.LabelSourceCluster] != cluster {
 				return fmt.Errorf("addresses %v, labels %v", got, report.Labels)
 			}
 			return nil

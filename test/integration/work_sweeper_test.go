@@ -15,7 +15,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	bindingctrl "github.com/flotilla-io/flotilla/internal/binding"
-	"github.com/flotilla-io/flotilla/internal/multicluster"
+	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -124,7 +124,7 @@ func TestWorkSweeperReleasesOrphanedWorks(t *testing.T) {
 		work("shop.ghost-configmap", map[string]string{workv1alpha1.LabelBindingNamespace: "shop", workv1alpha1.LabelBindingName: "ghost-configmap"}, ""),
 		work("unlabelled", nil, ""),
 		work("earlier", owner, "uid-of-an-earlier-binding"),
-		work("shop.ghost-multicluster", map[string]string{multicluster.LabelExportNamespace: "shop", multicluster.LabelServiceName: "ghost"}, ""),
+		work("shop.ghost-multicluster", map[string]string{mcs.LabelExportNamespace: "shop", mcs.LabelServiceName: "ghost"}, ""),
 	}
 	for _, key := range orphans {
 		waitReleased(t, key)

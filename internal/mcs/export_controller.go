@@ -1,4 +1,4 @@
-package multicluster
+package mcs
 
 import (
 	"context"

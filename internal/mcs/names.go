@@ -1,10 +1,10 @@
-// Package multicluster implements the Kubernetes Multi-Cluster Services API (KEP-1645) across Flotilla's
+// Package mcs implements the Kubernetes Multi-Cluster Services API (KEP-1645) across Flotilla's
 // fleet. A ServiceExport NS/NAME on the hub exports Service NS/NAME from every cluster its binding places it
 // in (the providers). The collector, run by each Pull agent and by the hub for Push clusters, reports the
 // EndpointSlices of an exported Service in its member into the cluster's namespace on the hub. The export
 // controller on the hub merges what the providers export into one ServiceImport and places it, a derived
 // Service and the providers' EndpointSlices in the consumer clusters through one Work per consumer.
-package multicluster
+package mcs
 
 import (
 	"fmt"
