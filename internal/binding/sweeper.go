@@ -61,34 +61,51 @@ type Sweeper struct {
 	Owners []WorkOwner
 }
 
-// WorkOwner is a kind of hub object that writes Works and names itself in their labels.
-type WorkOwner struct {
+// WorkOwner is a kind of hub object that writes Works and names itself in their labels: the two binding
+// kinds, and the kinds of other controllers that the hub hands SetupSweeper (mcs.ConsumerWorks). It is an
+// interface so that those controllers need not import this package: the agent links mcs for its
+// EndpointSlice collector, and no binding controller.
+type WorkOwner interface {
 	// Kind names the kind in events.
-	Kind string
+	Kind() string
 	// New returns an empty object of the kind.
-	New func() client.Object
+	New() client.Object
 	// Of returns the key of the owner a Work's labels name, and false when they name none of this kind.
-	Of func(w *workv1alpha1.Work) (client.ObjectKey, bool)
+	Of(w *workv1alpha1.Work) (client.ObjectKey, bool)
 	// Labels are the labels an owner gives its Works.
-	Labels func(owner client.Object) map[string]string
-	// Owns says whether owner, which exists, claims the Work; nil: every Work that names it is its.
-	Owns func(owner client.Object, w *workv1alpha1.Work) bool
+	Labels(owner client.Object) map[string]string
+	// Owns says whether owner, which exists and is named by the Work's labels, claims the Work.
+	Owns(owner client.Object, w *workv1alpha1.Work) bool
 }
 
-// bindingOwners are the two binding kinds, each naming itself by the binding labels.
-var bindingOwners = []WorkOwner{
-	{Kind: "ResourceBinding", New: func() client.Object { return &workv1alpha1.ResourceBinding{} },
-		Of: bindingKey(true), Labels: workLabels, Owns: claims},
-	{Kind: "ClusterResourceBinding", New: func() client.Object { return &workv1alpha1.ClusterResourceBinding{} },
-		Of: bindingKey(false), Labels: workLabels, Owns: claims},
-}
+// bindingOwner is a binding kind, ResourceBinding (namespaced) or ClusterResourceBinding, naming itself by
+// the binding labels.
+type bindingOwner struct{ namespaced bool }
 
-func bindingKey(namespaced bool) func(w *workv1alpha1.Work) (client.ObjectKey, bool) {
-	return func(w *workv1alpha1.Work) (client.ObjectKey, bool) {
-		req, ok := bindingOf(w, namespaced)
-		return req.NamespacedName, ok
+var bindingOwners = []WorkOwner{bindingOwner{namespaced: true}, bindingOwner{namespaced: false}}
+
+func (o bindingOwner) Kind() string {
+	if o.namespaced {
+		return "ResourceBinding"
 	}
+	return "ClusterResourceBinding"
 }
+
+func (o bindingOwner) New() client.Object {
+	if o.namespaced {
+		return &workv1alpha1.ResourceBinding{}
+	}
+	return &workv1alpha1.ClusterResourceBinding{}
+}
+
+func (o bindingOwner) Of(w *workv1alpha1.Work) (client.ObjectKey, bool) {
+	req, ok := bindingOf(w, o.namespaced)
+	return req.NamespacedName, ok
+}
+
+func (bindingOwner) Labels(b client.Object) map[string]string { return workLabels(b) }
+
+func (bindingOwner) Owns(b client.Object, w *workv1alpha1.Work) bool { return claims(b, w) }
 
 // sweepManager is the field manager of what the sweeper writes.
 var sweepManager = workv1alpha1.ControllerFieldManager("work-sweeper")
@@ -195,12 +212,12 @@ func verdict(w *workv1alpha1.Work, owners []WorkOwner, read func(WorkOwner, clie
 		owner, err := read(o, key)
 		switch {
 		case apierrors.IsNotFound(err):
-			return fmt.Sprintf("its %s %s does not exist", o.Kind, name), nil
+			return fmt.Sprintf("its %s %s does not exist", o.Kind(), name), nil
 		case err != nil:
 			return "", err
-		case o.Owns != nil && !o.Owns(owner, w):
+		case !o.Owns(owner, w):
 			return fmt.Sprintf("its %s %s was deleted (UID %s) and created again (UID %s), and the new one does not claim it",
-				o.Kind, name, w.Annotations[workv1alpha1.AnnotationBindingUID], owner.GetUID()), nil
+				o.Kind(), name, w.Annotations[workv1alpha1.AnnotationBindingUID], owner.GetUID()), nil
 		}
 		return "", nil
 	}

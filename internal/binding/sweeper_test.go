@@ -20,11 +20,7 @@ import (
 // when it is a binding of the same name created again that does not claim the Work; a read error is an
 // error, never an orphan.
 func TestVerdict(t *testing.T) {
-	exportOwner := WorkOwner{Kind: "ServiceExport", New: func() client.Object { return &workv1alpha1.ResourceBinding{} },
-		Of: func(w *workv1alpha1.Work) (client.ObjectKey, bool) {
-			return client.ObjectKey{Namespace: "shop", Name: w.Labels["export"]}, w.Labels["export"] != ""
-		}}
-	owners := append(bindingOwners[:2:2], exportOwner)
+	owners := append(bindingOwners[:2:2], exportOwner{})
 	work := func(labels map[string]string, uid string) *workv1alpha1.Work {
 		w := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace("a"), Name: "shop.web-deployment", Labels: labels}}
 		if uid != "" {
@@ -87,6 +83,18 @@ func TestVerdict(t *testing.T) {
 			}
 		})
 	}
+}
+
+// exportOwner is another controller's kind: it owns the Works labelled export=NAME, as ServiceExport
+// shop/NAME, and every Work that names it.
+type exportOwner struct{}
+
+func (exportOwner) Kind() string                                { return "ServiceExport" }
+func (exportOwner) New() client.Object                          { return &workv1alpha1.ResourceBinding{} }
+func (exportOwner) Labels(client.Object) map[string]string      { return nil }
+func (exportOwner) Owns(client.Object, *workv1alpha1.Work) bool { return true }
+func (exportOwner) Of(w *workv1alpha1.Work) (client.ObjectKey, bool) {
+	return client.ObjectKey{Namespace: "shop", Name: w.Labels["export"]}, w.Labels["export"] != ""
 }
 
 // TestSweeperWakes: the sweeper judges new Works and Works whose owner may have changed, in cluster

@@ -69,7 +69,7 @@ var Controllers = Registry{
 	}},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},
-	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupSweeper(mgr, mcs.ConsumerWorks) }},
+	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupSweeper(mgr, mcs.ConsumerWorks{}) }},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},

@@ -24,7 +24,6 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/binding"
 )
 
 // AnnotationDerivedService on an imported ServiceImport names the derived Service that serves it.
@@ -117,19 +116,31 @@ func (r *ExportController) consumerWorks(ctx context.Context, export *mcsv1alpha
 	return works.Items, err
 }
 
-// ConsumerWorks tells the hub's work sweeper which Works are ServiceExports' (binding.SetupSweeper): a
-// consumer Work whose ServiceExport is gone (its finalizer removed by hand) is released like a binding's.
-var ConsumerWorks = binding.WorkOwner{
-	Kind: "ServiceExport",
-	New:  func() client.Object { return &mcsv1alpha1.ServiceExport{} },
-	Of: func(w *workv1alpha1.Work) (client.ObjectKey, bool) {
-		ns, name := w.Labels[LabelExportNamespace], w.Labels[LabelServiceName]
-		return client.ObjectKey{Namespace: ns, Name: name}, ns != "" && name != ""
-	},
-	Labels: func(export client.Object) map[string]string {
-		return map[string]string{LabelExportNamespace: export.GetNamespace(), LabelServiceName: export.GetName()}
-	},
+// ConsumerWorks tells the hub's work sweeper which Works are ServiceExports' (it is a binding.WorkOwner,
+// which the hub hands binding.SetupSweeper): a consumer Work whose ServiceExport is gone (its finalizer
+// removed by hand) is released like a binding's. This package does not import binding for it: the agent
+// links this package for its collector, and no binding controller.
+type ConsumerWorks struct{}
+
+// Kind names ServiceExports in the sweeper's events.
+func (ConsumerWorks) Kind() string { return "ServiceExport" }
+
+// New returns an empty ServiceExport.
+func (ConsumerWorks) New() client.Object { return &mcsv1alpha1.ServiceExport{} }
+
+// Of returns the ServiceExport a consumer Work's labels name.
+func (ConsumerWorks) Of(w *workv1alpha1.Work) (client.ObjectKey, bool) {
+	ns, name := w.Labels[LabelExportNamespace], w.Labels[LabelServiceName]
+	return client.ObjectKey{Namespace: ns, Name: name}, ns != "" && name != ""
 }
+
+// Labels are the labels of an export's consumer Works.
+func (ConsumerWorks) Labels(export client.Object) map[string]string {
+	return map[string]string{LabelExportNamespace: export.GetNamespace(), LabelServiceName: export.GetName()}
+}
+
+// Owns says that every Work naming an export is the export's.
+func (ConsumerWorks) Owns(client.Object, *workv1alpha1.Work) bool { return true }
 
 // syncConsumers gives each consumer its Work and deletes the Works of clusters that stopped consuming (the
 // annotation changed or the cluster left): the executor deletes what they placed, and nothing else.
