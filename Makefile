@@ -67,9 +67,12 @@ verify: generate
 # The layout's import rules: api/ imports no internal package; the decision packages (placement, overrides,
 # interpretation, bindings) never import what talks to members or runs control planes; controlplane knows
 # nothing of Flotilla (admission plugins and the authorizer come in through its Config); internal/members
-# imports no other internal package but scheme, so the hub's controllers and the proxy share it.
+# imports no other internal package but scheme, so the hub's controllers and the proxy share it; the agent
+# binary links no hub controller: what runs on a member depends on the API and the member-side packages only
+# (names it shares with the hub are in api/, and mcs hands the work sweeper its owner as an interface).
 DECISION_PKGS := detector scheduler override interpreter binding selection
 RUNTIME_PKGS  := execution|agent|controlplane|devenv|hub|cli|bench(/[a-z]+)?
+HUB_ONLY_PKGS := detector|binding|scheduler|rebalancer|dashboard|proxy|controlplane
 check-imports:
 	@if (cd api && $(GO) list -deps ./...) | grep -q 'flotilla-io/flotilla/internal'; then echo "api/ imports an internal package"; exit 1; fi
 	@for p in $(DECISION_PKGS); do \
@@ -82,6 +85,8 @@ check-imports:
 	  if [ -n "$$bad" ]; then echo "internal/members must import no internal package but scheme: $$bad"; exit 1; fi
 	@bad=$$($(GO) list -deps ./internal/hub | grep -E 'flotilla-io/flotilla/internal/agent$$'); \
 	  if [ -n "$$bad" ]; then echo "internal/hub must not import internal/agent (a member's side): $$bad"; exit 1; fi
+	@bad=$$($(GO) list -deps ./cmd/flotilla-agent | grep -E 'flotilla-io/flotilla/internal/($(HUB_ONLY_PKGS))(/[a-z]+)?$$'); \
+	  if [ -n "$$bad" ]; then echo "cmd/flotilla-agent must link no hub controller: $$bad"; exit 1; fi
 
 ## test-deps: what the tests need beyond Go: Chromium for the dashboard's browser tests (Debian's package,
 ## installed with apt-get when this runs as root; otherwise those tests skip and say how to get it)
