@@ -64,29 +64,30 @@ verify: generate
 	cd api && $(GO) vet ./...
 	@$(MAKE) -s check-imports
 
-# The layout's import rules: api/ imports no internal package; the decision packages (placement, overrides,
-# interpretation, bindings) never import what talks to members or runs control planes; controlplane knows
-# nothing of Flotilla (admission plugins and the authorizer come in through its Config); internal/members
-# imports no other internal package but scheme, so the hub's controllers and the proxy share it; the agent
-# binary links no hub controller: what runs on a member depends on the API and the member-side packages only
-# (names it shares with the hub are in api/, and mcs hands the work sweeper its owner as an interface).
+# The layout's import rules, described in docs/architecture.md. Each rule names a package (or a binary), the
+# Flotilla packages it must not reach, and why. Deps checks everything the package links, Imports only what it
+# names itself (the CLI links the whole hub to run it, but must not reach into the detector for a rule).
+MODULE        := github.com/flotilla-io/flotilla
 DECISION_PKGS := detector scheduler override interpreter binding selection
-RUNTIME_PKGS  := execution|agent|controlplane|devenv|hub|cli|bench(/[a-z]+)?
-HUB_ONLY_PKGS := detector|binding|scheduler|rebalancer|dashboard|proxy|controlplane
+RUNTIME_PKGS  := internal/(execution|agent|controlplane|devenv|hub|cli|bench)(/[a-z]+)?
+# forbid,FIELD,PACKAGE,PATTERN,WHY: fail when go list's FIELD (Deps or Imports) of PACKAGE has a Flotilla
+# package matching PATTERN (a path inside the module).
+forbid = bad=$$($(GO) list -f '{{join .$(1) "\n"}}' $(2) | sed -n 's|^$(MODULE)/||p' | grep -E '^($(3))$$' | sort -u | tr '\n' ' '); \
+	if [ -n "$$bad" ]; then echo "$(2) must not depend on $$bad: $(4)"; exit 1; fi
+# only,PACKAGE,PATTERN,WHY: fail when PACKAGE links a Flotilla package that PATTERN does not match.
+only = bad=$$($(GO) list -deps $(1) | sed -n 's|^$(MODULE)/||p' | grep -vE '^($(2))$$' | sort -u | tr '\n' ' '); \
+	if [ -n "$$bad" ]; then echo "$(1) must not depend on $$bad: $(3)"; exit 1; fi
 check-imports:
-	@if (cd api && $(GO) list -deps ./...) | grep -q 'flotilla-io/flotilla/internal'; then echo "api/ imports an internal package"; exit 1; fi
+	@if (cd api && $(GO) list -deps ./...) | grep -q '$(MODULE)/internal'; then echo "api/ imports an internal package"; exit 1; fi
 	@for p in $(DECISION_PKGS); do \
-	  bad=$$($(GO) list -deps ./internal/$$p | grep -E 'flotilla-io/flotilla/internal/($(RUNTIME_PKGS))$$'); \
-	  if [ -n "$$bad" ]; then echo "internal/$$p must not import: $$bad"; exit 1; fi; \
+	  $(call forbid,Deps,./internal/$$p,$(RUNTIME_PKGS),decisions never talk to members or run control planes); \
 	done
-	@bad=$$($(GO) list -deps ./internal/controlplane | grep 'flotilla-io/flotilla' | grep -vE 'flotilla-io/flotilla/internal/(controlplane|logging|process)$$'); \
-	  if [ -n "$$bad" ]; then echo "internal/controlplane must import no Flotilla package but logging and process: $$bad"; exit 1; fi
-	@bad=$$($(GO) list -deps ./internal/members | grep 'flotilla-io/flotilla/internal/' | grep -vE 'internal/(members|scheme)$$'); \
-	  if [ -n "$$bad" ]; then echo "internal/members must import no internal package but scheme: $$bad"; exit 1; fi
-	@bad=$$($(GO) list -deps ./internal/hub | grep -E 'flotilla-io/flotilla/internal/agent$$'); \
-	  if [ -n "$$bad" ]; then echo "internal/hub must not import internal/agent (a member's side): $$bad"; exit 1; fi
-	@bad=$$($(GO) list -deps ./cmd/flotilla-agent | grep -E 'flotilla-io/flotilla/internal/($(HUB_ONLY_PKGS))(/[a-z]+)?$$'); \
-	  if [ -n "$$bad" ]; then echo "cmd/flotilla-agent must link no hub controller: $$bad"; exit 1; fi
+	@$(call forbid,Deps,./cmd/flotilla-agent,internal/(detector|binding|scheduler|rebalancer|dashboard|proxy|controlplane),the agent binary links no hub controller)
+	@$(call only,./internal/controlplane,internal/(controlplane|logging|process),controlplane knows nothing of Flotilla; plugins come in through its Config)
+	@$(call only,./internal/members,api/.*|internal/(members|scheme),the hub's controllers and the proxy share it)
+	@$(call forbid,Deps,./internal/override ./internal/rebalancer,internal/detector,policy rules live in selection and names in api/work)
+	@$(call forbid,Imports,./internal/cli/...,internal/detector,the CLI shows what controllers decided)
+	@$(call forbid,Deps,./internal/hub,internal/agent,the hub never links a member's side)
 
 ## test-deps: what the tests need beyond Go: Chromium for the dashboard's browser tests (Debian's package,
 ## installed with apt-get when this runs as root; otherwise those tests skip and say how to get it)
