@@ -15,11 +15,6 @@ import (
 // deciding where a member's traffic goes, and whose agent it is, to administrators.
 const clusterCredentialsPolicy = "flotilla-cluster-credentials"
 
-// clusterCredentialSpec are the Cluster spec fields that are part of its credential: where the hub sends a
-// push member's requests (and with them Works and Secrets), with which Secret and TLS checks, and which
-// member (ID) it must find there.
-var clusterCredentialSpec = []string{"apiEndpoint", "insecureSkipTLSVerification", "proxyURL", "secretRef", "id"}
-
 // clusterCredentialAnnotations say which agent identity a Pull cluster trusts and which join request
 // registered it: whoever writes them picks the cluster's agent.
 var clusterCredentialAnnotations = []string{
@@ -46,7 +41,7 @@ func clusterCredentialsAdmission(s Settings) (*admissionregistrationv1.Validatin
 	admins := fmt.Sprintf("request.userInfo.username == %q || request.userInfo.groups.exists(g, g in %s)", s.ControllersUser, celStrings(s.CredentialGroups))
 	who := fmt.Sprintf("only the hub's administrators (groups %s) may set or change it", strings.Join(s.CredentialGroups, ", "))
 	var validations []admissionregistrationv1.Validation
-	for _, f := range clusterCredentialSpec {
+	for _, f := range clusterv1alpha1.CredentialFields {
 		validations = append(validations, admissionregistrationv1.Validation{
 			Expression: fmt.Sprintf("(%s) || (oldObject == null ? !has(object.spec.%[2]s) : "+
 				"(has(object.spec.%[2]s) == has(oldObject.spec.%[2]s) && (!has(object.spec.%[2]s) || object.spec.%[2]s == oldObject.spec.%[2]s)))", admins, f),

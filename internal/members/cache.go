@@ -66,7 +66,7 @@ func NewCache[T any](config ConfigFunc, build func(cluster string, cfg *rest.Con
 // and never held: the next Get tries again.
 func (c *Cache[T]) Get(ctx context.Context, cluster *clusterv1alpha1.Cluster) (T, error) {
 	var zero T
-	key := string(cluster.UID) + "|" + credentialFields(cluster)
+	key := string(cluster.UID) + "|" + cluster.Spec.Credential()
 	c.mu.Lock()
 	e, ok := c.entries[cluster.Name]
 	c.mu.Unlock()

@@ -3,8 +3,6 @@ package members
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +38,7 @@ func Config(ctx context.Context, secrets client.Reader, cluster *clusterv1alpha1
 	if err != nil {
 		return nil, err
 	}
-	fields := credentialFields(cluster)
+	fields := cluster.Spec.Credential()
 	if last, ok := confirmed.Load(cluster.UID); ok && last.(confirmation).fields == fields && time.Since(last.(confirmation).at) < confirmAgain {
 		return cfg, nil
 	}
@@ -103,7 +101,7 @@ func checkClusterID(ctx context.Context, member kubernetes.Interface, cluster *c
 // member behind an unchanged endpoint is confirmed again after it, a changed endpoint at once.
 const confirmAgain = 10 * time.Minute
 
-// confirmation is what a Cluster's member was confirmed for (credentialFields) and when.
+// confirmation is what a Cluster's member was confirmed for (the spec's Credential) and when.
 type confirmation struct {
 	fields string
 	at     time.Time
@@ -112,12 +110,3 @@ type confirmation struct {
 // confirmed holds, per Cluster UID, the last confirmation of its member in this process: every user of
 // Config (status, execution, the proxy, service collection) shares it, so a member is asked once.
 var confirmed sync.Map
-
-// credentialFields are the Cluster's fields that decide where the hub's requests go and as whom.
-func credentialFields(c *clusterv1alpha1.Cluster) string {
-	ref := ""
-	if c.Spec.SecretRef != nil {
-		ref = c.Spec.SecretRef.Namespace + "/" + c.Spec.SecretRef.Name
-	}
-	return strings.Join([]string{c.Spec.APIEndpoint, c.Spec.ProxyURL, strconv.FormatBool(c.Spec.InsecureSkipTLSVerification), ref, c.Spec.ID}, "|")
-}

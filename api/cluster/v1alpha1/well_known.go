@@ -79,3 +79,19 @@ func ListInMessage(items []string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(items[:messageListLength], ", "), len(items)-messageListLength)
 }
+
+// CredentialFields are the spec fields (by their JSON names) that make a Cluster's credential: where the hub
+// sends a push member's requests (and with them Works and Secrets), through which proxy, with which Secret
+// and TLS checks, and which member (ID) it must find there. Only administrators may set or change them (the
+// hub's admission), and the hub reaches the member anew when one changes (Credential).
+var CredentialFields = []string{"apiEndpoint", "insecureSkipTLSVerification", "proxyURL", "secretRef", "id"}
+
+// Credential joins the values of the spec's CredentialFields: two specs with the same Credential send the hub
+// to the same member in the same way.
+func (s *ClusterSpec) Credential() string {
+	ref := ""
+	if s.SecretRef != nil {
+		ref = s.SecretRef.Namespace + "/" + s.SecretRef.Name
+	}
+	return strings.Join([]string{s.APIEndpoint, fmt.Sprint(s.InsecureSkipTLSVerification), s.ProxyURL, ref, s.ID}, "|")
+}
