@@ -14,7 +14,7 @@ LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli/agentcmd.Versio
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
-.PHONY: all build run generate verify check-imports test-deps test test-unit test-integration test-e2e bench-smoke no-leftovers clean image image-binaries test-image
+.PHONY: all build run generate verify check-imports check-map test-deps test test-unit test-integration test-e2e bench-smoke no-leftovers clean image image-binaries test-image
 
 all: build
 
@@ -62,7 +62,7 @@ verify: generate
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	cd api && $(GO) vet ./...
-	@$(MAKE) -s check-imports
+	@$(MAKE) -s check-imports check-map
 
 # The layout's import rules, described in docs/architecture.md. Each rule names a package (or a binary), the
 # Flotilla packages it must not reach, and why. Deps checks everything the package links, Imports only what it
@@ -88,6 +88,15 @@ check-imports:
 	@$(call forbid,Deps,./internal/override ./internal/rebalancer,internal/detector,policy rules live in selection and names in api/work)
 	@$(call forbid,Imports,./internal/cli/...,internal/detector,the CLI shows what controllers decided)
 	@$(call forbid,Deps,./internal/hub,internal/agent,the hub never links a member's side)
+
+# The map stays true: every package has its line in docs/architecture.md, and every package the map names exists.
+check-map:
+	@missing=$$( { $(GO) list ./...; cd api && $(GO) list ./...; } | sed -n 's|^$(MODULE)/||p' | grep -v '^test/' | \
+	  while read p; do grep -q "\`$$p\`" docs/architecture.md || echo "$$p"; done | tr '\n' ' '); \
+	  if [ -n "$$missing" ]; then echo "docs/architecture.md has no line for: $$missing"; exit 1; fi
+	@stale=$$(grep -o '`\(internal\|api\|cmd\)/[a-z0-9/]*`' docs/architecture.md | tr -d '`' | sort -u | \
+	  while read p; do [ -d "$$p" ] || echo "$$p"; done | tr '\n' ' '); \
+	  if [ -n "$$stale" ]; then echo "docs/architecture.md names packages that do not exist: $$stale"; exit 1; fi
 
 ## test-deps: what the tests need beyond Go: Chromium for the dashboard's browser tests (Debian's package,
 ## installed with apt-get when this runs as root; otherwise those tests skip and say how to get it)
