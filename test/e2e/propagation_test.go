@@ -158,6 +158,10 @@ func TestConflictResolution(t *testing.T) {
 	}
 	f.createDeployment(t, deployment(f.ns, "taken", 1))
 	p := f.createPolicy(t, "taken", deploymentSelector("taken"), placementOn("m2"))
+	// flotilla status fails, rightly, until the detector has bound the template.
+	testenv.Eventually(t, time.Minute, "the template is bound", func() error {
+		return f.hub.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "taken-deployment"}, &workv1alpha1.ResourceBinding{})
+	})
 	testenv.Eventually(t, time.Minute, "the binding reports the conflict", func() error {
 		out := f.hub.Flotilla("status", "deployment/taken", "-n", f.ns)
 		if !strings.Contains(out, "already exists in the member and Flotilla did not create it") {
