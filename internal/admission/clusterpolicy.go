@@ -58,6 +58,18 @@ func clusterCredentialsAdmission(s Settings) (*admissionregistrationv1.Validatin
 			Message:    fmt.Sprintf("metadata.annotations[%s]: names the cluster's agent: %s", a, who), Reason: forbidden,
 		})
 	}
+	// The deregistration mode decides, at the Cluster's deletion, whether its member objects are deleted: only
+	// who may delete the Cluster may choose it, or an operator who may only patch (taint, label) a Cluster could
+	// plant DeleteResources for an administrator's later `kubectl delete`.
+	unjoin := func(obj string) string {
+		return fmt.Sprintf("(has(%[1]s.metadata.annotations) && %[2]q in %[1]s.metadata.annotations ? %[1]s.metadata.annotations[%[2]q] : '')", obj, clusterv1alpha1.AnnotationUnjoin)
+	}
+	validations = append(validations, admissionregistrationv1.Validation{
+		Expression: fmt.Sprintf("%s == (oldObject == null ? '' : %s) || authorizer.group(%q).resource('clusters').name(object.metadata.name).check('delete').allowed()",
+			unjoin("object"), unjoin("oldObject"), clusterv1alpha1.GroupVersion.Group),
+		Message: fmt.Sprintf("metadata.annotations[%s]: says whether the member objects are deleted with the Cluster: only who may delete the Cluster may set or change it", clusterv1alpha1.AnnotationUnjoin),
+		Reason:  forbidden,
+	})
 	if !s.AllowLocalEndpoints {
 		host := "url(object.spec.apiEndpoint).getHostname()"
 		validations = append(validations, admissionregistrationv1.Validation{

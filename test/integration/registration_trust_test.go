@@ -445,6 +445,14 @@ func TestClusterCredentialsAreAdminOnly(t *testing.T) {
 			t.Errorf("the administrator may not change %s: %v", field, err)
 		}
 	}
+	// The deregistration mode is for who may delete the Cluster, not for who may only patch it.
+	deleteMode := `{"metadata":{"annotations":{"cluster.flotilla.io/unjoin":"DeleteResources"}}}`
+	if err := patch(operator, deleteMode); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "only who may delete the Cluster") {
+		t.Errorf("the operator, who may not delete Clusters, set the deregistration mode: %v, want Forbidden", err)
+	}
+	if err := patch(env.Client, deleteMode, client.DryRunAll); err != nil {
+		t.Errorf("the administrator may not set the deregistration mode: %v", err)
+	}
 	created := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "planted"},
 		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://attacker.example.com",
 			SecretRef: &clusterv1alpha1.LocalSecretReference{Namespace: clusterv1alpha1.SystemNamespace, Name: "cluster-guarded"}}}
