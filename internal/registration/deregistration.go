@@ -48,14 +48,17 @@ var deregistrationFieldManager = workv1alpha1.ControllerFieldManager("deregistra
 // work-release controller (internal/execution) frees the Works, whose execution finalizer no executor
 // removes once the Cluster is gone.
 type Deregistration struct {
-	Client   client.Client
+	Client client.Client
+	// Reader lists a deleted Cluster's Works from the API server, not the cache: a Work the cache has not
+	// seen yet would otherwise read as "no member objects to delete" and the Cluster would go with them left.
+	Reader   client.Reader
 	Recorder events.EventRecorder
 }
 
 // SetupDeregistration registers the deregistration with the manager. A Cluster is looked at when it appears,
 // is deleted or its mode changes, and when one of its Works, deleted, changes.
 func SetupDeregistration(mgr ctrl.Manager) error {
-	d := &Deregistration{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-registration")}
+	d := &Deregistration{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-registration")}
 	ofNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, w client.Object) []reconcile.Request {
 		if name, ok := clusterv1alpha1.ClusterOfNamespace(w.GetNamespace()); ok {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: name}}}
@@ -115,7 +118,7 @@ func (d *Deregistration) deregister(ctx context.Context, cluster *clusterv1alpha
 	ns := clusterv1alpha1.ClusterNamespace(cluster.Name)
 	if cluster.Annotations[clusterv1alpha1.AnnotationUnjoin] == clusterv1alpha1.UnjoinDeleteResources {
 		works := &workv1alpha1.WorkList{}
-		if err := d.Client.List(ctx, works, client.InNamespace(ns)); err != nil {
+		if err := d.Reader.List(ctx, works, client.InNamespace(ns)); err != nil {
 			return nil, err
 		}
 		pending, err := d.deleteWorks(ctx, works.Items)
