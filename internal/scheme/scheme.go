@@ -12,6 +12,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
+	inventoryv1alpha1 "github.com/flotilla-io/flotilla/api/inventory/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
@@ -27,5 +28,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	utilruntime.Must(workv1alpha1.AddToScheme(s))
 	utilruntime.Must(mcsv1alpha1.AddToScheme(s))
+	utilruntime.Must(inventoryv1alpha1.AddToScheme(s))
 	return s
 }

@@ -1,4 +1,5 @@
-// Package v1alpha1 holds the cluster.flotilla.io API: the Cluster kind, one object per member cluster.
+// Package v1alpha1 holds the cluster.flotilla.io API: the Cluster kind, one object per member cluster, and
+// ClusterSets with the ClusterSetBindings that grant them to namespaces.
 // +kubebuilder:object:generate=true
 // +groupName=cluster.flotilla.io
 package v1alpha1
@@ -20,7 +21,8 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{})
+	scheme.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{},
+		&ClusterSet{}, &ClusterSetList{}, &ClusterSetBinding{}, &ClusterSetBindingList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

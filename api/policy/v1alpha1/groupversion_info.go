@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the policy.flotilla.io API: where templates go (PropagationPolicy,
-// ClusterPropagationPolicy) and how they change per cluster (OverridePolicy, ClusterOverridePolicy).
+// ClusterPropagationPolicy), how they change per cluster (OverridePolicy, ClusterOverridePolicy), and how
+// much a namespace may use across the fleet (FederatedResourceQuota).
 // +kubebuilder:object:generate=true
 // +groupName=policy.flotilla.io
 package v1alpha1
@@ -26,6 +27,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&ClusterPropagationPolicy{}, &ClusterPropagationPolicyList{},
 		&OverridePolicy{}, &OverridePolicyList{},
 		&ClusterOverridePolicy{}, &ClusterOverridePolicyList{},
+		&FederatedResourceQuota{}, &FederatedResourceQuotaList{},
 	)
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
