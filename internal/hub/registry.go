@@ -11,6 +11,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/inventory"
 	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -75,6 +76,7 @@ var Controllers = Registry{
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},
 	{Name: "multicluster", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.Setup(mgr) }},
 	{Name: "multicluster-push-collector", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.SetupPushCollector(mgr) }},
+	{Name: "inventory", Setup: func(mgr ctrl.Manager, _ Settings) error { return inventory.Setup(mgr) }},
 }
 
 // Names lists the registered controller names.
