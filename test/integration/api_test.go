@@ -37,6 +37,10 @@ func TestCRDsEstablished(t *testing.T) {
 		"clusterresourcebindings.work.flotilla.io":      {"crb"},
 		"works.work.flotilla.io":                        nil,
 		"rebalancers.work.flotilla.io":                  {"rebal"},
+		// The SIG-Multicluster kinds share one group: the inventory's and the multi-cluster services'.
+		"clusterprofiles.multicluster.x-k8s.io": nil,
+		"serviceexports.multicluster.x-k8s.io":  {"svcex", "svcexport"},
+		"serviceimports.multicluster.x-k8s.io":  {"svcim", "svcimport"},
 	}
 	found := 0
 	for _, crd := range list.Items {

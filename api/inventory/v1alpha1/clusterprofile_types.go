@@ -103,9 +103,11 @@ type Property struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Value string `json:"value"`
 
-	// LastObservedTime is when the value was last seen.
+	// LastObservedTime is when the value was last seen. A pointer, unlike the upstream Go type, so that a
+	// property without it is sent without it: a zero metav1.Time is sent as null, which the CRD refuses.
+	// Flotilla leaves it out: its values come from the Cluster, which records no time of observation.
 	// +optional
-	LastObservedTime metav1.Time `json:"lastObservedTime,omitempty"`
+	LastObservedTime *metav1.Time `json:"lastObservedTime,omitempty"`
 }
 
 // ClusterProfileList is a list of ClusterProfiles.
