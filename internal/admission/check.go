@@ -28,7 +28,7 @@ type Check struct {
 }
 
 // Checks are the hub's checks in Go.
-var Checks = []Check{propagationPolicyCheck, customizationCheck}
+var Checks = []Check{propagationPolicyCheck, customizationCheck, clusterSetCheck}
 
 // handles reports whether the check applies to an operation on a resource and subresource.
 func (c Check) handles(r schema.GroupResource, subresource string) bool {

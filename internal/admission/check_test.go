@@ -36,6 +36,8 @@ const (
 		"spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n"
 	customizationHead = "apiVersion: config.flotilla.io/v1alpha1\nkind: InterpreterCustomization\nmetadata: {name: widget}\n" +
 		"spec:\n  target: {apiVersion: example.io/v1, kind: Widget}\n  customizations:\n"
+	clusterSetHead = "apiVersion: cluster.flotilla.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: prod}\n" +
+		"spec:\n  clusterSelector:\n    selectorType: LabelSelector\n"
 )
 
 // reviews are objects each check accepts or refuses, with what the refusal must name.
@@ -66,6 +68,17 @@ var reviews = []struct {
 	{"customization whose Lua does not parse", "interpretercustomizations.config.flotilla.io", "",
 		customizationHead + "    healthInterpretation:\n      luaScript: |\n        function InterpretHealth(observedObj)\n          return observedObj.status. >= 1\n        end\n",
 		[]string{"spec.customizations.healthInterpretation.luaScript", "luaScript line:2"}},
+	{"cluster set whose selector parses", "clustersets.cluster.flotilla.io", "",
+		clusterSetHead + "    labelSelector: {matchExpressions: [{key: tier, operator: In, values: [gold]}]}\n", nil},
+	{"cluster set whose selector operator is not one", "clustersets.cluster.flotilla.io", "",
+		clusterSetHead + "    labelSelector: {matchExpressions: [{key: tier, operator: Within, values: [gold]}]}\n",
+		[]string{`ClusterSet.cluster.flotilla.io "prod" is invalid`, "spec.clusterSelector.labelSelector.matchExpressions[0].operator", `"Within"`}},
+	{"cluster set whose selector key is not a label key", "clustersets.cluster.flotilla.io", "",
+		clusterSetHead + "    labelSelector: {matchLabels: {'not a key': x}}\n",
+		[]string{"spec.clusterSelector.labelSelector.matchLabels", "not a key"}},
+	{"cluster set In without values", "clustersets.cluster.flotilla.io", "",
+		clusterSetHead + "    labelSelector: {matchExpressions: [{key: tier, operator: In}]}\n",
+		[]string{"spec.clusterSelector.labelSelector.matchExpressions[0].values", "must be specified when `operator` is 'In' or 'NotIn'"}},
 }
 
 // inProcess runs the check as the embedded hub's API server does: through its admission plugin.

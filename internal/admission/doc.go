@@ -7,10 +7,12 @@
 //   - ValidatingAdmissionPolicies (CEL), objects the hub installs on every start (policies.go,
 //     clusterpolicy.go): override values and the paths an override may not reach (flotilla-override-values),
 //     what an agent may change of its Works (flotilla-agent-works), who may change a Cluster's credential
-//     fields and which endpoints it may have (flotilla-cluster-credentials), and a warning for the older
-//     purge mode names (flotilla-purge-mode-names). Any API server enforces them, embedded or not.
+//     fields and which endpoints it may have (flotilla-cluster-credentials), who may bind a ClusterSet to a
+//     namespace (flotilla-clusterset-bind, with the CEL authorizer: create on clustersets/bind), that the
+//     built-in sets keep their selectors (flotilla-clusterset-builtins), and a warning for the older purge
+//     mode names (flotilla-purge-mode-names). Any API server enforces them, embedded or not.
 //   - Checks in Go, for what CEL cannot do (check.go): that a propagation policy's statePreservation
-//     jsonPaths parse (policy.go), and that an InterpreterCustomization's CEL expressions compile and its Lua
+//     jsonPaths parse (policy.go), that a ClusterSet's labelSelector is one (clusterset.go), and that an InterpreterCustomization's CEL expressions compile and its Lua
 //     scripts load (customization.go). The embedded hub's kube-apiserver runs them in process, as admission
 //     plugins (Check.Plugin); a hub over an existing cluster serves them as a validating webhook
 //     (webhook.go) that the cluster's API server calls, with failurePolicy Fail. One Validate function

@@ -191,7 +191,7 @@ func InstallPolicies(ctx context.Context, cfg *rest.Config, s Settings) error {
 	// The override policy goes last: WaitEnforced probes it, and the API server loads policies in the
 	// order they were written.
 	for _, admission := range []func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding){
-		agentWorksAdmission, clusterCredentials, purgeModeNamesAdmission, overrideValuesAdmission,
+		agentWorksAdmission, clusterCredentials, purgeModeNamesAdmission, clusterSetBindAdmission, builtinSetsAdmission, overrideValuesAdmission,
 	} {
 		policy, binding := admission()
 		wantPolicy, wantBinding := policy.Spec, binding.Spec

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/flotilla-io/flotilla/internal/binding"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/execution"
@@ -64,6 +65,7 @@ var Controllers = Registry{
 	{Name: "tunnel-status", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupTunnelStatus(mgr, s.Tunnels)
 	}},
+	{Name: "clusterset", Setup: func(mgr ctrl.Manager, _ Settings) error { return clusterset.Setup(mgr) }},
 	{Name: "detector", Setup: func(mgr ctrl.Manager, s Settings) error { return detector.Setup(mgr, s.Templates) }},
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return scheduler.Setup(mgr, s.DefaultFailoverToleration, s.Templates)
