@@ -40,6 +40,7 @@ func newDescribeCommand() *cobra.Command {
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 2, ' ', 0)
 			fmt.Fprintf(w, "Name:\t%s\nMode:\t%s\nEndpoint:\t%s\nID:\t%s\nLabels:\t%s\n", cl.Name, cl.Spec.SyncMode,
 				orDash(cl.Spec.APIEndpoint), orDash(cl.Spec.ID), orDash(labelsString(cl.Labels)))
+			fmt.Fprintf(w, "Cluster sets:\t%s\n", clusterSetsOf(ctx, c, cl))
 			fmt.Fprintf(w, "Location:\tprovider=%s region=%s zones=%s\n", orDash(cl.Spec.Provider), orDash(cl.Spec.Region), orDash(strings.Join(cl.Spec.Zones, ",")))
 			if cl.Spec.SyncMode == clusterv1alpha1.Pull {
 				fmt.Fprintf(w, "Agent user:\t%s\n", registration.CurrentAgentUser(cl))
