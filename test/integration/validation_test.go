@@ -242,6 +242,19 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"customization with neither cel nor luaScript",
 			customization("    healthInterpretation: {}\n"),
 			[]string{"spec.customizations.healthInterpretation", "exactly one of cel and luaScript must be set"}},
+		{"cluster set with an unknown selectorType", clusterSet("  clusterSelector: {selectorType: Exclusive}\n"),
+			[]string{"spec.clusterSelector.selectorType", `Unsupported value: "Exclusive"`, `"ExclusiveClusterSetLabel"`}},
+		{"exclusive cluster set with a labelSelector", clusterSet("  clusterSelector: {selectorType: ExclusiveClusterSetLabel, labelSelector: {}}\n"),
+			[]string{"spec.clusterSelector", "labelSelector is only for selectorType LabelSelector"}},
+		{"cluster set whose selector does not parse",
+			clusterSet("  clusterSelector:\n    selectorType: LabelSelector\n    labelSelector: {matchExpressions: [{key: tier, operator: Within, values: [gold]}]}\n"),
+			[]string{"spec.clusterSelector.labelSelector.matchExpressions[0].operator", `Invalid value: "Within": not a valid selector operator`}},
+		{"cluster set binding named after another set",
+			"apiVersion: cluster.flotilla.io/v1alpha1\nkind: ClusterSetBinding\nmetadata: {name: prod, namespace: default}\nspec: {clusterSet: dev}\n",
+			[]string{"metadata.name must equal spec.clusterSet"}},
+		{"built-in set default with a label selector", "apiVersion: cluster.flotilla.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: default}\n" +
+			"spec:\n  clusterSelector: {selectorType: LabelSelector, labelSelector: {matchLabels: {a: b}}}\n",
+			[]string{"the built-in ClusterSet default", "its selector cannot change"}},
 		{"customization without a target kind",
 			"apiVersion: config.flotilla.io/v1alpha1\nkind: InterpreterCustomization\nmetadata:\n  name: x\nspec:\n  target: {apiVersion: example.io/v1}\n  customizations: {}\n",
 			[]string{"spec.target.kind: Required value"}},
@@ -267,6 +280,10 @@ func TestInvalidObjectsRejected(t *testing.T) {
 func customization(operations string) string {
 	return "apiVersion: config.flotilla.io/v1alpha1\nkind: InterpreterCustomization\nmetadata:\n  name: x\nspec:\n" +
 		"  target: {apiVersion: example.io/v1, kind: Widget}\n  customizations:\n" + operations
+}
+
+func clusterSet(spec string) string {
+	return "apiVersion: cluster.flotilla.io/v1alpha1\nkind: ClusterSet\nmetadata:\n  name: x\nspec:\n" + spec
 }
 
 func rebalancer(spec string) string {
