@@ -11,6 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	apiserveradmission "k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/initializer"
+	"k8s.io/apiserver/pkg/warning"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
@@ -25,10 +29,25 @@ type Check struct {
 	Resources []schema.GroupResource
 	// Validate returns what is wrong with obj, by field, or an error when obj cannot be read as its kind.
 	Validate func(obj *unstructured.Unstructured) (field.ErrorList, error)
+	// Warn, when set, returns warnings about an object Validate accepts, reading other objects from the hub
+	// through r. It never refuses: what it cannot read draws no warning.
+	Warn func(ctx context.Context, r client.Reader, obj *unstructured.Unstructured) []string
+
+	// reader is what Warn reads: the loopback client of the embedded API server, or the webhook's client.
+	reader client.Reader
 }
 
-// Checks are the hub's checks in Go.
-var Checks = []Check{propagationPolicyCheck, customizationCheck, clusterSetCheck}
+// warnings runs Warn, when the check has one and a reader.
+func (c Check) warnings(ctx context.Context, obj *unstructured.Unstructured) []string {
+	if c.Warn == nil || c.reader == nil {
+		return nil
+	}
+	return c.Warn(ctx, c.reader, obj)
+}
+
+// Checks are the hub's checks in Go. clusterSetGrantCheck, which only warns, comes first: the tests of
+// refusals take the last check of a resource.
+var Checks = []Check{clusterSetGrantCheck, propagationPolicyCheck, customizationCheck, clusterSetCheck}
 
 // handles reports whether the check applies to an operation on a resource and subresource.
 func (c Check) handles(r schema.GroupResource, subresource string) bool {
@@ -54,7 +73,7 @@ func (c Check) webhookName() string { return strings.ToLower(c.Name) + ".flotill
 // Plugin is the check as an admission plugin of the embedded hub's kube-apiserver.
 func (c Check) Plugin() controlplane.AdmissionPlugin {
 	return controlplane.AdmissionPlugin{Name: c.Name, New: func(io.Reader) (apiserveradmission.Interface, error) {
-		return plugin{Handler: apiserveradmission.NewHandler(apiserveradmission.Create, apiserveradmission.Update), check: c}, nil
+		return &plugin{Handler: apiserveradmission.NewHandler(apiserveradmission.Create, apiserveradmission.Update), check: c}, nil
 	}}
 }
 
@@ -73,10 +92,23 @@ type plugin struct {
 	check Check
 }
 
-var _ apiserveradmission.ValidationInterface = plugin{}
+var (
+	_ apiserveradmission.ValidationInterface = &plugin{}
+	_ initializer.WantsDynamicClient         = &plugin{}
+)
 
-// Validate runs the check on an object of its resources.
-func (p plugin) Validate(_ context.Context, a apiserveradmission.Attributes, _ apiserveradmission.ObjectInterfaces) error {
+// SetDynamicClient gives the check the API server's loopback client, for its warnings.
+func (p *plugin) SetDynamicClient(d dynamic.Interface) {
+	if p.check.Warn != nil {
+		p.check.reader = dynamicReader{d}
+	}
+}
+
+// ValidateInitialization accepts a plugin without a client: its check then warns about nothing.
+func (p *plugin) ValidateInitialization() error { return nil }
+
+// Validate runs the check on an object of its resources, and adds its warnings to the answer.
+func (p *plugin) Validate(ctx context.Context, a apiserveradmission.Attributes, _ apiserveradmission.ObjectInterfaces) error {
 	if !p.check.handles(a.GetResource().GroupResource(), a.GetSubresource()) {
 		return nil
 	}
@@ -84,5 +116,11 @@ func (p plugin) Validate(_ context.Context, a apiserveradmission.Attributes, _ a
 	if !ok {
 		return nil
 	}
-	return p.check.review(a.GetKind().GroupKind(), a.GetName(), u)
+	if err := p.check.review(a.GetKind().GroupKind(), a.GetName(), u); err != nil {
+		return err
+	}
+	for _, w := range p.check.warnings(ctx, u) {
+		warning.AddWarning(ctx, "", w)
+	}
+	return nil
 }

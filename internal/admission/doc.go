@@ -12,8 +12,11 @@
 //     built-in sets keep their selectors (flotilla-clusterset-builtins), and a warning for the older purge
 //     mode names (flotilla-purge-mode-names). Any API server enforces them, embedded or not.
 //   - Checks in Go, for what CEL cannot do (check.go): that a propagation policy's statePreservation
-//     jsonPaths parse (policy.go), that a ClusterSet's labelSelector is one (clusterset.go), and that an
-//     InterpreterCustomization's CEL expressions compile and its Lua scripts load (customization.go). The embedded hub's kube-apiserver runs them in process, as admission
+//     jsonPaths parse (policy.go), that a ClusterSet's labelSelector is one (clusterset.go), that an
+//     InterpreterCustomization's CEL expressions compile and its Lua scripts load (customization.go), and a
+//     warning, never a refusal, when a namespaced policy names a cluster its namespace's ClusterSetBindings
+//     do not grant (grant.go; it reads bindings, sets and Clusters through the API server's loopback
+//     client, or the webhook's). The embedded hub's kube-apiserver runs them in process, as admission
 //     plugins (Check.Plugin); a hub over an existing cluster serves them as a validating webhook
 //     (webhook.go) that the cluster's API server calls, with failurePolicy Fail. One Validate function
 //     serves both, and the refusal carries the same message (the webhook's is prefixed by the API server

@@ -26,8 +26,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/internal/controlplane"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
 // webhookConfiguration names the ValidatingWebhookConfiguration that sends an existing cluster's API server
@@ -118,7 +120,12 @@ func ServeWebhook(ctx context.Context, cfg *rest.Config, o WebhookOptions) (_ *W
 	}
 
 	mux := http.NewServeMux()
+	reader, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, err
+	}
 	for _, c := range Checks {
+		c.reader = reader
 		mux.Handle(c.path(), c)
 	}
 	w.server = &http.Server{
@@ -218,7 +225,9 @@ func (c Check) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	response := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-	if err := c.admit(review.Request); err != nil {
+	warnings, err := c.admit(r.Context(), review.Request)
+	response.Warnings = warnings
+	if err != nil {
 		var status apierrors.APIStatus
 		if !errors.As(err, &status) {
 			status = apierrors.NewInternalError(err)
@@ -229,19 +238,23 @@ func (c Check) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(rw).Encode(&admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: response})
 }
 
-// admit reviews the object of a request, as the in-process plugin does.
-func (c Check) admit(req *admissionv1.AdmissionRequest) error {
+// admit reviews the object of a request, as the in-process plugin does, and returns the check's warnings
+// about an object it accepts.
+func (c Check) admit(ctx context.Context, req *admissionv1.AdmissionRequest) ([]string, error) {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
-		return nil
+		return nil, nil
 	}
 	if !c.handles(schema.GroupResource{Group: req.Resource.Group, Resource: req.Resource.Resource}, req.SubResource) {
-		return nil
+		return nil, nil
 	}
 	u := &unstructured.Unstructured{}
 	if err := u.UnmarshalJSON(req.Object.Raw); err != nil {
-		return apierrors.NewBadRequest(err.Error())
+		return nil, apierrors.NewBadRequest(err.Error())
 	}
-	return c.review(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, u)
+	if err := c.review(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, u); err != nil {
+		return nil, err
+	}
+	return c.warnings(ctx, u), nil
 }
 
 // webhookConfigurationFor sends the checks' resources to the webhook, through clientOf(path) with caBundle.

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -254,9 +255,13 @@ func TestClusterSetCommands(t *testing.T) {
 		return out
 	}
 	run("clusterset", "create", "cs-cli-prod")
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, &clusterv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "cs-cli-prod"}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &clusterv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "cs-cli-prod"}})
+	})
 	run("clusterset", "create", "cs-cli-gold", "--selector", "cs-cli-tier=gold")
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, &clusterv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "cs-cli-gold"}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &clusterv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "cs-cli-gold"}})
+	})
 	if out := run("clusterset", "add", "cs-cli-prod", "cs-cli-m1", "cs-cli-m2"); !strings.Contains(out, "cluster cs-cli-m2 is now in ClusterSet cs-cli-prod") {
 		t.Errorf("add said:\n%s", out)
 	}
@@ -286,5 +291,61 @@ func TestClusterSetCommands(t *testing.T) {
 	run("clusterset", "unbind", "cs-cli-prod", "-n", ns)
 	if out := run("clusterset", "get", "-n", ns); !strings.Contains(out, "No ClusterSet is bound to namespace "+ns) {
 		t.Errorf("clusterset get -n after unbind:\n%s", out)
+	}
+}
+
+// TestTenancyExample: examples/tenancy.yaml applies as the administrator, and its bindings find their sets.
+func TestTenancyExample(t *testing.T) {
+	data, err := os.ReadFile("../../examples/tenancy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		create(t, parseObject(t, doc))
+	}
+	for ns, set := range map[string]string{"team-a": "prod", "team-b": "dev"} {
+		testenv.Eventually(t, time.Minute, fmt.Sprintf("binding %s/%s Bound", ns, set), func() error {
+			b := &clusterv1alpha1.ClusterSetBinding{}
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: set}, b); err != nil {
+				return err
+			}
+			if !meta.IsStatusConditionTrue(b.Status.Conditions, clusterv1alpha1.ClusterSetBindingConditionBound) {
+				return fmt.Errorf("status %+v", b.Status)
+			}
+			return nil
+		})
+	}
+}
+
+// TestPolicyNamingAnUngrantedClusterWarns: a PropagationPolicy in a bound namespace naming a cluster outside
+// its sets is accepted with a warning naming the cluster; in a namespace without a binding, none.
+func TestPolicyNamingAnUngrantedClusterWarns(t *testing.T) {
+	const ns, other = "cs-warn-team", "cs-warn-unbound"
+	createNamespace(t, ns)
+	createNamespace(t, other)
+	exclusiveSet(t, "cs-warn-prod")
+	placeableCluster(t, "cs-warn-m1", map[string]string{clusterv1alpha1.LabelClusterSet: "cs-warn-prod"})
+	placeableCluster(t, "cs-warn-m2", nil)
+	create(t, setBinding(ns, "cs-warn-prod"))
+	w := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policyIn := func(namespace string) client.Object {
+		return tolerantPolicy(namespace, "web", []string{"cs-warn-m1", "cs-warn-m2"})
+	}
+	if err := c.Create(context.Background(), policyIn(ns), client.DryRunAll); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	want := "cs-warn-m2 is in no ClusterSet bound to namespace cs-warn-team: the namespace's workloads are not placed there"
+	if got := strings.Join(w.text, "\n"); got != want {
+		t.Fatalf("warnings %q, want %q", got, want)
+	}
+	w.text = nil
+	if err := c.Create(context.Background(), policyIn(other), client.DryRunAll); err != nil || len(w.text) > 0 {
+		t.Fatalf("policy in a namespace without a binding: %v, warnings %q", err, w.text)
 	}
 }

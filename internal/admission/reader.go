@@ -1,0 +1,86 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+)
+
+// dynamicReader reads the kinds a check's warnings need through the embedded API server's loopback
+// dynamic client (the client admission plugins are given), as a client.Reader.
+type dynamicReader struct{ d dynamic.Interface }
+
+// resourceOf is the resource of the objects and lists dynamicReader reads.
+func resourceOf(obj runtime.Object) (schema.GroupVersionResource, error) {
+	gv := clusterv1alpha1.GroupVersion
+	switch obj.(type) {
+	case *clusterv1alpha1.Cluster, *clusterv1alpha1.ClusterList:
+		return gv.WithResource("clusters"), nil
+	case *clusterv1alpha1.ClusterSet, *clusterv1alpha1.ClusterSetList:
+		return gv.WithResource("clustersets"), nil
+	case *clusterv1alpha1.ClusterSetBinding, *clusterv1alpha1.ClusterSetBindingList:
+		return gv.WithResource("clustersetbindings"), nil
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("admission reads no %T", obj)
+}
+
+func (r dynamicReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	gvr, err := resourceOf(obj)
+	if err != nil {
+		return err
+	}
+	u, err := r.d.Resource(gvr).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
+}
+
+func (r dynamicReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	gvr, err := resourceOf(list)
+	if err != nil {
+		return err
+	}
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	var selector string
+	if o.LabelSelector != nil {
+		selector = o.LabelSelector.String()
+	}
+	ul, err := r.d.Resource(gvr).Namespace(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return err
+	}
+	typed := make([]runtime.Object, 0, len(ul.Items))
+	for i := range ul.Items {
+		obj, err := newItem(list)
+		if err != nil {
+			return err
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(ul.Items[i].Object, obj); err != nil {
+			return err
+		}
+		typed = append(typed, obj)
+	}
+	return meta.SetList(list, typed)
+}
+
+// newItem is an empty item of list's kind.
+func newItem(list client.ObjectList) (runtime.Object, error) {
+	switch list.(type) {
+	case *clusterv1alpha1.ClusterList:
+		return &clusterv1alpha1.Cluster{}, nil
+	case *clusterv1alpha1.ClusterSetList:
+		return &clusterv1alpha1.ClusterSet{}, nil
+	case *clusterv1alpha1.ClusterSetBindingList:
+		return &clusterv1alpha1.ClusterSetBinding{}, nil
+	}
+	return nil, fmt.Errorf("admission reads no %T", list)
+}
