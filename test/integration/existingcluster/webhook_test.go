@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
@@ -89,6 +92,7 @@ func TestChecksRunOverExistingCluster(t *testing.T) {
 	if err := env.Client.Create(ctx, good.DeepCopy(), client.DryRunAll); err != nil {
 		t.Fatalf("a policy whose jsonPath parses is refused: %v", err)
 	}
+	warnsThroughWebhook(t)
 	adopting.Kill()
 	testenv.Eventually(t, time.Minute, "a policy is refused while no hub serves the checks", func() error {
 		err := env.Client.Create(ctx, good.DeepCopy(), client.DryRunAll)
@@ -124,4 +128,46 @@ func startEmbeddedHub(t *testing.T) *testenv.Env {
 		return err
 	})
 	return testenv.Connect(t, kubeconfig)
+}
+
+// warningText collects the warnings the API server returns.
+type warningText []string
+
+func (w *warningText) HandleWarningHeader(_ int, _ string, text string) { *w = append(*w, text) }
+
+// warnsThroughWebhook: the webhook warns, as the embedded hub does, about a policy naming a cluster that its
+// namespace's ClusterSetBindings do not grant, reading them from the cluster.
+func warnsThroughWebhook(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "grant-team"}},
+		&clusterv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: "grant-prod"}},
+		&clusterv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "grant-team", Name: "grant-prod"},
+			Spec: clusterv1alpha1.ClusterSetBindingSpec{ClusterSet: "grant-prod"}},
+		&clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "grant-outside"}, Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull}},
+	}
+	for _, o := range objs {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	w := &warningText{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "grant-team", Name: "web"},
+		Spec: policyv1alpha1.PropagationSpec{ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment"}},
+			Placement: policyv1alpha1.Placement{ClusterAffinity: &policyv1alpha1.ClusterAffinity{ClusterNames: []string{"grant-outside"}}}}}
+	if err := c.Create(ctx, pp, client.DryRunAll); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	want := "grant-outside is in no ClusterSet bound to namespace grant-team"
+	if !strings.Contains(strings.Join(*w, "\n"), want) {
+		t.Fatalf("warnings %q, want one saying %q", *w, want)
+	}
 }
