@@ -192,7 +192,7 @@ func TestChecksLeaveOtherRequestsAlone(t *testing.T) {
 }
 
 // TestWebhookConfiguration: every check is called on the creation and update of each of its resources, at
-// its own path, and a check that cannot be called refuses.
+// its own path, and a check that cannot be called refuses, unless it only warns.
 func TestWebhookConfiguration(t *testing.T) {
 	vwc := webhookConfigurationFor(func(path string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://hub:9443" + path)}
@@ -205,7 +205,11 @@ func TestWebhookConfiguration(t *testing.T) {
 		if w.Name != c.webhookName() || *w.ClientConfig.URL != "https://hub:9443"+c.path() || string(w.ClientConfig.CABundle) != "CA" {
 			t.Errorf("webhook %s: name %s, URL %s, caBundle %q", c.Name, w.Name, *w.ClientConfig.URL, w.ClientConfig.CABundle)
 		}
-		if *w.FailurePolicy != admissionregistrationv1.Fail || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
+		failure := admissionregistrationv1.Fail
+		if c.Validate == nil {
+			failure = admissionregistrationv1.Ignore
+		}
+		if *w.FailurePolicy != failure || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
 			t.Errorf("webhook %s: failurePolicy %s, sideEffects %s", w.Name, *w.FailurePolicy, *w.SideEffects)
 		}
 		if len(w.Rules) != len(c.Resources) {

@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,8 +28,7 @@ var clusterSetGrantCheck = Check{
 		{Group: policyv1alpha1.GroupVersion.Group, Resource: "propagationpolicies"},
 		{Group: policyv1alpha1.GroupVersion.Group, Resource: "overridepolicies"},
 	},
-	Validate: func(*unstructured.Unstructured) (field.ErrorList, error) { return nil, nil },
-	Warn:     warnUngrantedClusters,
+	Warn: warnUngrantedClusters,
 }
 
 // namedClusters are the cluster names a policy lists: a PropagationPolicy's clusterAffinity and

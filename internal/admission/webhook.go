@@ -271,11 +271,16 @@ func webhookConfigurationFor(clientOf func(path string) admissionregistrationv1.
 				Rule:       admissionregistrationv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{"*"}, Resources: []string{r.Resource}},
 			})
 		}
+		// A check that only warns is no reason to refuse an object while the hub is away.
+		failure := admissionregistrationv1.Fail
+		if c.Validate == nil {
+			failure = admissionregistrationv1.Ignore
+		}
 		vwc.Webhooks = append(vwc.Webhooks, admissionregistrationv1.ValidatingWebhook{
 			Name:                    c.webhookName(),
 			ClientConfig:            client,
 			Rules:                   rules,
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			FailurePolicy:           ptr.To(failure),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},
 		})
