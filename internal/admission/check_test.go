@@ -191,8 +191,8 @@ func TestChecksLeaveOtherRequestsAlone(t *testing.T) {
 	}
 }
 
-// TestWebhookConfiguration: every check is called on the creation and update of each of its resources, at
-// its own path, and a check that cannot be called refuses, unless it only warns.
+// TestWebhookConfiguration: every check is called on the creation and update of each of its resources (and
+// the subresources it names), at its own path, and a check that cannot be called refuses, unless it only warns.
 func TestWebhookConfiguration(t *testing.T) {
 	vwc := webhookConfigurationFor(func(path string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://hub:9443" + path)}
@@ -206,7 +206,7 @@ func TestWebhookConfiguration(t *testing.T) {
 			t.Errorf("webhook %s: name %s, URL %s, caBundle %q", c.Name, w.Name, *w.ClientConfig.URL, w.ClientConfig.CABundle)
 		}
 		failure := admissionregistrationv1.Fail
-		if c.Validate == nil {
+		if c.Validate == nil && c.Admit == nil {
 			failure = admissionregistrationv1.Ignore
 		}
 		if *w.FailurePolicy != failure || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
@@ -220,6 +220,11 @@ func TestWebhookConfiguration(t *testing.T) {
 			if rule.APIGroups[0] != r.Group || rule.Resources[0] != r.Resource ||
 				len(rule.Operations) != 2 || rule.Operations[0] != admissionregistrationv1.Create || rule.Operations[1] != admissionregistrationv1.Update {
 				t.Errorf("webhook %s: rule %+v for %s", w.Name, rule, r)
+			}
+			for k, sub := range c.Subresources {
+				if rule.Resources[k+1] != r.Resource+"/"+sub {
+					t.Errorf("webhook %s: rule %+v does not send %s/%s", w.Name, rule, r.Resource, sub)
+				}
 			}
 		}
 	}

@@ -6,28 +6,43 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// dynamicReader reads the kinds a check's warnings need through the embedded API server's loopback
-// dynamic client (the client admission plugins are given), as a client.Reader.
+// dynamicReader reads the kinds a check's warnings and Admit need through the embedded API server's loopback
+// dynamic client (the client admission plugins are given), as a client.Reader: Flotilla's kinds typed, and
+// the workloads quotaCheck checks as unstructured objects.
 type dynamicReader struct{ d dynamic.Interface }
 
 // resourceOf is the resource of the objects and lists dynamicReader reads.
 func resourceOf(obj runtime.Object) (schema.GroupVersionResource, error) {
 	gv := clusterv1alpha1.GroupVersion
-	switch obj.(type) {
+	switch o := obj.(type) {
 	case *clusterv1alpha1.Cluster, *clusterv1alpha1.ClusterList:
 		return gv.WithResource("clusters"), nil
 	case *clusterv1alpha1.ClusterSet, *clusterv1alpha1.ClusterSetList:
 		return gv.WithResource("clustersets"), nil
 	case *clusterv1alpha1.ClusterSetBinding, *clusterv1alpha1.ClusterSetBindingList:
 		return gv.WithResource("clustersetbindings"), nil
+	case *policyv1alpha1.FederatedResourceQuotaList:
+		return policyv1alpha1.GroupVersion.WithResource("federatedresourcequotas"), nil
+	case *workv1alpha1.ResourceBindingList:
+		return workv1alpha1.GroupVersion.WithResource("resourcebindings"), nil
+	case *unstructured.Unstructured:
+		gvk := o.GroupVersionKind()
+		for r, gk := range workloadKinds {
+			if gk == gvk.GroupKind() {
+				return r.WithVersion(gvk.Version), nil
+			}
+		}
 	}
 	return schema.GroupVersionResource{}, fmt.Errorf("admission reads no %T", obj)
 }
@@ -40,6 +55,10 @@ func (r dynamicReader) Get(ctx context.Context, key client.ObjectKey, obj client
 	u, err := r.d.Resource(gvr).Namespace(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
+	}
+	if out, ok := obj.(*unstructured.Unstructured); ok {
+		out.Object = u.Object
+		return nil
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
 }
@@ -81,6 +100,10 @@ func newItem(list client.ObjectList) (runtime.Object, error) {
 		return &clusterv1alpha1.ClusterSet{}, nil
 	case *clusterv1alpha1.ClusterSetBindingList:
 		return &clusterv1alpha1.ClusterSetBinding{}, nil
+	case *policyv1alpha1.FederatedResourceQuotaList:
+		return &policyv1alpha1.FederatedResourceQuota{}, nil
+	case *workv1alpha1.ResourceBindingList:
+		return &workv1alpha1.ResourceBinding{}, nil
 	}
 	return nil, fmt.Errorf("admission reads no %T", list)
 }

@@ -251,6 +251,17 @@ func (c Check) admit(ctx context.Context, req *admissionv1.AdmissionRequest) ([]
 	if err := u.UnmarshalJSON(req.Object.Raw); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
+	if c.Admit != nil {
+		r := Request{Resource: schema.GroupVersionResource(req.Resource), Subresource: req.SubResource,
+			Kind: schema.GroupVersionKind(req.Kind), Namespace: req.Namespace, Name: req.Name, Object: u}
+		if len(req.OldObject.Raw) > 0 {
+			r.OldObject = &unstructured.Unstructured{}
+			if err := r.OldObject.UnmarshalJSON(req.OldObject.Raw); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+		}
+		return nil, c.admitRequest(ctx, r)
+	}
 	if err := c.review(schema.GroupKind{Group: req.Kind.Group, Kind: req.Kind.Kind}, req.Name, u); err != nil {
 		return nil, err
 	}
@@ -266,14 +277,18 @@ func webhookConfigurationFor(clientOf func(path string) admissionregistrationv1.
 		client.CABundle = caBundle
 		var rules []admissionregistrationv1.RuleWithOperations
 		for _, r := range c.Resources {
+			resources := []string{r.Resource}
+			for _, sub := range c.Subresources {
+				resources = append(resources, r.Resource+"/"+sub)
+			}
 			rules = append(rules, admissionregistrationv1.RuleWithOperations{
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{"*"}, Resources: []string{r.Resource}},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{r.Group}, APIVersions: []string{"*"}, Resources: resources},
 			})
 		}
 		// A check that only warns is no reason to refuse an object while the hub is away.
 		failure := admissionregistrationv1.Fail
-		if c.Validate == nil {
+		if c.Validate == nil && c.Admit == nil {
 			failure = admissionregistrationv1.Ignore
 		}
 		vwc.Webhooks = append(vwc.Webhooks, admissionregistrationv1.ValidatingWebhook{

@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/inventory"
 	"github.com/flotilla-io/flotilla/internal/mcs"
+	"github.com/flotilla-io/flotilla/internal/quota"
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
@@ -72,10 +73,13 @@ var Controllers = Registry{
 	}},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},
-	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error { return binding.SetupSweeper(mgr, mcs.ConsumerWorks{}) }},
+	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error {
+		return binding.SetupSweeper(mgr, mcs.ConsumerWorks{}, quota.Works{})
+	}},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},
+	{Name: "federated-quota", Setup: func(mgr ctrl.Manager, _ Settings) error { return quota.Setup(mgr) }},
 	{Name: "multicluster", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.Setup(mgr) }},
 	{Name: "multicluster-push-collector", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.SetupPushCollector(mgr) }},
 	{Name: "inventory", Setup: func(mgr ctrl.Manager, _ Settings) error { return inventory.Setup(mgr) }},

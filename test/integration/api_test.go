@@ -37,6 +37,7 @@ func TestCRDsEstablished(t *testing.T) {
 		"clusterresourcebindings.work.flotilla.io":      {"crb"},
 		"works.work.flotilla.io":                        nil,
 		"rebalancers.work.flotilla.io":                  {"rebal"},
+		"federatedresourcequotas.policy.flotilla.io":    {"frq"},
 		// The SIG-Multicluster kinds share one group: the inventory's and the multi-cluster services'.
 		"clusterprofiles.multicluster.x-k8s.io": nil,
 		"serviceexports.multicluster.x-k8s.io":  {"svcex", "svcexport"},
@@ -84,7 +85,7 @@ func TestValidObjectsAccepted(t *testing.T) {
 		})
 	}
 	for _, k := range []string{"Cluster", "PropagationPolicy", "ClusterPropagationPolicy", "OverridePolicy",
-		"ClusterOverridePolicy", "ResourceBinding", "ClusterResourceBinding", "Work", "Rebalancer"} {
+		"ClusterOverridePolicy", "ResourceBinding", "ClusterResourceBinding", "Work", "Rebalancer", "FederatedResourceQuota"} {
 		if !kinds[k] {
 			t.Errorf("no valid %s in testdata/valid", k)
 		}

@@ -12,6 +12,11 @@ import (
 
 const selector = "  resourceSelectors:\n    - apiVersion: apps/v1\n      kind: Deployment\n"
 
+// frq is a FederatedResourceQuota in the default namespace with spec.
+func frq(spec string) string {
+	return "apiVersion: policy.flotilla.io/v1alpha1\nkind: FederatedResourceQuota\nmetadata:\n  name: x\n  namespace: default\nspec:\n" + spec
+}
+
 // TestInvalidObjectsRejected submits bad objects of every kind and checks that admission rejects each with a
 // message that names the field and the rule.
 func TestInvalidObjectsRejected(t *testing.T) {
@@ -258,6 +263,16 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"customization without a target kind",
 			"apiVersion: config.flotilla.io/v1alpha1\nkind: InterpreterCustomization\nmetadata:\n  name: x\nspec:\n  target: {apiVersion: example.io/v1}\n  customizations: {}\n",
 			[]string{"spec.target.kind: Required value"}},
+		{"quota with a negative overall", frq("  overall: {cpu: -1}\n"),
+			[]string{"spec.overall", "a quota is never negative"}},
+		{"quota with a negative static assignment", frq("  overall: {cpu: 2}\n  staticAssignments:\n    - {clusterName: member1, hard: {memory: -1Gi}}\n"),
+			[]string{"spec.staticAssignments[0].hard", "a quota is never negative"}},
+		{"static assignment over overall", frq("  overall: {cpu: 2}\n  staticAssignments:\n    - {clusterName: member1, hard: {cpu: 3}}\n"),
+			[]string{"spec.staticAssignments[0].hard[cpu]", "cluster member1 may not have more cpu than the overall 2"}},
+		{"two assignments for one cluster", frq("  overall: {cpu: 2}\n  staticAssignments:\n    - {clusterName: m1, hard: {cpu: 1}}\n    - {clusterName: m1, hard: {cpu: 1}}\n"),
+			[]string{"spec.staticAssignments[1]: Duplicate value", "m1"}},
+		{"quota without overall", frq("  staticAssignments: []\n"),
+			[]string{"spec.overall: Required value"}},
 	}
 	if len(tests) < 25 {
 		t.Fatalf("only %d invalid objects; the API promises at least 25", len(tests))

@@ -16,6 +16,7 @@ const FederatedResourceQuotaConditionEnforced = "Enforced"
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,shortName=frq,categories=flotilla
 // +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="metadata.name: at most 63 characters (it labels the Works that carry the quota to its members)"
 // +kubebuilder:printcolumn:name="Overall",type=string,JSONPath=`.status.overall`,priority=1
 // +kubebuilder:printcolumn:name="Used",type=string,JSONPath=`.status.overallUsed`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -32,16 +33,20 @@ type FederatedResourceQuota struct {
 }
 
 // FederatedResourceQuotaSpec is a namespace's fleet-wide cap and its per-cluster assignments.
-// +kubebuilder:validation:XValidation:rule="!has(self.staticAssignments) || self.staticAssignments.all(a, self.staticAssignments.exists_one(b, b.clusterName == a.clusterName))",message="spec.staticAssignments: one assignment per cluster"
 type FederatedResourceQuotaSpec struct {
 	// Overall is the most the namespace's templates may request across the fleet: replicas times each
-	// replica's requests, summed over the namespace's placed templates.
+	// replica's requests, summed over the namespace's placed templates. Never negative, and no static
+	// assignment has more of a resource: the hub's admission checks both, in Go (a CEL rule reading every
+	// quantity of a map is beyond the API server's cost budget for a CRD).
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(self[r]).sign() >= 0)",message="spec.overall: a quota is never negative"
+	// +kubebuilder:validation:MaxProperties=64
 	Overall corev1.ResourceList `json:"overall"`
 
-	// StaticAssignments gives named clusters a ResourceQuota of their own, kept in the member by Flotilla.
+	// StaticAssignments gives named clusters a ResourceQuota of their own, kept in the member by Flotilla; one
+	// per cluster.
 	// +optional
+	// +listType=map
+	// +listMapKey=clusterName
 	// +kubebuilder:validation:MaxItems=1000
 	StaticAssignments []StaticClusterAssignment `json:"staticAssignments,omitempty"`
 }
@@ -55,7 +60,7 @@ type StaticClusterAssignment struct {
 
 	// Hard is the member ResourceQuota's spec.hard.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.all(r, quantity(self[r]).sign() >= 0)",message="hard: a quota is never negative"
+	// +kubebuilder:validation:MaxProperties=64
 	Hard corev1.ResourceList `json:"hard"`
 }
 

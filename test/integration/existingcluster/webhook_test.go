@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,7 +31,8 @@ import (
 var deniedByWebhook = regexp.MustCompile(`^admission webhook "[a-z.]+" denied the request: `)
 
 // TestChecksRunOverExistingCluster: what the embedded hub's API server refuses in process (a policy whose
-// statePreservation jsonPath does not parse, a customization whose Lua script does not parse), a hub over an
+// statePreservation jsonPath does not parse, a customization whose Lua script does not parse, a quota that
+// assigns one cluster more than overall, a Deployment over its namespace's quota), a hub over an
 // existing cluster refuses at admission too, through the webhook it serves, with the same message after the
 // API server's naming of the webhook. With no hub serving, those kinds are refused rather than let through
 // unchecked.
@@ -64,6 +68,8 @@ func TestChecksRunOverExistingCluster(t *testing.T) {
 			[]string{"spec.failover.application.statePreservation.rules[0].jsonPath", "not a JSONPath client-go can read"}},
 		{"customization whose Lua script does not parse", badCustomization,
 			[]string{"spec.customizations.healthInterpretation.luaScript", "luaScript line:2"}},
+		{"quota whose static assignment exceeds overall", quotaOf(metav1.NamespaceDefault, "bad-quota", "2", "3"),
+			[]string{"spec.staticAssignments[0].hard[cpu]", "cluster member1 may not have more cpu than the overall 2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,6 +93,29 @@ func TestChecksRunOverExistingCluster(t *testing.T) {
 		})
 	}
 
+	// A workload over its namespace's fleet-wide quota, created or scaled, is refused by both alike.
+	for _, hub := range []client.Client{embedded.Client, env.Client} {
+		q := quotaOf(metav1.NamespaceDefault, "quota", "2", "1")
+		if err := hub.Create(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { // its finalizer is the controller's, gone with the hub
+			_ = hub.Patch(ctx, q, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+			_ = hub.Delete(ctx, q)
+		})
+	}
+	over := func(c client.Client) error {
+		return c.Create(ctx, deployment(metav1.NamespaceDefault, "web", 3, "1"), client.DryRunAll)
+	}
+	inProcess, webhook := over(embedded.Client), over(env.Client)
+	if !apierrors.IsForbidden(inProcess) || !apierrors.IsForbidden(webhook) {
+		t.Fatalf("a Deployment over the quota is not refused by both:\n existing cluster: %v\n embedded hub:     %v", webhook, inProcess)
+	}
+	if prefix := deniedByWebhook.FindString(webhook.Error()); prefix == "" || strings.TrimPrefix(webhook.Error(), prefix) != inProcess.Error() ||
+		!strings.Contains(inProcess.Error(), "exceeds FederatedResourceQuota default/quota: cpu: requested 3, used 0, overall 2 (2 left)") {
+		t.Fatalf("the refusals differ or say something else:\n existing cluster: %v\n embedded hub:     %v", webhook, inProcess)
+	}
+
 	good := badPolicy.DeepCopy()
 	good.Spec.Failover.Application.StatePreservation.Rules[0].JSONPath = "{.checkpoint}"
 	if err := env.Client.Create(ctx, good.DeepCopy(), client.DryRunAll); err != nil {
@@ -104,6 +133,22 @@ func TestChecksRunOverExistingCluster(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// quotaOf is a FederatedResourceQuota of overall cpu with one static assignment of hard cpu to member1.
+func quotaOf(namespace, name, overall, hard string) *policyv1alpha1.FederatedResourceQuota {
+	return &policyv1alpha1.FederatedResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: policyv1alpha1.FederatedResourceQuotaSpec{Overall: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(overall)},
+			StaticAssignments: []policyv1alpha1.StaticClusterAssignment{{ClusterName: "member1", Hard: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(hard)}}}}}
+}
+
+// deployment is a Deployment of replicas pods that each request cpu.
+func deployment(namespace, name string, replicas int32, cpu string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "app", Image: "nginx", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}}}
 }
 
 // startEmbeddedHub runs an embedded hub (`flotilla hub --data-dir`) as a child process, to compare with.
