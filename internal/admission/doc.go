@@ -16,7 +16,11 @@
 //     InterpreterCustomization's CEL expressions compile and its Lua scripts load (customization.go), and a
 //     warning, never a refusal, when a namespaced policy names a cluster its namespace's ClusterSetBindings
 //     do not grant (grant.go; it reads bindings, sets and Clusters through the API server's loopback
-//     client, or the webhook's). The embedded hub's kube-apiserver runs them in process, as admission
+//     client, or the webhook's), that a FederatedResourceQuota's static assignments stay within its overall
+//     and its quantities are not negative, and that a workload's create, update or scale (the scale
+//     subresource too) does not take its namespace over a FederatedResourceQuota's overall (quota.go; Admit
+//     reads the namespace's quotas and bindings the same way, and a read that fails refuses). The embedded
+//     hub's kube-apiserver runs them in process, as admission
 //     plugins (Check.Plugin); a hub over an existing cluster serves them as a validating webhook
 //     (webhook.go) that the cluster's API server calls, with failurePolicy Fail. One Validate function
 //     serves both, and the refusal carries the same message (the webhook's is prefixed by the API server
