@@ -167,7 +167,7 @@ func (f *hollowFleet) startHub(ctx context.Context, args ...string) error {
 	if err := os.MkdirAll(f.hubDir, 0o700); err != nil {
 		return err
 	}
-	args = append([]string{"hub", "--data-dir", f.hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(f.port), "--dashboard-port", strconv.Itoa(f.dashboardPort), "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters"}, args...)
+	args = append([]string{"hub", "--data-dir", f.hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(f.port), "--dashboard-port", strconv.Itoa(f.dashboardPort), "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters", "--clusterset-mode", "Open"}, args...)
 	p, err := process.Start("hub", filepath.Join(f.hubDir, "hub.out"), nil, self, args...)
 	if err != nil {
 		return err

@@ -74,6 +74,7 @@ same --data-dir brings the same fleet back with everything in it.`,
 	cmd.Flags().StringVar(&o.DataDir, "data-dir", "", "directory for the whole fleet (default $HOME/.flotilla/up)")
 	cmd.Flags().IntVar(&o.HubPort, "hub-port", o.HubPort, "port of the hub API on 127.0.0.1")
 	cmd.Flags().StringVar(&o.Mode, "mode", devenv.ModeMixed, "how members join: pull, push or mixed (every third push)")
+	cmd.Flags().StringVar((*string)(&o.ClusterSetMode), "clusterset-mode", "", "where a namespace without a ClusterSetBinding may place: RequireBindings (nowhere) or Open (any cluster); unset, a new fleet is Open and a fleet started again keeps its hub's recorded mode")
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/process"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -37,6 +39,10 @@ type UpOptions struct {
 	MemberArgs []string
 	// HubArgs are extra flags for `flotilla hub`, such as --cluster-grace-period.
 	HubArgs []string
+	// ClusterSetMode, when set, is the hub's cluster-set mode (--clusterset-mode). Unset, a new fleet's hub
+	// is Open, a single user's fleet, and a fleet started again keeps the mode its hub recorded (an
+	// administrator may have switched it).
+	ClusterSetMode clusterset.Mode
 }
 
 // Join modes of UpOptions.Mode.
@@ -63,6 +69,11 @@ func (o *UpOptions) Validate(home string) error {
 	}
 	if o.DataDir == "" {
 		o.DataDir = filepath.Join(home, ".flotilla", "up")
+	}
+	if o.ClusterSetMode != "" {
+		if err := o.ClusterSetMode.Validate(); err != nil {
+			return fmt.Errorf("--clusterset-mode: %w", err)
+		}
 	}
 	return nil
 }
@@ -111,7 +122,15 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 		return p, err
 	}
 	hubDir := filepath.Join(o.DataDir, "hub")
-	hubArgs := append([]string{"hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort), "--dashboard-port", "0", "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters"}, o.HubArgs...)
+	mode := o.ClusterSetMode
+	if _, err := os.Stat(hubDir); mode == "" && errors.Is(err, fs.ErrNotExist) {
+		mode = clusterset.Open
+	}
+	hubArgs := []string{"hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort), "--dashboard-port", "0", "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters"}
+	if mode != "" {
+		hubArgs = append(hubArgs, "--clusterset-mode", string(mode))
+	}
+	hubArgs = append(hubArgs, o.HubArgs...)
 	hub, err := start("hub", hubDir, hubArgs...)
 	if err != nil {
 		return nil, err

@@ -1,7 +1,13 @@
 package hub
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 )
 
 // CacheOptions are what the controllers' shared cache keeps of the objects it watches: everything but
@@ -9,6 +15,17 @@ import (
 // Work written by three managers carries a field set per manager, and server-side apply makes each set
 // larger), and at 1,000 clusters the cache holds tens of thousands of objects. An update sent from a cached
 // object without managedFields leaves the stored ones as they are.
+//
+// Of ConfigMaps the cache holds only the hub's cluster-set mode record, which the scheduler reads on every
+// pass: a watch of every ConfigMap of the hub would hold users' configuration for nothing.
 func CacheOptions() cache.Options {
-	return cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {
+				Namespaces: map[string]cache.Config{clusterv1alpha1.SystemNamespace: {}},
+				Field:      fields.OneTermEqualSelector("metadata.name", clusterset.ModeConfigMap),
+			},
+		},
+	}
 }

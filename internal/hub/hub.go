@@ -31,6 +31,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/admission"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/proxy"
@@ -164,6 +165,11 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if err := h.publishForAgents(ctx); err != nil {
 		return nil, err
 	}
+	mode, err := h.recordClusterSetMode(ctx, o.ClusterSetMode)
+	if err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("cluster-set mode %s (ConfigMap %s/%s)", mode, clusterv1alpha1.SystemNamespace, clusterset.ModeConfigMap))
 	if o.RegisterHost != "" {
 		if err := h.registerHost(ctx, o, progress); err != nil {
 			return nil, err
@@ -431,6 +437,16 @@ func (h *Hub) publishForAgents(ctx context.Context) error {
 		return err
 	}
 	return registration.EnsureHubObjects(ctx, c, h.Config.Host, caPEM, h.ID)
+}
+
+// recordClusterSetMode records where namespaces without a ClusterSetBinding may place, before the
+// scheduler starts (clusterset.RecordMode).
+func (h *Hub) recordClusterSetMode(ctx context.Context, want clusterset.Mode) (clusterset.Mode, error) {
+	c, err := client.New(h.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return "", err
+	}
+	return clusterset.RecordMode(ctx, c, want)
 }
 
 func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {

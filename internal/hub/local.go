@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 )
 
@@ -19,6 +20,10 @@ func StartLocal(dataDir string, progress func(string)) (*Hub, func(), error) {
 	o.AllowLocalMemberEndpoints = true // members of tests and benchmarks listen on loopback
 	// As in flotilla up, the hub's admin is every member's admin through the proxy.
 	o.ProxySystemGroups = []string{"system:masters"}
+	// Open, as flotilla up's fleet: the suites and benchmarks place namespaced templates without
+	// ClusterSetBindings. A test that needs a hub requiring bindings switches the record at run time
+	// (testenv.ClusterSetMode).
+	o.ClusterSetMode = clusterset.Open
 	if err := o.Validate(); err != nil {
 		return nil, nil, err
 	}

@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/admission"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
@@ -85,6 +87,9 @@ type Options struct {
 	WebhookPort    int
 	WebhookHost    string
 	WebhookService string
+	// ClusterSetMode, when set, is recorded as the hub's cluster-set mode at start (clusterset.RecordMode);
+	// unset, the recorded mode stays, and a hub without a record gets RequireBindings (Open when upgraded).
+	ClusterSetMode clusterset.Mode
 }
 
 // NewOptions returns the defaults.
@@ -140,6 +145,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "with --kubeconfig: name or IP at which that cluster's API server reaches the hub's admission webhook (default: this host's address on its route to that API server)")
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "with --kubeconfig, for a hub running inside that cluster: NAMESPACE/NAME of the Service in front of it, through which the API server reaches the admission webhook at --webhook-port")
 	fs.BoolVar(&o.AllowLocalMemberEndpoints, "allow-local-member-endpoints", o.AllowLocalMemberEndpoints, "admit Clusters whose endpoint is a loopback or link-local address (a local fleet, such as flotilla up's); off, such endpoints are refused at admission")
+	fs.StringVar((*string)(&o.ClusterSetMode), "clusterset-mode", string(o.ClusterSetMode), fmt.Sprintf("where a namespace without a ClusterSetBinding may place, recorded in ConfigMap %s/%s: %s (nowhere) or %s (any cluster); unset, the recorded mode stays, and a new hub records %s (a hub upgraded from before cluster sets: %s)", clusterv1alpha1.SystemNamespace, clusterset.ModeConfigMap, clusterset.RequireBindings, clusterset.Open, clusterset.RequireBindings, clusterset.Open))
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 
@@ -222,6 +228,11 @@ func (o *Options) Validate() error {
 	}
 	if _, err := Controllers.Select(o.Controllers); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ClusterSetMode != "" {
+		if err := o.ClusterSetMode.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--clusterset-mode: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

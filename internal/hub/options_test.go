@@ -28,6 +28,9 @@ func TestOptionsValidate(t *testing.T) {
 	}{
 		{"defaults with a data dir", func(o *Options) { o.DataDir = "/tmp/x" }, ""},
 		{"existing cluster", func(o *Options) { o.Kubeconfig, o.DataDir = kubeconfig, "" }, ""},
+		{"cluster-set mode", func(o *Options) { o.DataDir, o.ClusterSetMode = "/tmp/x", "Open" }, ""},
+		{"cluster-set mode misspelt", func(o *Options) { o.DataDir, o.ClusterSetMode = "/tmp/x", "open" },
+			`--clusterset-mode: "open" is not a cluster-set mode: want RequireBindings or Open`},
 		{"port 0", func(o *Options) { o.SecurePort = 0 }, "--secure-port 0: must be between 1 and 65535"},
 		{"port too large", func(o *Options) { o.SecurePort = 70000 }, "--secure-port 70000"},
 		{"bind address not an IP", func(o *Options) { o.BindAddress = "localhost" }, `--bind-address "localhost": not an IP address`},

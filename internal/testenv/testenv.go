@@ -15,12 +15,14 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/logging"
@@ -164,4 +166,22 @@ func Connect(t testing.TB, kubeconfig string) *Env {
 		t.Fatal(err)
 	}
 	return env
+}
+
+// SetClusterSetMode switches the hub's recorded cluster-set mode (the hub of tests starts Open) and switches
+// it back when the test ends.
+func (e *Env) SetClusterSetMode(t *testing.T, mode clusterset.Mode) {
+	t.Helper()
+	set := func(m clusterset.Mode) error {
+		patch := fmt.Sprintf(`{"data":{%q:%q}}`, clusterset.ModeKey, m)
+		return e.Client.Patch(context.Background(), clusterset.ModeObject(m), client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	if err := set(mode); err != nil {
+		t.Fatalf("switching the cluster-set mode to %s: %v", mode, err)
+	}
+	t.Cleanup(func() {
+		if err := set(clusterset.Open); err != nil {
+			t.Errorf("switching the cluster-set mode back to Open: %v", err)
+		}
+	})
 }

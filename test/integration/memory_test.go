@@ -24,11 +24,12 @@ func TestControllerCacheKeepsNoManagedFields(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	createNamespace(t, "cache-strip")
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "cache-strip", Name: "settings"}, Data: map[string]string{"a": "b"}}
-	if err := env.Client.Create(ctx, cm); err != nil {
+	// A Secret: of ConfigMaps the cache holds only the hub's cluster-set mode record.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "cache-strip", Name: "settings"}, StringData: map[string]string{"a": "b"}}
+	if err := env.Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	if len(cm.ManagedFields) == 0 {
+	if len(secret.ManagedFields) == 0 {
 		t.Fatal("the API server recorded no managedFields: nothing to strip, the test proves nothing")
 	}
 
@@ -37,9 +38,9 @@ func TestControllerCacheKeepsNoManagedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { _ = c.Start(ctx) }()
-	cached := &corev1.ConfigMap{}
-	testenv.Eventually(t, 30*time.Second, "the ConfigMap in the cache", func() error {
-		return c.Get(ctx, client.ObjectKeyFromObject(cm), cached)
+	cached := &corev1.Secret{}
+	testenv.Eventually(t, 30*time.Second, "the Secret in the cache", func() error {
+		return c.Get(ctx, client.ObjectKeyFromObject(secret), cached)
 	})
 	if len(cached.ManagedFields) != 0 {
 		t.Fatalf("the cache holds %d managedFields entries", len(cached.ManagedFields))

@@ -90,7 +90,8 @@ func newHub(t *testing.T, parent string, extraArgs []string) *Cluster {
 	dir := filepath.Join(parent, "hub")
 	return &Cluster{
 		Name: "hub", DataDir: dir, Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), t: t,
-		args:    append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t), "--dashboard-port", "0", "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters"}, extraArgs...),
+		args: append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", freePort(t), "--dashboard-port", "0", "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters",
+			"--clusterset-mode", "Open"}, extraArgs...), // extraArgs may say RequireBindings: the last flag counts
 		logFile: filepath.Join(dir, "hub.log"), ready: "hub ready",
 	}
 }
