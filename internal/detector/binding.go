@@ -109,12 +109,12 @@ func (d *Detector) ensureBinding(ctx context.Context, t *unstructured.Unstructur
 		// Lazy activation: the template has not changed since its binding was derived, so a change of its
 		// policy waits for the template's next change.
 		return reconcile.Result{}, nil
-	case err == nil && upToDate(current, t, want, lazy):
+	case err == nil && upToDate(current, t, want, lazy, clusterPolicy(p, t)):
 		return reconcile.Result{}, nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return reconcile.Result{}, err
 	}
-	obj, err := d.applyObject(current, t, want)
+	obj, err := d.applyObject(current, t, want, clusterPolicy(p, t))
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -132,12 +132,25 @@ func (d *Detector) liveTemplate(ctx context.Context, t *unstructured.Unstructure
 	return fresh, d.live.Get(ctx, client.ObjectKeyFromObject(t), fresh)
 }
 
+// clusterPolicy names the ClusterPropagationPolicy p when it places namespaced template t; "" for a
+// PropagationPolicy and for a cluster-scoped template. A ResourceBinding carries it as a label: the
+// scheduler confines the binding to its namespace's ClusterSets unless an admin's cluster-wide policy placed
+// it, and the template's claim label is written only after the binding.
+func clusterPolicy(p *Policy, t *unstructured.Unstructured) string {
+	if p.Cluster() && t.GetNamespace() != "" {
+		return p.Name
+	}
+	return ""
+}
+
 // upToDate reports whether a binding already has the detector's part: the derived spec, the template as
-// owner, the finalizer, and the lazy activation mark (lazy, empty when the policy is not Lazy).
-func upToDate(b workv1alpha1.Binding, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec, lazy string) bool {
+// owner, the finalizer, the lazy activation mark (lazy, empty when the policy is not Lazy) and the
+// ClusterPropagationPolicy label (admin, empty for a PropagationPolicy).
+func upToDate(b workv1alpha1.Binding, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec, lazy, admin string) bool {
 	spec := *b.BindingSpec()
 	spec.Clusters, spec.GracefulEvictionTasks, spec.RescheduleTriggeredAt = nil, nil, nil
 	return equality.Semantic.DeepEqual(spec, want) && b.GetAnnotations()[workv1alpha1.AnnotationLazyTemplate] == lazy &&
+		b.GetLabels()[policyv1alpha1.LabelClusterPropagationPolicy] == admin &&
 		slices.Contains(b.GetFinalizers(), workv1alpha1.FinalizerBinding) &&
 		slices.ContainsFunc(b.GetOwnerReferences(), func(o metav1.OwnerReference) bool { return o.UID == t.GetUID() })
 }
@@ -145,7 +158,7 @@ func upToDate(b workv1alpha1.Binding, t *unstructured.Unstructured, want workv1a
 // applyObject is what the detector applies to a binding: only the fields it owns. The owner reference and
 // finalizer are applied every time, not just at creation: a server-side apply that leaves out a field the
 // manager owns removes it.
-func (d *Detector) applyObject(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec) (*unstructured.Unstructured, error) {
+func (d *Detector) applyObject(b client.Object, t *unstructured.Unstructured, want workv1alpha1.ResourceBindingSpec, admin string) (*unstructured.Unstructured, error) {
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&want)
 	if err != nil {
 		return nil, err
@@ -158,6 +171,9 @@ func (d *Detector) applyObject(b client.Object, t *unstructured.Unstructured, wa
 		APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Name: t.GetName(), UID: t.GetUID(), BlockOwnerDeletion: ptr.To(true),
 	}})
 	obj.SetFinalizers([]string{workv1alpha1.FinalizerBinding})
+	if admin != "" {
+		obj.SetLabels(map[string]string{policyv1alpha1.LabelClusterPropagationPolicy: admin})
+	}
 	return obj, nil
 }
 

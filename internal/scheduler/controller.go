@@ -23,6 +23,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/metrics"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -66,23 +67,33 @@ type Controller[T workv1alpha1.Binding] struct {
 // over from an unhealthy cluster after failoverAfter unless their policy says otherwise.
 func Setup(mgr ctrl.Manager, failoverAfter time.Duration, templates client.Reader) error {
 	f, recorder := New(failoverAfter), mgr.GetEventRecorder("flotilla-scheduler")
-	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
+	c := mgr.GetClient()
+	// Namespaced bindings are confined to their namespace's grant, so what changes a grant places them again.
+	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: c, Recorder: recorder, Framework: f,
 		Templates: templates, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }},
-		func() client.ObjectList { return &workv1alpha1.ResourceBindingList{} }); err != nil {
+		func() client.ObjectList { return &workv1alpha1.ResourceBindingList{} },
+		func(b *builder.Builder) *builder.Builder {
+			return b.Watches(&clusterv1alpha1.ClusterSetBinding{}, setBindingEvents(c)).
+				Watches(&clusterv1alpha1.ClusterSet{}, setEvents(c)).
+				Watches(&corev1.ConfigMap{}, modeEvents(c))
+		}); err != nil {
 		return err
 	}
-	return setup(mgr, "cluster-scheduler", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Recorder: recorder, Framework: f,
+	return setup(mgr, "cluster-scheduler", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: c, Recorder: recorder, Framework: f,
 		Templates: templates, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }},
-		func() client.ObjectList { return &workv1alpha1.ClusterResourceBindingList{} })
+		func() client.ObjectList { return &workv1alpha1.ClusterResourceBindingList{} }, nil)
 }
 
-func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[T], list func() client.ObjectList) error {
+func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[T], list func() client.ObjectList, more func(*builder.Builder) *builder.Builder) error {
 	// The priority queue is controller-runtime's default; it is asked for here because schedulePriority
 	// relies on it (priority.go).
-	return ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(controller.Options{UsePriorityQueue: ptr.To(true)}).
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(controller.Options{UsePriorityQueue: ptr.To(true)}).
 		Watches(r.New(), bindingEvents, builder.WithPredicates(bindingChanged)).
-		Watches(&clusterv1alpha1.Cluster{}, clusterEvents(mgr.GetClient(), list)).
-		Complete(r)
+		Watches(&clusterv1alpha1.Cluster{}, clusterEvents(mgr.GetClient(), list))
+	if more != nil {
+		b = more(b)
+	}
+	return b.Complete(r)
 }
 
 // Reconcile schedules one binding. When nothing fits, or the result would place the binding nowhere, the
@@ -101,6 +112,10 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := r.Client.List(ctx, clusters); err != nil {
 		return ctrl.Result{}, err
 	}
+	f, err := r.framework(ctx, b)
+	if err != nil {
+		return ctrl.Result{}, err // retried; the placement stays as it is
+	}
 	now := time.Now()
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	fresh := Fresh(spec, status) // read before this pass writes anything
@@ -108,7 +123,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
 	records, recordWait := liveRecords(spec.FailoverRecords, now)
 	failed, failWait := applicationFailures(spec, status, now)
-	result, failed, blocked, err := r.schedule(spec, status, clusters.Items, records, failed, now)
+	result, failed, blocked, err := r.schedule(f, spec, status, clusters.Items, records, failed, now)
 	if err == nil {
 		refusal, readErr := r.divisible(ctx, spec, result.Clusters)
 		if readErr != nil {
@@ -162,6 +177,31 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// framework is the framework for one pass over binding b: confined to its namespace's grant (the hub's
+// mode and the namespace's ClusterSetBindings, read from the cache) when a PropagationPolicy placed it; as is
+// for a ClusterResourceBinding and for a ResourceBinding the detector labelled as placed by a
+// ClusterPropagationPolicy, an admin's. An error reading the mode or the bindings is returned, never read as
+// "no binding": the pass fails and is retried, and the placement stays as it is.
+func (r *Controller[T]) framework(ctx context.Context, b T) (*Framework, error) {
+	if b.GetNamespace() == "" || placedByAdmin(b) {
+		return r.Framework, nil
+	}
+	mode, err := clusterset.ReadMode(ctx, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	grant, err := clusterset.Lookup(ctx, r.Client, b.GetNamespace(), mode)
+	if err != nil {
+		return nil, err
+	}
+	return r.Framework.Confined(grant), nil
+}
+
+// placedByAdmin reports whether a ClusterPropagationPolicy placed the binding (the detector's label).
+func placedByAdmin(b client.Object) bool {
+	return b.GetLabels()[policyv1alpha1.LabelClusterPropagationPolicy] != ""
 }
 
 // ours reports whether Flotilla's scheduler places the binding: its policy names no scheduler or this one.

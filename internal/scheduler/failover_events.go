@@ -31,14 +31,14 @@ const (
 	ReasonStateNotPreserved = "StateNotPreserved"
 )
 
-// schedule places the binding without the clusters its application failed on. When no placement is left
+// schedule places the binding with f without the clusters its application failed on. When no placement is left
 // without them, nothing is evicted: the binding is placed as it would be without the failures, and blocked
 // says why the failover waits. It returns the failures the placement acts on.
-func (r *Controller[T]) schedule(spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, clusters []clusterv1alpha1.Cluster,
+func (r *Controller[T]) schedule(f *Framework, spec *workv1alpha1.ResourceBindingSpec, status *workv1alpha1.ResourceBindingStatus, clusters []clusterv1alpha1.Cluster,
 	records []workv1alpha1.FailoverRecord, failed map[string]string, now time.Time) (Result, map[string]string, string, error) {
 	trial := *spec
 	trial.FailoverRecords = withApplicationFailures(records, failed, spec.Clusters, now)
-	result, err := r.Framework.ScheduleBinding(&trial, status, clusters)
+	result, err := f.ScheduleBinding(&trial, status, clusters)
 	if len(failed) == 0 {
 		return result, nil, "", err
 	}
@@ -52,7 +52,7 @@ func (r *Controller[T]) schedule(spec *workv1alpha1.ResourceBindingSpec, status 
 	blocked := fmt.Sprintf("the application is unhealthy on %s, but no other cluster can host it, so its copy stays: %s",
 		clusterv1alpha1.ListInMessage(slices.Sorted(maps.Keys(failed))), why)
 	trial.FailoverRecords = records
-	result, err = r.Framework.ScheduleBinding(&trial, status, clusters)
+	result, err = f.ScheduleBinding(&trial, status, clusters)
 	return result, nil, blocked, err
 }
 

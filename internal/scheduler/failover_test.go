@@ -117,7 +117,7 @@ func TestApplicationFailoverDecision(t *testing.T) {
 	failed, _ := applicationFailures(spec, status, now)
 
 	fleet := []clusterv1alpha1.Cluster{cluster("a", "eu"), cluster("b", "eu"), cluster("c", "eu")}
-	res, acted, blocked, err := r.schedule(spec, status, fleet, nil, failed, now)
+	res, acted, blocked, err := r.schedule(r.Framework, spec, status, fleet, nil, failed, now)
 	if err != nil || blocked != "" || result(res.Clusters) != "a=2,c=2" || acted["b"] == "" {
 		t.Fatalf("placed %s acted on %v blocked %q (%v), want a and c, b failed over", result(res.Clusters), acted, blocked, err)
 	}
@@ -129,14 +129,14 @@ func TestApplicationFailoverDecision(t *testing.T) {
 	}
 
 	// Only a and b exist and b failed: the binding keeps running on a alone (duplicated), which fits.
-	res, _, blocked, err = r.schedule(spec, status, fleet[:2], nil, failed, now)
+	res, _, blocked, err = r.schedule(r.Framework, spec, status, fleet[:2], nil, failed, now)
 	if err != nil || blocked != "" || result(res.Clusters) != "a=2" {
 		t.Fatalf("placed %s blocked %q (%v), want a only", result(res.Clusters), blocked, err)
 	}
 
 	// Only b exists: nowhere else to go, so nothing is evicted and the message says why.
 	alone := appFailover(10, "b")
-	res, acted, blocked, err = r.schedule(alone, status, fleet[1:2], nil, failed, now)
+	res, acted, blocked, err = r.schedule(r.Framework, alone, status, fleet[1:2], nil, failed, now)
 	if err != nil || len(acted) != 0 || result(res.Clusters) != "b=2" || !strings.Contains(blocked, "no other cluster can host it") {
 		t.Fatalf("placed %s acted on %v blocked %q (%v), want b kept and a blocked failover", result(res.Clusters), acted, blocked, err)
 	}

@@ -13,6 +13,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 )
 
 // FilterPlugin says why a cluster cannot host a binding, or "" when it can.
@@ -51,6 +52,18 @@ func New(failoverAfter time.Duration) *Framework {
 	}
 }
 
+// Confined is the framework for the bindings of a namespace granted g: the same plugins, with ClusterSetGrant
+// first, so its refusal is the one a cluster left out of every placement is counted under. A grant that does
+// not confine (a cluster-scoped binding, a namespace without bindings on an open hub) returns f itself.
+func (f *Framework) Confined(g clusterset.Grant) *Framework {
+	if !g.Confined {
+		return f
+	}
+	confined := *f
+	confined.Filters = append([]FilterPlugin{ClusterSetGrant{Grant: g}}, f.Filters...)
+	return &confined
+}
+
 // Default is New with the default failover toleration.
 func Default() *Framework { return New(DefaultFailoverToleration) }
 
@@ -63,13 +76,22 @@ func (e *NoFitError) Error() string {
 	if len(e.Reasons) == 0 {
 		return "no cluster is registered"
 	}
-	byReason := map[string][]string{}
+	byReason, named := map[string][]string{}, map[string]bool{}
 	for cluster, reason := range e.Reasons {
+		// A reason that names its cluster ("member1 is in no ClusterSet ...") is counted with the same
+		// reason of the other clusters.
+		if rest, ok := strings.CutPrefix(reason, cluster+" is "); ok {
+			reason, named["are "+rest] = "are "+rest, true
+		}
 		byReason[reason] = append(byReason[reason], cluster)
 	}
 	parts := make([]string, 0, len(byReason))
 	for reason, clusters := range byReason {
 		sort.Strings(clusters)
+		if named[reason] && len(clusters) == 1 {
+			parts = append(parts, clusters[0]+" is "+strings.TrimPrefix(reason, "are "))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%d %s (%s)", len(clusters), reason, clusterv1alpha1.ListInMessage(clusters)))
 	}
 	sort.Strings(parts)

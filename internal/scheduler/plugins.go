@@ -15,6 +15,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
@@ -43,6 +44,23 @@ func (APIEnablement) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alp
 		return "have not reported " + b.Resource.APIVersion + "/" + b.Resource.Kind + " in an incomplete API list"
 	}
 	return "do not serve " + b.Resource.APIVersion + "/" + b.Resource.Kind
+}
+
+// ClusterSetGrant keeps a namespaced binding on the clusters its namespace's ClusterSetBindings grant
+// (clusterset.Grant). The controller reads the grant for each pass and hands it in (Framework.Confined), so
+// the plugins read no API. A cluster the binding runs on is refused too: the binding leaves it the way it
+// leaves any cluster its placement drops, its copy kept until the replacement is healthy.
+type ClusterSetGrant struct {
+	Grant clusterset.Grant
+}
+
+func (ClusterSetGrant) Name() string { return PluginClusterSetGrant }
+
+func (p ClusterSetGrant) Filter(_ *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {
+	if p.Grant.Allows(c.Labels) {
+		return ""
+	}
+	return p.Grant.Refusal(c.Name)
 }
 
 // ClusterAffinity keeps a binding on the clusters its placement's clusterAffinity selects.

@@ -19,7 +19,8 @@ import (
 )
 
 // bindingChanged passes the binding updates the scheduler has to look at: a spec change it did not make
-// itself (the detector's policy-derived fields, a reschedule request), a change of a cluster's health (or
+// itself (the detector's policy-derived fields, a reschedule request) or a change of the kind of policy that
+// placed it (placedByAdmin), a change of a cluster's health (or
 // since when) when the binding fails over on application failures, and, while clusters are being left, a
 // change of the Healthy condition that may finish their evictions. Its own writes (spec.clusters, eviction
 // tasks, its status) and every other status change (applied, aggregated status) pass by.
@@ -32,7 +33,7 @@ var bindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool 
 	if (e.ObjectOld.GetDeletionTimestamp() == nil) != (e.ObjectNew.GetDeletionTimestamp() == nil) {
 		return false // nothing to place on the way out
 	}
-	if !equality.Semantic.DeepEqual(notScheduled(o.BindingSpec()), notScheduled(n.BindingSpec())) {
+	if !equality.Semantic.DeepEqual(notScheduled(o.BindingSpec()), notScheduled(n.BindingSpec())) || placedByAdmin(o) != placedByAdmin(n) {
 		return true
 	}
 	if failover := n.BindingSpec().Failover; failover != nil && failover.Application != nil &&

@@ -15,6 +15,9 @@ const (
 	PluginSpreadConstraints = "SpreadConstraints"
 	PluginReplicaScheduling = "ReplicaScheduling"
 	PluginCapacity          = "Capacity"
+	// PluginClusterSetGrant is a filter's (ClusterSetGrant), named here with the others a person reads in
+	// flotilla explain.
+	PluginClusterSetGrant = "ClusterSetGrant"
 )
 
 // filterVerdicts runs every filter on a cluster, not only up to the first refusal, so that "why not here?"
