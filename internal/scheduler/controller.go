@@ -63,7 +63,8 @@ type Controller[T workv1alpha1.Binding] struct {
 
 // Setup registers the scheduler for both binding kinds. A binding is placed again when its policy-derived
 // spec changes, when it becomes healthy while clusters are being left, and when a cluster changes in a way
-// that can move it (clusterEvents); never because of its own writes or a cluster's heartbeat. Bindings fail
+// that can move it (clusterEvents), and a namespaced binding when its namespace's grant may have changed
+// (granttriggers.go); never because of its own writes or a cluster's heartbeat. Bindings fail
 // over from an unhealthy cluster after failoverAfter unless their policy says otherwise.
 func Setup(mgr ctrl.Manager, failoverAfter time.Duration, templates client.Reader) error {
 	f, recorder := New(failoverAfter), mgr.GetEventRecorder("flotilla-scheduler")

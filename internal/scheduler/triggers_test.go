@@ -171,6 +171,10 @@ func TestBindingChanged(t *testing.T) {
 			b.Generation++
 			b.Spec.FailoverRecords = []workv1alpha1.FailoverRecord{{FromCluster: "a", Reason: ReasonApplicationFailure}}
 		}, false},
+		{"placed by a ClusterPropagationPolicy now (not confined any more)", func(b *workv1alpha1.ResourceBinding) {
+			b.Labels = map[string]string{policyv1alpha1.LabelClusterPropagationPolicy: "admin"}
+		}, true},
+		{"another label", func(b *workv1alpha1.ResourceBinding) { b.Labels = map[string]string{"team": "a"} }, false},
 		{"health without application failover", func(b *workv1alpha1.ResourceBinding) {
 			b.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{health("b", workv1alpha1.ResourceUnhealthy, time.Now())}
 		}, false},
