@@ -18,15 +18,15 @@ import (
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
-// exclusiveSet creates the ClusterSet name, of the Clusters labelled cluster.flotilla.io/clusterset=name.
-func exclusiveSet(t *testing.T, name string) {
+// labelledSet creates the ClusterSet name, of the Clusters labelled cluster.flotilla.io/clusterset=name.
+func labelledSet(t *testing.T, name string) {
 	t.Helper()
 	create(t, &clusterv1alpha1.ClusterSet{ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: clusterv1alpha1.ClusterSetSpec{ClusterSelector: clusterv1alpha1.ClusterSetSelector{SelectorType: clusterv1alpha1.ExclusiveClusterSetLabel}}})
 }
 
-// bindSet binds ClusterSet set to namespace and returns the binding.
-func bindSet(t *testing.T, namespace, set string) *clusterv1alpha1.ClusterSetBinding {
+// bindNamespaceTo binds ClusterSet set to namespace and returns the binding.
+func bindNamespaceTo(t *testing.T, namespace, set string) *clusterv1alpha1.ClusterSetBinding {
 	t.Helper()
 	b := &clusterv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: set},
 		Spec: clusterv1alpha1.ClusterSetBindingSpec{ClusterSet: set}}
@@ -34,14 +34,14 @@ func bindSet(t *testing.T, namespace, set string) *clusterv1alpha1.ClusterSetBin
 	return b
 }
 
-// inSetLabels are the labels of a test Cluster in set, selected by the test's policy by test.
-func inSetLabels(test, set string) map[string]string {
+// labelsInSet are the labels of a test Cluster in set, selected by the test's policy by test.
+func labelsInSet(test, set string) map[string]string {
 	return map[string]string{test: "yes", clusterv1alpha1.LabelClusterSet: set}
 }
 
-// waitNotScheduled waits until the binding of ConfigMap namespace/name says Scheduled=False with a message
+// waitUnscheduled waits until the binding of ConfigMap namespace/name says Scheduled=False with a message
 // containing each of want.
-func waitNotScheduled(t *testing.T, namespace, name string, want ...string) *workv1alpha1.ResourceBinding {
+func waitUnscheduled(t *testing.T, namespace, name string, want ...string) *workv1alpha1.ResourceBinding {
 	t.Helper()
 	var b *workv1alpha1.ResourceBinding
 	testenv.Eventually(t, hangGuard, fmt.Sprintf("%s/%s not scheduled: %q", namespace, name, want), func() error {
@@ -73,12 +73,12 @@ func TestClusterSetConfinesANamespace(t *testing.T) {
 	const ns, test = "tenancy-bound", "tenancy-bound"
 	a, b, c := "tenancy-bound-a", "tenancy-bound-b", "tenancy-bound-c"
 	createNamespace(t, ns)
-	exclusiveSet(t, "tenancy-prod")
-	exclusiveSet(t, "tenancy-dev")
-	placeableCluster(t, a, inSetLabels(test, "tenancy-prod"))
-	placeableCluster(t, b, inSetLabels(test, "tenancy-prod"))
-	placeableCluster(t, c, inSetLabels(test, "tenancy-dev"))
-	setBinding := bindSet(t, ns, "tenancy-prod")
+	labelledSet(t, "tenancy-prod")
+	labelledSet(t, "tenancy-dev")
+	placeableCluster(t, a, labelsInSet(test, "tenancy-prod"))
+	placeableCluster(t, b, labelsInSet(test, "tenancy-prod"))
+	placeableCluster(t, c, labelsInSet(test, "tenancy-dev"))
+	setBinding := bindNamespaceTo(t, ns, "tenancy-prod")
 	create(t, configMap(ns, "web", nil))
 	create(t, placedPolicy(ns, map[string]string{test: "yes"}))
 	placed := waitPlaced(t, ns, "web", a, b)
@@ -96,7 +96,7 @@ func TestClusterSetConfinesANamespace(t *testing.T) {
 	}
 
 	// b leaves the set: the copy there stays until the one left (a) is healthy.
-	labelCluster(t, b, inSetLabels(test, "tenancy-dev"))
+	labelCluster(t, b, labelsInSet(test, "tenancy-dev"))
 	moved := waitPlaced(t, ns, "web", a)
 	if tasks := moved.Spec.GracefulEvictionTasks; len(tasks) != 1 || tasks[0].FromCluster != b || tasks[0].PurgeMode != "Gracefully" {
 		t.Fatalf("eviction tasks %+v, want one graceful task from %s", tasks, b)
@@ -122,7 +122,7 @@ func TestClusterSetConfinesANamespace(t *testing.T) {
 	if err := env.Client.Delete(ctx, setBinding); err != nil {
 		t.Fatal(err)
 	}
-	stayed := waitNotScheduled(t, ns, "web", "in no ClusterSet bound to namespace "+ns, "the current placement stays")
+	stayed := waitUnscheduled(t, ns, "web", "in no ClusterSet bound to namespace "+ns, "the current placement stays")
 	if len(stayed.Spec.Clusters) != 1 || stayed.Spec.Clusters[0].Name != a || len(stayed.Spec.GracefulEvictionTasks) != 0 {
 		t.Errorf("with nothing granted the placement changed: clusters %+v, tasks %+v", stayed.Spec.Clusters, stayed.Spec.GracefulEvictionTasks)
 	}
@@ -138,7 +138,7 @@ func TestClusterSetMode(t *testing.T) {
 	env.SetClusterSetMode(t, clusterset.RequireBindings)
 	create(t, configMap(ns, "web", nil))
 	create(t, placedPolicy(ns, map[string]string{test: "yes"}))
-	b := waitNotScheduled(t, ns, "web", "2 are in no ClusterSet bound to namespace "+ns)
+	b := waitUnscheduled(t, ns, "web", "2 are in no ClusterSet bound to namespace "+ns)
 	if len(b.Spec.Clusters) != 0 {
 		t.Fatalf("an unbound namespace placed on %+v under RequireBindings", b.Spec.Clusters)
 	}
@@ -155,7 +155,7 @@ func TestClusterSetMode(t *testing.T) {
 func TestClusterSetLeavesClusterPoliciesAlone(t *testing.T) {
 	const ns, test = "tenancy-admin", "tenancy-admin"
 	createNamespace(t, ns)
-	placeableCluster(t, "tenancy-admin-a", inSetLabels(test, "tenancy-admin-none"))
+	placeableCluster(t, "tenancy-admin-a", labelsInSet(test, "tenancy-admin-none"))
 	env.SetClusterSetMode(t, clusterset.RequireBindings)
 	create(t, configMap(ns, "web", nil))
 	spec := placedPolicy(ns, map[string]string{test: "yes"}).Spec
