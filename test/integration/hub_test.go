@@ -21,6 +21,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -71,6 +72,14 @@ func TestHubRestartKeepsObjects(t *testing.T) {
 	if err := h.Client.Create(ctx, samplePolicy("survivor")); err != nil {
 		t.Fatal(err)
 	}
+	// A new hub requires ClusterSetBindings; one that holds objects but no record of the mode (upgraded from
+	// before cluster sets: here the record is deleted) records Open when it starts.
+	if mode, err := clusterset.ReadMode(ctx, h.Client); err != nil || mode != clusterset.RequireBindings {
+		t.Fatalf("a new hub's cluster-set mode: %s (%v), want %s", mode, err, clusterset.RequireBindings)
+	}
+	if err := h.Client.Delete(ctx, clusterset.ModeObject(clusterset.RequireBindings)); err != nil {
+		t.Fatal(err)
+	}
 
 	second := testenv.StartProcess(t, "hub-second", "hub", "--data-dir", dir, "--secure-port", strconv.Itoa(freePort(t)))
 	if err := second.Wait(time.Minute); err == nil {
@@ -88,6 +97,9 @@ func TestHubRestartKeepsObjects(t *testing.T) {
 	}
 	if got.Spec.ResourceSelectors[0].Kind != "Deployment" {
 		t.Fatalf("policy changed across restart: %+v", got.Spec)
+	}
+	if mode, err := clusterset.ReadMode(ctx, h.Client); err != nil || mode != clusterset.Open {
+		t.Errorf("an upgraded hub's cluster-set mode: %s (%v), want %s", mode, err, clusterset.Open)
 	}
 	// The restarted process elects under an identity of its own and leads: the lease its killed predecessor
 	// held does not keep it waiting.
