@@ -18,10 +18,10 @@ import (
 
 // clusterSetGrantCheck warns, without refusing, when a namespaced PropagationPolicy or OverridePolicy names
 // a cluster that is in no ClusterSet bound to its namespace: the scheduler will not place there (and an
-// override for it never applies). Admission does not know whether the hub requires bindings, so it warns
-// only in a namespace with at least one binding (clusterset.Open): in one with none, every name would draw
-// a warning on a hub that requires bindings, and none is due on an open hub. A cluster that does not exist
-// draws no warning here (the scheduler says so), nor does anything admission cannot read.
+// override for it never applies). It reads the hub's mode as the scheduler does, so on a hub that requires
+// bindings a namespace with none draws a warning for every name; when the mode cannot be read it warns only
+// in a namespace with at least one binding (confined whatever the mode). A cluster that does not exist draws
+// no warning here (the scheduler says so), nor does anything admission cannot read.
 var clusterSetGrantCheck = Check{
 	Name: "FlotillaClusterSetGrant",
 	Resources: []schema.GroupResource{
@@ -67,7 +67,12 @@ func warnUngrantedClusters(ctx context.Context, r client.Reader, u *unstructured
 	if len(names) == 0 || u.GetNamespace() == "" {
 		return nil
 	}
-	grant, err := clusterset.Lookup(ctx, r, u.GetNamespace(), clusterset.Open)
+	mode, err := clusterset.ReadMode(ctx, r)
+	if err != nil {
+		klog.V(2).InfoS("cluster-set mode unknown to admission; warning only in namespaces with a binding", "err", err)
+		mode = clusterset.Open
+	}
+	grant, err := clusterset.Lookup(ctx, r, u.GetNamespace(), mode)
 	if err != nil || !grant.Confined {
 		if err != nil {
 			klog.V(2).InfoS("cluster-set warning skipped", "namespace", u.GetNamespace(), "err", err)

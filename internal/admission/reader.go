@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,14 +19,16 @@ import (
 )
 
 // dynamicReader reads the kinds a check's warnings and Admit need through the embedded API server's loopback
-// dynamic client (the client admission plugins are given), as a client.Reader: Flotilla's kinds typed, and
-// the workloads quotaCheck checks as unstructured objects.
+// dynamic client (the client admission plugins are given), as a client.Reader: Flotilla's kinds and the
+// cluster-set mode's ConfigMap typed, and the workloads quotaCheck checks as unstructured objects.
 type dynamicReader struct{ d dynamic.Interface }
 
 // resourceOf is the resource of the objects and lists dynamicReader reads.
 func resourceOf(obj runtime.Object) (schema.GroupVersionResource, error) {
 	gv := clusterv1alpha1.GroupVersion
 	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		return corev1.SchemeGroupVersion.WithResource("configmaps"), nil
 	case *clusterv1alpha1.Cluster, *clusterv1alpha1.ClusterList:
 		return gv.WithResource("clusters"), nil
 	case *clusterv1alpha1.ClusterSet, *clusterv1alpha1.ClusterSetList:

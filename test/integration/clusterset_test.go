@@ -346,6 +346,15 @@ func TestPolicyNamingAnUngrantedClusterWarns(t *testing.T) {
 	}
 	w.text = nil
 	if err := c.Create(context.Background(), policyIn(other), client.DryRunAll); err != nil || len(w.text) > 0 {
-		t.Fatalf("policy in a namespace without a binding: %v, warnings %q", err, w.text)
+		t.Fatalf("policy in a namespace without a binding on an open hub: %v, warnings %q", err, w.text)
+	}
+	env.SetClusterSetMode(t, clusterset.RequireBindings)
+	if err := c.Create(context.Background(), policyIn(other), client.DryRunAll); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	want = "cs-warn-m1 is in no ClusterSet bound to namespace cs-warn-unbound: the namespace's workloads are not placed there\n" +
+		"cs-warn-m2 is in no ClusterSet bound to namespace cs-warn-unbound: the namespace's workloads are not placed there"
+	if got := strings.Join(w.text, "\n"); got != want {
+		t.Fatalf("policy in a namespace without a binding on a hub that requires them: warnings %q, want %q", got, want)
 	}
 }
