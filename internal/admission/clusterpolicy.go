@@ -70,6 +70,25 @@ func clusterCredentialsAdmission(s Settings) (*admissionregistrationv1.Validatin
 		Message: fmt.Sprintf("metadata.annotations[%s]: says whether the member objects are deleted with the Cluster: only who may delete the Cluster may set or change it", clusterv1alpha1.AnnotationUnjoin),
 		Reason:  forbidden,
 	})
+	// The exclusive set label decides which namespaces may place on the cluster: moving a cluster out of one
+	// set and into another takes create on clustersets/join for both (a cluster without the label is in
+	// default), as OCM asks, or an operator who may only taint and label Clusters could hand a team clusters.
+	// A new Cluster needs it only when it is created in a set other than default.
+	set := func(obj string) string {
+		return fmt.Sprintf("(has(%[1]s.metadata.labels) && %[2]q in %[1]s.metadata.labels && %[1]s.metadata.labels[%[2]q] != '' ? %[1]s.metadata.labels[%[2]q] : %[3]q)",
+			obj, clusterv1alpha1.LabelClusterSet, clusterv1alpha1.ClusterSetDefault)
+	}
+	join := func(setName string) string {
+		return fmt.Sprintf("authorizer.group(%q).resource('clustersets').subresource('join').name(%s).check('create').allowed()",
+			clusterv1alpha1.GroupVersion.Group, setName)
+	}
+	validations = append(validations, admissionregistrationv1.Validation{
+		Expression: fmt.Sprintf("(oldObject == null ? %[1]s == %[3]q : %[1]s == %[2]s) || ((oldObject == null || %[4]s) && %[5]s)",
+			set("object"), set("oldObject"), clusterv1alpha1.ClusterSetDefault, join(set("oldObject")), join(set("object"))),
+		Message: fmt.Sprintf("metadata.labels[%s]: moves the cluster between ClusterSets, which needs create on %s for the set it leaves and the one it joins (group %s)",
+			clusterv1alpha1.LabelClusterSet, clusterv1alpha1.ResourceClusterSetsJoin, clusterv1alpha1.GroupVersion.Group),
+		Reason: forbidden,
+	})
 	if !s.AllowLocalEndpoints {
 		host := "url(object.spec.apiEndpoint).getHostname()"
 		validations = append(validations, admissionregistrationv1.Validation{

@@ -401,7 +401,8 @@ func TestJoinCannotFinishAnotherRegistration(t *testing.T) {
 }
 
 // TestClusterCredentialsAreAdminOnly: a user who may patch Clusters (to taint and label them) may not change
-// where the hub sends a member's traffic nor which agent a Cluster trusts, nor create a Cluster that says so;
+// where the hub sends a member's traffic nor which agent a Cluster trusts, nor create a Cluster that says so,
+// nor move it between ClusterSets without create on clustersets/join for both sets;
 // the hub's administrators may.
 func TestClusterCredentialsAreAdminOnly(t *testing.T) {
 	ctx := context.Background()
@@ -452,6 +453,36 @@ func TestClusterCredentialsAreAdminOnly(t *testing.T) {
 	}
 	if err := patch(env.Client, deleteMode, client.DryRunAll); err != nil {
 		t.Errorf("the administrator may not set the deregistration mode: %v", err)
+	}
+	// Moving the cluster between ClusterSets hands it to other namespaces: create on clustersets/join for the
+	// set it leaves (default, here) and the set it joins.
+	intoPCI := `{"metadata":{"labels":{"cluster.flotilla.io/clusterset":"pci"}}}`
+	if err := patch(operator, intoPCI); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "clustersets/join") {
+		t.Errorf("the operator moved the cluster into set pci without join rights: %v, want Forbidden", err)
+	}
+	joinRole := func(name string, sets ...string) {
+		t.Helper()
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{clusterv1alpha1.GroupVersion.Group}, Resources: []string{clusterv1alpha1.ResourceClusterSetsJoin}, ResourceNames: sets, Verbs: []string{"create"}}}}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "operator"}}}
+		for _, o := range []client.Object{role, binding} {
+			if err := env.Client.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	joinRole("cluster-operator-join-pci", "pci")
+	if err := patch(operator, intoPCI, client.DryRunAll); !apierrors.IsForbidden(err) {
+		t.Errorf("the operator moved the cluster out of default with join rights on pci only: %v, want Forbidden", err)
+	}
+	joinRole("cluster-operator-join-default", clusterv1alpha1.ClusterSetDefault)
+	testenv.Eventually(t, time.Minute, "the operator with join rights on default and pci moves the cluster", func() error {
+		return patch(operator, intoPCI, client.DryRunAll)
+	})
+	if err := patch(operator, `{"metadata":{"labels":{"cluster.flotilla.io/clusterset":"prod"}}}`, client.DryRunAll); !apierrors.IsForbidden(err) {
+		t.Errorf("the operator moved the cluster into set prod without join rights on it: %v, want Forbidden", err)
 	}
 	created := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "planted"},
 		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Push, APIEndpoint: "https://attacker.example.com",

@@ -38,6 +38,11 @@ const ClusterSetBindingConditionBound = "Bound"
 // the set to a namespace (create or change a ClusterSetBinding naming it).
 const ResourceClusterSetsBind = "clustersets/bind"
 
+// ResourceClusterSetsJoin is the subresource whose create verb, on the ClusterSet by name, lets a user move a
+// Cluster into or out of the set (set, change or remove its LabelClusterSet label); a Cluster without the
+// label is in ClusterSetDefault.
+const ResourceClusterSetsJoin = "clustersets/join"
+
 // MaxBindingClusters bounds the Clusters a ClusterSetBinding's status lists; clusterCount counts them all.
 const MaxBindingClusters = 1000
 
