@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/inventory"
 	"github.com/flotilla-io/flotilla/internal/mcs"
+	"github.com/flotilla-io/flotilla/internal/placement"
 	"github.com/flotilla-io/flotilla/internal/quota"
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -83,6 +84,7 @@ var Controllers = Registry{
 	{Name: "multicluster", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.Setup(mgr) }},
 	{Name: "multicluster-push-collector", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.SetupPushCollector(mgr) }},
 	{Name: "inventory", Setup: func(mgr ctrl.Manager, _ Settings) error { return inventory.Setup(mgr) }},
+	{Name: "placement", Setup: func(mgr ctrl.Manager, _ Settings) error { return placement.Setup(mgr) }},
 }
 
 // Names lists the registered controller names.

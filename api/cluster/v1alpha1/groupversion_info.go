@@ -1,5 +1,6 @@
 // Package v1alpha1 holds the cluster.flotilla.io API: the Cluster kind, one object per member cluster, and
-// ClusterSets with the ClusterSetBindings that grant them to namespaces.
+// ClusterSets with the ClusterSetBindings that grant them to namespaces, and Placements with the
+// PlacementDecisions that hold what they picked.
 // +kubebuilder:object:generate=true
 // +groupName=cluster.flotilla.io
 package v1alpha1
@@ -22,7 +23,8 @@ var (
 
 func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(GroupVersion, &Cluster{}, &ClusterList{},
-		&ClusterSet{}, &ClusterSetList{}, &ClusterSetBinding{}, &ClusterSetBindingList{})
+		&ClusterSet{}, &ClusterSetList{}, &ClusterSetBinding{}, &ClusterSetBindingList{},
+		&Placement{}, &PlacementList{}, &PlacementDecision{}, &PlacementDecisionList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }
