@@ -1,0 +1,26 @@
+package admission
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/placement"
+)
+
+// placementCheck refuses a Placement its controller could not evaluate: a label selector that does not parse,
+// duplicate decision-group names, a clustersPerDecisionGroup that is neither a count nor a percentage, an
+// unknown built-in score, a negative numberOfClusters.
+var placementCheck = Check{
+	Name:      "FlotillaPlacement",
+	Resources: []schema.GroupResource{{Group: clusterv1alpha1.GroupVersion.Group, Resource: "placements"}},
+	Validate: func(u *unstructured.Unstructured) (field.ErrorList, error) {
+		p := &clusterv1alpha1.Placement{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, p); err != nil {
+			return nil, err
+		}
+		return placement.ValidateSpec(&p.Spec), nil
+	},
+}
