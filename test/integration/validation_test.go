@@ -273,6 +273,20 @@ func TestInvalidObjectsRejected(t *testing.T) {
 			[]string{"spec.staticAssignments[1]: Duplicate value", "m1"}},
 		{"quota without overall", frq("  staticAssignments: []\n"),
 			[]string{"spec.overall: Required value"}},
+		{"placement with clustersPerDecisionGroup abc", placement("  decisionStrategy:\n    groupStrategy:\n      clustersPerDecisionGroup: abc\n"),
+			[]string{"spec.decisionStrategy.groupStrategy.clustersPerDecisionGroup", `"abc" is not a group size`}},
+		{"placement with clustersPerDecisionGroup \"0\"", placement("  decisionStrategy:\n    groupStrategy:\n      clustersPerDecisionGroup: \"0\"\n"),
+			[]string{"spec.decisionStrategy.groupStrategy.clustersPerDecisionGroup", "percentage from 1% to 100%"}},
+		{"placement with clustersPerDecisionGroup 0", placement("  decisionStrategy:\n    groupStrategy:\n      clustersPerDecisionGroup: 0\n"),
+			[]string{"spec.decisionStrategy.groupStrategy.clustersPerDecisionGroup", "want at least 1"}},
+		{"placement with an unknown score", placement("  prioritizerPolicy:\n    configurations:\n      - scoreCoordinate: {builtIn: Cheapest}\n"),
+			[]string{"spec.prioritizerPolicy.configurations[0].scoreCoordinate.builtIn", "Cheapest"}},
+		{"placement with negative numberOfClusters", placement("  numberOfClusters: -1\n"),
+			[]string{"spec.numberOfClusters", "greater than or equal to 0"}},
+		{"placement with duplicate decision groups", placement("  decisionStrategy:\n    groupStrategy:\n      decisionGroups:\n        - groupName: a\n        - groupName: a\n"),
+			[]string{"spec.decisionStrategy.groupStrategy.decisionGroups[1].groupName: Duplicate value"}},
+		{"placement with an unparsable group selector", placement("  decisionStrategy:\n    groupStrategy:\n      decisionGroups:\n        - groupName: a\n          groupClusterSelector:\n            labelSelector:\n              matchExpressions: [{key: env, operator: Near}]\n"),
+			[]string{"spec.decisionStrategy.groupStrategy.decisionGroups[0].groupClusterSelector.labelSelector.matchExpressions[0].operator", "Near"}},
 	}
 	if len(tests) < 25 {
 		t.Fatalf("only %d invalid objects; the API promises at least 25", len(tests))
@@ -295,6 +309,10 @@ func TestInvalidObjectsRejected(t *testing.T) {
 func customization(operations string) string {
 	return "apiVersion: config.flotilla.io/v1alpha1\nkind: InterpreterCustomization\nmetadata:\n  name: x\nspec:\n" +
 		"  target: {apiVersion: example.io/v1, kind: Widget}\n  customizations:\n" + operations
+}
+
+func placement(spec string) string {
+	return "apiVersion: cluster.flotilla.io/v1alpha1\nkind: Placement\nmetadata:\n  name: x\n  namespace: default\nspec:\n" + spec
 }
 
 func clusterSet(spec string) string {
