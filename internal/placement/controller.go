@@ -146,7 +146,7 @@ func (r *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if changed {
-		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonDecisionsUpdate, "Decide", "decided %d clusters: %v", len(result.Selected), result.Selected)
+		r.Recorder.Eventf(p, nil, corev1.EventTypeNormal, ReasonDecisionsUpdate, "Decide", "%d clusters decided, in %d groups", len(result.Selected), len(groups))
 	}
 	valid := metav1.Condition{Type: clusterv1alpha1.PlacementConditionMisconfigured, Status: metav1.ConditionFalse,
 		Reason: ReasonValid, Message: "the Placement is valid", ObservedGeneration: p.Generation}
