@@ -237,7 +237,7 @@ func (r *Controller) writeDecisions(ctx context.Context, desired, current []*clu
 			changed = true
 		}
 		if have == nil || !slices.Equal(have.Status.Decisions, want.Status.Decisions) {
-			if err := scheme.ApplyStatus(ctx, r.Client, want, fieldManager, &want.Status); err != nil {
+			if err := r.applyDecisions(ctx, want); err != nil {
 				return changed, err
 			}
 			changed = true
@@ -250,6 +250,21 @@ func (r *Controller) writeDecisions(ctx context.Context, desired, current []*clu
 		changed = true
 	}
 	return changed, nil
+}
+
+// applyDecisions applies a PlacementDecision's status.decisions, always as a list, empty when the group has no
+// cluster: applied as an empty status (what scheme.ApplyStatus sends for it), the hub refused the write and
+// the group kept the cluster that had left.
+func (r *Controller) applyDecisions(ctx context.Context, d *clusterv1alpha1.PlacementDecision) error {
+	decisions := make([]any, len(d.Status.Decisions))
+	for i, c := range d.Status.Decisions {
+		decisions[i] = map[string]any{"clusterName": c.ClusterName, "reason": c.Reason}
+	}
+	u, err := scheme.ApplyObject(r.Client, d, map[string]any{"status": map[string]any{"decisions": decisions}})
+	if err != nil {
+		return err
+	}
+	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager), client.ForceOwnership)
 }
 
 // writeStatus applies the Placement's status when it differs from what it says now.

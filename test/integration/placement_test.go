@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -55,17 +57,37 @@ func waitDecisions(t *testing.T, namespace, placement string, want map[string]de
 	testenv.Eventually(t, time.Minute, fmt.Sprintf("PlacementDecisions of %s/%s: %v", namespace, placement, want), func() error {
 		got = readDecisions(t, namespace, placement)
 		if len(got) != len(want) {
-			return fmt.Errorf("got %v", got)
+			return fmt.Errorf("got %v%s", got, placementState(namespace, placement))
 		}
 		for name, w := range want {
 			g, ok := got[name]
 			if !ok || g.index != w.index || g.group != w.group || !slices.Equal(g.clusters, w.clusters) {
-				return fmt.Errorf("got %v", got)
+				return fmt.Errorf("got %v%s", got, placementState(namespace, placement))
 			}
 		}
 		return nil
 	})
 	return got
+}
+
+// placementState is what a Placement's status, its namespace's events and the controller's reconcile counts
+// say, for a failure message.
+func placementState(namespace, name string) string {
+	p := &clusterv1alpha1.Placement{}
+	_ = env.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, p)
+	events, _ := env.Kube.EventsV1().Events(namespace).List(context.Background(), metav1.ListOptions{})
+	var said []string
+	for _, e := range events.Items {
+		said = append(said, e.Reason+": "+e.Note)
+	}
+	gathered, _ := ctrlmetrics.Registry.Gather()
+	families := map[string]*dto.MetricFamily{}
+	for _, f := range gathered {
+		families[f.GetName()] = f
+	}
+	errs, _ := sample(families, "controller_runtime_reconcile_errors_total", map[string]string{"controller": "placement"})
+	total, _ := sample(families, "controller_runtime_reconcile_total", map[string]string{"controller": "placement"})
+	return fmt.Sprintf("; placement status %+v; events %v; %v reconciles, %v failed", p.Status, said, total, errs)
 }
 
 // withCPU gives a placeable Cluster an allocatable CPU.
