@@ -34,7 +34,7 @@ type Config struct {
 	Name string
 	// DataDir holds the PKI, etcd's data (when embedded) and logs. One process at a time may use it.
 	DataDir string
-	// BindAddress and SecurePort are where kube-apiserver listens.
+	// BindAddress and SecurePort are where kube-apiserver listens; port 0 takes a free one (see URL).
 	BindAddress net.IP
 	SecurePort  int
 	// AdvertiseAddress is the address clients are told to use; it is added to the serving certificate.
@@ -131,11 +131,19 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 			cp.Stop()
 		}
 	}()
-	// Checked before anything starts, so the answer is one line rather than kube-apiserver's failure after
-	// etcd came up.
-	if err := portFree(c.BindAddress, c.SecurePort); err != nil {
+	// Opened before anything starts, so a taken port is one line rather than kube-apiserver's failure after
+	// etcd came up, and held until kube-apiserver serves on it: port 0 takes a free port that no other process
+	// can take in between.
+	listener, err := listen(c.BindAddress, c.SecurePort)
+	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if listener != nil { // not handed to kube-apiserver
+			listener.Close()
+		}
+	}()
+	c.SecurePort = listener.Addr().(*net.TCPAddr).Port
 
 	if err := cp.pki.Ensure(hostsFor(&c)); err != nil {
 		return nil, fmt.Errorf("PKI in %s: %w", cp.pki.Dir, err)
@@ -196,6 +204,7 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 		}
 	}
 	opts := apiserverOptions(&c, cp.pki, cp.EtcdServers, cp.EtcdTLS)
+	opts.SecureServing.Listener, listener = listener, nil
 	go func() {
 		defer close(cp.apiServerDone)
 		if err := runAPIServer(apiCtx, opts, &c); err != nil && apiCtx.Err() == nil {
@@ -367,8 +376,8 @@ func FreePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// portFree fails, saying so, when another process listens on the port kube-apiserver needs.
-func portFree(ip net.IP, port int) error {
+// listen opens kube-apiserver's port, failing with a clear message when another process listens on it.
+func listen(ip net.IP, port int) (net.Listener, error) {
 	host := "" // every interface, as kube-apiserver binds without an address
 	if ip != nil {
 		host = ip.String()
@@ -377,11 +386,11 @@ func portFree(ip net.IP, port int) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("port %d is in use: another process listens on %s", port, addr)
+			return nil, fmt.Errorf("port %d is in use: another process listens on %s", port, addr)
 		}
-		return fmt.Errorf("cannot listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
 	}
-	return l.Close()
+	return l, nil
 }
 
 // ErrDataDirInUse is returned when another process holds a data directory.

@@ -117,13 +117,6 @@ func StartMember(ctx context.Context, o *MemberOptions, progress func(string)) (
 			m.Stop()
 		}
 	}()
-	if o.SecurePort == 0 {
-		ports, err := controlplane.FreePorts(1)
-		if err != nil {
-			return nil, err
-		}
-		o.SecurePort = ports[0]
-	}
 	cfg := controlplane.Config{
 		Name:        o.Name,
 		DataDir:     o.DataDir,
