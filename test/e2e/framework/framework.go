@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -262,9 +263,18 @@ func (c *Cluster) start() {
 			}
 		})
 	}
+	first := c.proc == nil
 	c.proc = c.shared.spawn(c.t, c.Name, c.args...)
 	proc := c.proc
 	testenv.Eventually(c.t, readyTimeout, c.Name+" ready", func() error {
+		if proc.Exited() && first && strings.Contains(proc.Output(), "is in use") {
+			// The port freePort picked was taken before the process listened on it (another test's
+			// connection took it as its own port): pick another. A restart keeps its port and does not retry.
+			c.args = withFreePort(c.t, c.args)
+			c.proc = c.shared.spawn(c.t, c.Name, c.args...)
+			proc = c.proc
+			return errors.New("port taken, started again on another")
+		}
 		if proc.Exited() {
 			c.t.Fatalf("%s exited before it was ready:\n%s", c.Name, proc.Output())
 		}
@@ -274,6 +284,17 @@ func (c *Cluster) start() {
 		return nil
 	})
 	c.Env = testenv.Connect(c.t, c.Kubeconfig)
+}
+
+// withFreePort returns args with the value of --secure-port replaced by another free port.
+func withFreePort(t *testing.T, args []string) []string {
+	out := slices.Clone(args)
+	for i := range out[:len(out)-1] {
+		if out[i] == "--secure-port" {
+			out[i+1] = freePort(t)
+		}
+	}
+	return out
 }
 
 func freePort(t *testing.T) string {
