@@ -95,6 +95,17 @@ type PropagationSpec struct {
 	// +optional
 	Placement Placement `json:"placement,omitempty"`
 
+	// PlacementRef places the templates on the decisions of a Placement (cluster.flotilla.io) in the policy's
+	// namespace instead of by placement; a rollout then uses the Placement's decision groups. Only for a
+	// PropagationPolicy, and not together with placement.
+	// +optional
+	PlacementRef *PlacementRef `json:"placementRef,omitempty"`
+
+	// Rollout says how a change of a template (or of its overrides) reaches the clusters: all at once (the
+	// default) or in waves that stop when a cluster does not become healthy.
+	// +optional
+	Rollout *RolloutStrategy `json:"rollout,omitempty"`
+
 	// Priority decides between policies of the same kind that select the same template: higher wins (a
 	// PropagationPolicy wins over any ClusterPropagationPolicy first). Ties go to the more precise selector
 	// (name, then labelSelector, then kind only), then to the policy name in alphabetical order. Default 0.

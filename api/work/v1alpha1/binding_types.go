@@ -21,6 +21,13 @@ const (
 	// fails for this binding; its message names the customization, the operation and the error. Until it is
 	// fixed, the binding keeps what the last good evaluation gave it. Absent when no customization applies.
 	ConditionInterpreted = "Interpreted"
+
+	// The conditions of a progressive rollout, written by the render controller: exactly one of Progressing,
+	// Complete and Failed is True; Paused is True while `flotilla rollout pause` holds the next wave.
+	ConditionRolloutProgressing = "RolloutProgressing"
+	ConditionRolloutComplete    = "RolloutComplete"
+	ConditionRolloutPaused      = "RolloutPaused"
+	ConditionRolloutFailed      = "RolloutFailed"
 )
 
 // ResourceBinding is the scheduling unit for one namespaced template: what it is, what it needs, and which
@@ -118,6 +125,15 @@ type ResourceBindingSpec struct {
 	// Failover is the policy's failover behaviour.
 	// +optional
 	Failover *policyv1alpha1.FailoverBehavior `json:"failover,omitempty"`
+
+	// Rollout is the policy's rollout strategy. Omitted: every cluster is updated at once.
+	// +optional
+	Rollout *policyv1alpha1.RolloutStrategy `json:"rollout,omitempty"`
+
+	// PlacementRef is the policy's placementRef: the scheduler places the binding on the Placement's
+	// decisions, and a rollout uses its decision groups.
+	// +optional
+	PlacementRef *policyv1alpha1.PlacementRef `json:"placementRef,omitempty"`
 
 	// ConflictResolution is the policy's conflict resolution. Default Abort.
 	// +optional
@@ -385,6 +401,12 @@ type ResourceBindingStatus struct {
 	// +listMapKey=cluster
 	TaintedClusters []TaintedCluster `json:"taintedClusters,omitempty"`
 
+	// Rollout says where a progressive rollout stands: the revision it brings, the one clusters not yet
+	// reached keep, and each cluster's state. Written by the render controller; omitted for a binding whose
+	// rollout is All.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
 	// Conditions: Scheduled, FullyApplied, Healthy, Interpreted.
 	// +optional
 	// +listType=map
@@ -475,4 +497,79 @@ type ClusterVerdict struct {
 	// Reason says why, for a person; it reads after the cluster's name ("c1 have the untolerated taint ...").
 	// +required
 	Reason string `json:"reason"`
+}
+
+// RolloutState is where one cluster stands in a rollout.
+// +kubebuilder:validation:Enum=Pending;Progressing;Succeeded;Failed
+type RolloutState string
+
+const (
+	// RolloutPending: the cluster still runs the stable revision; the rollout has not reached it.
+	RolloutPending RolloutState = "Pending"
+	// RolloutProgressing: the cluster's Work carries the target revision; it is not yet healthy for
+	// minSuccessTime.
+	RolloutProgressing RolloutState = "Progressing"
+	// RolloutSucceeded: the cluster was healthy on the target revision for minSuccessTime.
+	RolloutSucceeded RolloutState = "Succeeded"
+	// RolloutFailed: the cluster was not healthy on the target revision within progressDeadline.
+	RolloutFailed RolloutState = "Failed"
+)
+
+// RolloutStatus is where a progressive rollout stands.
+type RolloutStatus struct {
+	// TargetRevision is the revision being rolled out (the number of its ControllerRevision).
+	// +optional
+	TargetRevision int64 `json:"targetRevision,omitempty"`
+
+	// TargetHash identifies the target revision's content.
+	// +optional
+	TargetHash string `json:"targetHash,omitempty"`
+
+	// StableRevision is the last revision every cluster succeeded on: clusters the rollout has not reached,
+	// and clusters placed during the rollout, run it.
+	// +optional
+	StableRevision int64 `json:"stableRevision,omitempty"`
+
+	// StableHash identifies the stable revision's content.
+	// +optional
+	StableHash string `json:"stableHash,omitempty"`
+
+	// Wave counts the waves started for the target revision, from 1.
+	// +optional
+	Wave int32 `json:"wave,omitempty"`
+
+	// Clusters is each target cluster's state, sorted by the order the rollout reaches them.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []ClusterRollout `json:"clusters,omitempty"`
+}
+
+// ClusterRollout is one cluster's state in a rollout.
+type ClusterRollout struct {
+	// Name of the cluster.
+	// +required
+	Name string `json:"name"`
+
+	// Group is the decision group the cluster is in (its name, or its index when the group has none).
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// Revision is the revision the cluster's Work carries.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+
+	// State is Pending, Progressing, Succeeded or Failed.
+	// +required
+	State RolloutState `json:"state"`
+
+	// Since is when the cluster entered its state; for Progressing, when it was updated, and HealthySince
+	// when it became healthy on the target revision.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+
+	// HealthySince is when the cluster became healthy on the target revision (while Progressing).
+	// +optional
+	HealthySince *metav1.Time `json:"healthySince,omitempty"`
 }

@@ -59,6 +59,17 @@ const (
 	// they applied.
 	AnnotationOverrides = "work.flotilla.io/overrides"
 
+	// AnnotationRevision on a Work is the hash of the template revision its manifests were rendered from
+	// (only under a progressive rollout).
+	AnnotationRevision = "work.flotilla.io/revision"
+
+	// AnnotationRolloutPaused "true" on a binding holds its rollout's next wave (`flotilla rollout pause`).
+	AnnotationRolloutPaused = "work.flotilla.io/rollout-paused"
+
+	// LabelRevisionOf on a ControllerRevision names the binding whose template it is a revision of; the
+	// ControllerRevision lives in the template's namespace (flotilla-system for a cluster-scoped template).
+	LabelRevisionOf = "work.flotilla.io/revision-of"
+
 	// AnnotationLazyTemplate on the binding of a template whose policy has activationPreference Lazy is a hash
 	// of the template's content when the binding was last derived: while the template keeps that content,
 	// changes of the policy do not reach the binding.
