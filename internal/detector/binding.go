@@ -42,6 +42,8 @@ func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured
 		Placement:                   p.Spec.Placement.DeepCopy(),
 		SchedulerName:               p.Spec.SchedulerName,
 		Failover:                    p.Spec.Failover.DeepCopy(),
+		Rollout:                     p.Spec.Rollout.DeepCopy(),
+		PlacementRef:                p.Spec.PlacementRef.DeepCopy(),
 		ConflictResolution:          p.Spec.ConflictResolution,
 		Suspension:                  p.Spec.Suspension.DeepCopy(),
 		PreserveResourcesOnDeletion: p.Spec.PreserveResourcesOnDeletion,

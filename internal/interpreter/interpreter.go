@@ -89,7 +89,9 @@ func Health(obj *unstructured.Unstructured) workv1alpha1.ResourceHealth {
 	healthy := true
 	switch obj.GroupVersionKind().GroupKind() {
 	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
-		healthy = observed >= gen && num("updatedReplicas") == want && num("availableReplicas") == want
+		// status.replicas counts the old ReplicaSets' pods too: a rollout whose new pods never start keeps the
+		// old ones available, and is not healthy while they are still there.
+		healthy = observed >= gen && num("updatedReplicas") == want && num("availableReplicas") == want && num("replicas") == want
 	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
 		healthy = observed >= gen && num("readyReplicas") == want
 	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:

@@ -44,7 +44,9 @@ func TestHealth(t *testing.T) {
 		doc  string
 		want workv1alpha1.ResourceHealth
 	}{
-		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":2},"spec":{"replicas":3},"status":{"observedGeneration":2,"updatedReplicas":3,"availableReplicas":3}}`, workv1alpha1.ResourceHealthy},
+		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":2},"spec":{"replicas":3},"status":{"observedGeneration":2,"replicas":3,"updatedReplicas":3,"availableReplicas":3}}`, workv1alpha1.ResourceHealthy},
+		// A rollout whose new pod never starts: the old one is still available and counted in replicas.
+		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":2},"spec":{"replicas":1},"status":{"observedGeneration":2,"replicas":2,"updatedReplicas":1,"availableReplicas":1}}`, workv1alpha1.ResourceUnhealthy},
 		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":3},"spec":{"replicas":3},"status":{"observedGeneration":2,"updatedReplicas":3,"availableReplicas":3}}`, workv1alpha1.ResourceUnhealthy},
 		{`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"generation":1},"spec":{"replicas":3},"status":{"observedGeneration":1,"updatedReplicas":3,"availableReplicas":2}}`, workv1alpha1.ResourceUnhealthy},
 		{`{"apiVersion":"v1","kind":"Pod","status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`, workv1alpha1.ResourceHealthy},
