@@ -50,6 +50,11 @@ func Sort(policies []Policy) {
 // (selection.NoMatch when it does not), by the rule of propagation policies (selection.Policy). Omitted
 // selectors select everything the policy can see and rank as a selector by kind alone, as Karmada's "match
 // all" does. An OverridePolicy sees only its own namespace.
+// Selects says whether the policy selects the manifest (for some cluster, whatever its rules target).
+func (p Policy) Selects(m *unstructured.Unstructured) bool {
+	return p.precision(m) != selection.NoMatch
+}
+
 func (p Policy) precision(m *unstructured.Unstructured) selection.Precision {
 	if p.Namespace != "" && p.Namespace != m.GetNamespace() {
 		return selection.NoMatch

@@ -66,6 +66,10 @@ const (
 	// AnnotationRolloutPaused "true" on a binding holds its rollout's next wave (`flotilla rollout pause`).
 	AnnotationRolloutPaused = "work.flotilla.io/rollout-paused"
 
+	// AnnotationRolloutAllAtOnce on a binding names a revision hash that reaches every cluster at once, whatever
+	// the strategy (`flotilla rollout undo --all-at-once`); it has no effect on any other revision.
+	AnnotationRolloutAllAtOnce = "work.flotilla.io/rollout-all-at-once"
+
 	// LabelRevisionOf on a ControllerRevision names the binding whose template it is a revision of; the
 	// ControllerRevision lives in the template's namespace (flotilla-system for a cluster-scoped template).
 	LabelRevisionOf = "work.flotilla.io/revision-of"
