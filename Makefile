@@ -68,7 +68,7 @@ verify: generate
 # Flotilla packages it must not reach, and why. Deps checks everything the package links, Imports only what it
 # names itself (the CLI links the whole hub to run it, but must not reach into the detector for a rule).
 MODULE        := github.com/flotilla-io/flotilla
-DECISION_PKGS := detector scheduler override interpreter binding selection clusterset placement quota
+DECISION_PKGS := detector scheduler override interpreter binding selection clusterset placement quota rollout
 RUNTIME_PKGS  := internal/(execution|agent|controlplane|devenv|hub|cli|bench)(/[a-z]+)?
 # forbid,FIELD,PACKAGE,PATTERN,WHY: fail when go list's FIELD (Deps or Imports) of PACKAGE has a Flotilla
 # package matching PATTERN (a path inside the module).

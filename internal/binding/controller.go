@@ -26,6 +26,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +34,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +61,10 @@ type Controller[T workv1alpha1.Binding] struct {
 	Interpreter *interpreter.Interpreter
 	// Templates reads templates and their dependencies, and brings their changes.
 	Templates *detector.Templates
+	// Recorder records a rollout's waves on the template.
+	Recorder events.EventRecorder
+	// Now is the clock of rollouts (time.Now when nil).
+	Now func() time.Time
 
 	// namespaced says which templates are this controller's: namespaced ones (ResourceBindings) or not.
 	namespaced bool
@@ -70,12 +76,13 @@ var renderManager = workv1alpha1.ControllerFieldManager("binding")
 
 // Setup registers the render controller for both binding kinds.
 func Setup(mgr ctrl.Manager, templates *detector.Templates) error {
+	recorder := mgr.GetEventRecorder("flotilla-rollout")
 	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
-		Templates: templates, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true}); err != nil {
+		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true}); err != nil {
 		return err
 	}
 	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
-		Templates: templates, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }})
+		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }})
 }
 
 func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
@@ -183,19 +190,21 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	var overrideErrs []string
-	// The one write of the binding itself, once every cluster was rendered: the Overridden condition, when
-	// it changed. Without any override policy there is nothing to say (and a write per binding saved) until
-	// one appears.
-	defer func() {
-		conditions := b.BindingStatus().Conditions
-		if err != nil || len(overrides) == 0 && meta.FindStatusCondition(conditions, workv1alpha1.ConditionOverridden) == nil {
-			return
+	// A progressive rollout decides which clusters get the template's new revision now; the others keep
+	// the stable one.
+	var w *wave
+	if progressive(spec) && len(spec.Clusters) > 0 {
+		if w, err = r.planWave(ctx, b, template, overrides, works.Items); err != nil {
+			return ctrl.Result{}, err
 		}
-		slices.Sort(overrideErrs)
-		c, same := ownedConditions(conditions, overriddenCondition(b.GetGeneration(), overrideErrs))
-		if !same {
-			err = scheme.ApplyStatus(ctx, r.Client, b, renderManager, &ownedConditionsStatus{Conditions: c})
+	}
+	var overrideErrs []string
+	// The one write of the binding itself, once every cluster was rendered: the Overridden condition and the
+	// rollout's status, when they changed. Without any override policy or rollout there is nothing to say
+	// (and a write per binding saved) until one appears.
+	defer func() {
+		if err == nil {
+			err = r.writeStatus(ctx, b, template, len(overrides) > 0, overrideErrs, w)
 		}
 	}()
 	divided := division(spec)
@@ -205,7 +214,11 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	writes.SetLimit(workWriters)
 	for _, target := range spec.Clusters {
 		writes.Go(func() error {
-			m, err := render(writesCtx, r.Interpreter, template, target, divided)
+			from, policies, revision, ok := w.source(target.Name, template, overrides, workOf(works.Items, target.Name) != nil)
+			if !ok {
+				return nil
+			}
+			m, err := render(writesCtx, r.Interpreter, from, target, divided)
 			if failed := (*interpreter.Error)(nil); errors.As(err, &failed) {
 				return nil // this cluster's Work keeps its last good version; the status controller says why
 			}
@@ -217,7 +230,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			for _, d := range deps {
 				manifests = append(manifests, Render(d, target, nil))
 			}
-			applied, err := r.override(writesCtx, manifests, target.Name, overrides)
+			applied, err := r.override(writesCtx, manifests, target.Name, policies)
 			if err != nil {
 				// Never a half-applied manifest: this cluster's Work keeps its last good version.
 				mu.Lock()
@@ -225,7 +238,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 				overrideErrs = append(overrideErrs, target.Name+": "+err.Error())
 				return nil
 			}
-			return r.ensureWork(writesCtx, b, manifests, applied, target.Name)
+			return r.ensureWork(writesCtx, b, manifests, applied, target.Name, revision)
 		})
 	}
 	if err := writes.Wait(); err != nil {
@@ -236,7 +249,52 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			return ctrl.Result{}, err
 		}
 	}
+	if w != nil {
+		return ctrl.Result{RequeueAfter: w.decision.RequeueAfter}, nil
+	}
 	return ctrl.Result{}, nil
+}
+
+// writeStatus applies the render controller's part of the binding's status when it changed: the Overridden
+// condition (once any override policy exists) and a progressive rollout's status and conditions (removed
+// again when the policy stops rolling out in waves).
+func (r *Controller[T]) writeStatus(ctx context.Context, b T, template *unstructured.Unstructured, overridden bool, overrideErrs []string, w *wave) error {
+	status := b.BindingStatus()
+	var want []metav1.Condition
+	if overridden || meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionOverridden) != nil {
+		slices.Sort(overrideErrs)
+		want = append(want, overriddenCondition(b.GetGeneration(), overrideErrs))
+	}
+	owned := &ownedConditionsStatus{}
+	if w != nil {
+		paused := b.GetAnnotations()[workv1alpha1.AnnotationRolloutPaused] == "true"
+		want = append(want, rolloutConditions(b.GetGeneration(), w.decision, paused)...)
+		owned.Rollout = &w.decision.Status
+	}
+	hadRollout := status.Rollout != nil || meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionRolloutComplete) != nil
+	if len(want) == 0 && !hadRollout {
+		return nil
+	}
+	c, same := ownedConditions(status.Conditions, want...)
+	if same && sameRollout(status.Rollout, owned.Rollout) && (w != nil || !hadRollout) {
+		return nil
+	}
+	owned.Conditions = c
+	wasFailed := meta.IsStatusConditionTrue(status.Conditions, workv1alpha1.ConditionRolloutFailed)
+	if err := scheme.ApplyStatus(ctx, r.Client, b, renderManager, owned); err != nil {
+		return err
+	}
+	if w != nil {
+		r.recordWave(template, status.Rollout, wasFailed, w.decision)
+	}
+	return nil
+}
+
+func (r *Controller[T]) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
 }
 
 // unneeded returns the Works of clusters the binding neither targets nor is being evicted from. The Work of
@@ -262,5 +320,6 @@ func wants(spec *workv1alpha1.ResourceBindingSpec, namespace string) bool {
 
 // ownedConditionsStatus is the part of a binding's status the render controller applies.
 type ownedConditionsStatus struct {
-	Conditions []metav1.Condition `json:"conditions"`
+	Conditions []metav1.Condition          `json:"conditions"`
+	Rollout    *workv1alpha1.RolloutStatus `json:"rollout,omitempty"`
 }

@@ -77,9 +77,11 @@ type workWakes struct {
 
 // renderWakes: a Work whose spec someone else changed (its generation moved) is rendered again, and a
 // deleted one recreated. A new Work is one the render controller just created, and a status change says
-// nothing about what the Work should hold.
+// nothing about what the Work should hold, except under a progressive rollout (the Work carries a revision):
+// a cluster becoming healthy on it, or no longer, moves the rollout along.
 var renderWakes = workWakes{update: func(old, updated *workv1alpha1.Work) bool {
-	return old.Generation != updated.Generation
+	return old.Generation != updated.Generation ||
+		updated.Annotations[workv1alpha1.AnnotationRevision] != "" && healthyNow(old) != healthyNow(updated)
 }}
 
 // statusWakes: a new Work, a changed status, and a changed spec (the status the agent reported no longer

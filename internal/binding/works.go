@@ -98,7 +98,7 @@ func (r *Controller[T]) dependencies(ctx context.Context, template *unstructured
 // ensureWork creates or changes the Work of one cluster; nothing is written when nothing changed. A change is
 // a merge patch of the spec and the overrides annotation, without a resourceVersion precondition: the Work's
 // spec is this controller's alone (its status is the agent's, and never copied here).
-func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstructured.Unstructured, overrides []string, cluster string) error {
+func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstructured.Unstructured, overrides []string, cluster, revision string) error {
 	spec := b.BindingSpec()
 	manifests, err := encodeManifests(rendered)
 	if err != nil {
@@ -137,6 +137,9 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		if annotation != "" {
 			work.Annotations[workv1alpha1.AnnotationOverrides] = annotation
 		}
+		if revision != "" {
+			work.Annotations[workv1alpha1.AnnotationRevision] = revision
+		}
 		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
 			if err == nil {
 				r.created.add(key)
@@ -154,16 +157,18 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	}
 	// A Work of an earlier binding of this name is taken over (claims): it records this binding's UID from now.
 	if equality.Semantic.DeepEqual(work.Spec, want) && work.Annotations[workv1alpha1.AnnotationOverrides] == annotation &&
-		work.Annotations[workv1alpha1.AnnotationBindingUID] == uid {
+		work.Annotations[workv1alpha1.AnnotationBindingUID] == uid && work.Annotations[workv1alpha1.AnnotationRevision] == revision {
 		return nil
 	}
 	patch := client.MergeFrom(work.DeepCopy())
 	work.Spec = want
 	metav1.SetMetaDataAnnotation(&work.ObjectMeta, workv1alpha1.AnnotationBindingUID, uid)
-	if annotation == "" {
-		delete(work.Annotations, workv1alpha1.AnnotationOverrides)
-	} else {
-		metav1.SetMetaDataAnnotation(&work.ObjectMeta, workv1alpha1.AnnotationOverrides, annotation)
+	for key, value := range map[string]string{workv1alpha1.AnnotationOverrides: annotation, workv1alpha1.AnnotationRevision: revision} {
+		if value == "" {
+			delete(work.Annotations, key)
+		} else {
+			metav1.SetMetaDataAnnotation(&work.ObjectMeta, key, value)
+		}
 	}
 	if err := r.Client.Patch(ctx, work, patch, client.FieldOwner(renderManager)); err != nil {
 		return err

@@ -1,12 +1,16 @@
 package hub
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterset"
 )
 
@@ -22,6 +26,8 @@ func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
+			// Of ControllerRevisions, the revisions of templates that roll out in waves.
+			&appsv1.ControllerRevision{}: {Label: revisionsOfTemplates},
 			&corev1.ConfigMap{}: {
 				Namespaces: map[string]cache.Config{clusterv1alpha1.SystemNamespace: {}},
 				Field:      fields.OneTermEqualSelector("metadata.name", clusterset.ModeConfigMap),
@@ -29,3 +35,11 @@ func CacheOptions() cache.Options {
 		},
 	}
 }
+
+var revisionsOfTemplates = func() labels.Selector {
+	exists, err := labels.NewRequirement(workv1alpha1.LabelRevisionOf, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant key
+	}
+	return labels.NewSelector().Add(*exists)
+}()

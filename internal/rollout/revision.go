@@ -18,6 +18,7 @@ import (
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -145,13 +146,26 @@ const LabelHash = "work.flotilla.io/revision-hash"
 
 // Record makes the ControllerRevision of a revision the newest of the binding's: created with the next
 // number, or (a revision that comes back, as after an undo) renumbered to it. It keeps at most limit
-// revisions, never dropping the ones named in keep. It returns the revision's number.
-func Record(ctx context.Context, c client.Client, template *unstructured.Unstructured, ref workv1alpha1.ObjectReference, binding string,
+// revisions, never dropping the ones named in keep. It returns the revision's number. The revisions are
+// read from c's cache, and from reader when the cache has not seen one just created.
+func Record(ctx context.Context, c client.Client, reader client.Reader, template *unstructured.Unstructured, ref workv1alpha1.ObjectReference, binding string,
 	rev Revision, hash string, limit int, keep ...string) (int64, error) {
 	revisions, err := List(ctx, c, ref, binding)
 	if err != nil {
 		return 0, err
 	}
+	n, err := record(ctx, c, revisions, template, ref, binding, rev, hash, limit, keep)
+	if !apierrors.IsAlreadyExists(err) {
+		return n, err
+	}
+	if revisions, err = List(ctx, reader, ref, binding); err != nil {
+		return 0, err
+	}
+	return record(ctx, c, revisions, template, ref, binding, rev, hash, limit, keep)
+}
+
+func record(ctx context.Context, c client.Client, revisions []appsv1.ControllerRevision, template *unstructured.Unstructured,
+	ref workv1alpha1.ObjectReference, binding string, rev Revision, hash string, limit int, keep []string) (int64, error) {
 	next := int64(1)
 	if n := len(revisions); n > 0 {
 		next = revisions[n-1].Revision + 1

@@ -1,0 +1,49 @@
+package rollout
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func deployment(image, resourceVersion string, generation int64) *unstructured.Unstructured {
+	d := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "uid": "u1", "resourceVersion": resourceVersion,
+			"labels": map[string]any{"app": "web"}},
+		"spec":   map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": image}}}}},
+		"status": map[string]any{"replicas": int64(2)},
+	}}
+	d.SetGeneration(generation)
+	return d
+}
+
+// TestSnapshotHashesContentOnly: the hash follows the content, not the identity, status or generation, so a
+// revision that comes back (an undo) is the same revision.
+func TestSnapshotHashesContentOnly(t *testing.T) {
+	_, a, err := Snapshot(deployment("nginx:1", "10", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, same, _ := Snapshot(deployment("nginx:1", "99", 7), nil)
+	_, other, _ := Snapshot(deployment("nginx:2", "10", 1), nil)
+	if a != same || a == other || len(a) != 10 {
+		t.Fatalf("hashes: %q, same content %q, other content %q", a, same, other)
+	}
+}
+
+// TestApplyKeepsIdentity: a revision put on the live template keeps its identity and takes the content and
+// the revision's generation.
+func TestApplyKeepsIdentity(t *testing.T) {
+	rev, _, _ := Snapshot(deployment("nginx:1", "10", 1), nil)
+	live := deployment("nginx:2", "42", 5)
+	got := rev.Apply(live)
+	image, _, _ := unstructured.NestedSlice(got.Object, "spec", "template", "spec", "containers")
+	if got.GetResourceVersion() != "42" || got.GetUID() != "u1" || got.GetGeneration() != 1 ||
+		image[0].(map[string]any)["image"] != "nginx:1" || got.GetLabels()["app"] != "web" {
+		t.Fatalf("applied: %v", got.Object)
+	}
+	if _, found := got.Object["status"]; found {
+		t.Fatal("a revision carries no status")
+	}
+}
