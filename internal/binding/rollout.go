@@ -63,6 +63,13 @@ func (r *Controller[T]) planWave(ctx context.Context, b T, template *unstructure
 	if err != nil {
 		return nil, err
 	}
+	// The rollout's state is read from the API server, not the cache: a decision made on a status the cache
+	// has not caught up with would count a wave twice and restart the clocks of minSuccessTime.
+	fresh := r.New()
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(b), fresh); err != nil {
+		return nil, err
+	}
+	*b.BindingStatus() = *fresh.BindingStatus()
 	prev := b.BindingStatus().Rollout
 	limit := policyv1alpha1.DefaultRevisionHistoryLimit
 	if spec.Rollout.RevisionHistoryLimit != nil {
