@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 	"github.com/flotilla-io/flotilla/test/e2e/framework"
@@ -74,6 +75,7 @@ func TestUpRunsTheExamples(t *testing.T) {
 
 	applyFile(t, hub, "../../examples/guestbook.yaml")
 	applyFile(t, hub, "../../examples/karmada-nginx.yaml")
+	applyFile(t, hub, "../../examples/rollout.yaml")
 	testenv.Eventually(t, 2*time.Minute, "the guestbook runs 2+1 and the hub shows 3 ready", func() error {
 		d, err := hub.Kube.AppsV1().Deployments("guestbook").Get(ctx, "guestbook", metav1.GetOptions{})
 		if err != nil {
@@ -97,6 +99,8 @@ func TestUpRunsTheExamples(t *testing.T) {
 		return nil
 	})
 	waitPlaced(t, metav1.NamespaceDefault, "nginx", map[*framework.Cluster]int32{m1: 1, m2: 1, m3: -1})
+	waitPlaced(t, "rollout-demo", "web", map[*framework.Cluster]int32{m1: 2, m2: 2, m3: 2})
+	waitRollout(t, hub.Client, "rollout-demo", "web", workv1alpha1.ConditionRolloutComplete, time.Minute)
 
 	if err := up.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
