@@ -60,6 +60,15 @@ func Snapshot(template *unstructured.Unstructured, policies []override.Policy) (
 		}
 	}
 	content["metadata"] = kept
+	// What the hub itself writes on a template is not the user's change: the detector's claim labels, and the
+	// annotations Render drops too.
+	for _, l := range []string{policyv1alpha1.LabelPropagationPolicyNamespace, policyv1alpha1.LabelPropagationPolicyName,
+		policyv1alpha1.LabelClusterPropagationPolicy} {
+		unstructured.RemoveNestedField(content, "metadata", "labels", l)
+	}
+	for _, a := range []string{"kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision"} {
+		unstructured.RemoveNestedField(content, "metadata", "annotations", a)
+	}
 	rev := Revision{Template: content, Generation: template.GetGeneration()}
 	for _, p := range policies {
 		if p.Selects(template) {

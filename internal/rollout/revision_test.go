@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 )
 
 func deployment(image, resourceVersion string, generation int64) *unstructured.Unstructured {
@@ -29,6 +31,11 @@ func TestSnapshotHashesContentOnly(t *testing.T) {
 	_, other, _ := Snapshot(deployment("nginx:2", "10", 1), nil)
 	if a != same || a == other || len(a) != 10 {
 		t.Fatalf("hashes: %q, same content %q, other content %q", a, same, other)
+	}
+	claimed := deployment("nginx:1", "10", 1)
+	claimed.SetLabels(map[string]string{"app": "web", policyv1alpha1.LabelPropagationPolicyName: "web"})
+	if _, h, _ := Snapshot(claimed, nil); h != a {
+		t.Fatalf("the detector's claim label changed the revision: %q, want %q", h, a)
 	}
 }
 
