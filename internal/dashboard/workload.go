@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -17,10 +18,18 @@ import (
 
 // workloadPage is one template: its row, each cluster's status and diff, its evictions, why it is not
 // elsewhere, and its events.
+// rolloutView is a progressive rollout: its status, and what its conditions say.
+type rolloutView struct {
+	*workv1alpha1.RolloutStatus
+	State string
+}
+
 type workloadPage struct {
 	Row       workloadRow
 	Clusters  []clusterStatus
 	Evictions []workv1alpha1.GracefulEvictionTask
+	// Rollout is a progressive rollout's waves (nil without one).
+	Rollout *rolloutView
 	WhyNot    []scheduler.Explanation
 	Scheduled string
 	Events    []event
@@ -46,9 +55,16 @@ func (s *Server) workload(r *http.Request, c client.Client) (string, any, error)
 	}
 	spec, status := b.BindingSpec(), b.BindingStatus()
 	page := &workloadPage{Row: newRow(b), Evictions: spec.GracefulEvictionTasks}
+	if status.Rollout != nil {
+		page.Rollout = &rolloutView{RolloutStatus: status.Rollout}
+	}
 	for _, cond := range status.Conditions {
-		if cond.Type == workv1alpha1.ConditionScheduled {
+		switch {
+		case cond.Type == workv1alpha1.ConditionScheduled:
 			page.Scheduled = cond.Message
+		case page.Rollout != nil && cond.Status == metav1.ConditionTrue && (cond.Type == workv1alpha1.ConditionRolloutProgressing ||
+			cond.Type == workv1alpha1.ConditionRolloutComplete || cond.Type == workv1alpha1.ConditionRolloutFailed):
+			page.Rollout.State = cond.Type + ": " + cond.Message
 		}
 	}
 	template := templateOf(r, c, spec.Resource)

@@ -98,6 +98,7 @@ func dashboardFleet(t *testing.T) {
 	policy := tolerantPolicy("dash-team", "web", []string{"dash-a", "dash-b", "dash-c"})
 	policy.Spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}
 	policy.Spec.Placement.ReplicaScheduling = &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided}
+	policy.Spec.Rollout = &policyv1alpha1.RolloutStrategy{Type: policyv1alpha1.RolloutProgressive} // the workload page shows its waves
 	create(t, policy)
 	create(t, configMap("dash-other", "plans", nil))
 	create(t, tolerantPolicy("dash-other", "plans", []string{"dash-a"}))
@@ -199,6 +200,13 @@ func TestDashboard(t *testing.T) {
 		}
 		if got := testenv.Text(t, ctx, "main"); !strings.Contains(got, "dash-a: 2 replicas") || !strings.Contains(got, "dash-b: 2 replicas") {
 			t.Fatalf("the workload page lacks the per-cluster replicas:\n%s", got)
+		}
+		// No agent reports health here: the first revision is in progress on both clusters.
+		if err := testenv.WaitText(ctx, ".rollout", "dash-a", 10*time.Second); err != nil {
+			t.Fatalf("the workload page shows no rollout: %v\n%s", err, testenv.Text(t, ctx, "main"))
+		}
+		if got := testenv.Text(t, ctx, ".rollout"); !strings.Contains(got, "Progressing") || !strings.Contains(got, "dash-b") {
+			t.Fatalf("the rollout table: %s", got)
 		}
 	})
 
