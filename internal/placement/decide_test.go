@@ -126,7 +126,7 @@ func TestGroups(t *testing.T) {
 		picked = append(picked, &c)
 	}
 	gs := clusterv1alpha1.GroupStrategy{
-		DecisionGroups: []clusterv1alpha1.DecisionGroup{{GroupName: "canary", GroupClusterSelector: clusterv1alpha1.ClusterSelector{
+		DecisionGroups: []clusterv1alpha1.DecisionGroup{{GroupName: "canary", GroupClusterSelector: clusterv1alpha1.GroupClusterSelector{
 			LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "canary"}}}}},
 		ClustersPerDecisionGroup: ptr.To(intstr.FromString("40%")),
 	}
@@ -185,7 +185,7 @@ func TestValidateSpec(t *testing.T) {
 			s.DecisionStrategy.GroupStrategy.DecisionGroups = []clusterv1alpha1.DecisionGroup{{GroupName: "a"}, {GroupName: "a"}}
 		}, "spec.decisionStrategy.groupStrategy.decisionGroups[1].groupName"},
 		{"bad group selector", func(s *clusterv1alpha1.PlacementSpec) {
-			s.DecisionStrategy.GroupStrategy.DecisionGroups = []clusterv1alpha1.DecisionGroup{{GroupName: "a", GroupClusterSelector: clusterv1alpha1.ClusterSelector{
+			s.DecisionStrategy.GroupStrategy.DecisionGroups = []clusterv1alpha1.DecisionGroup{{GroupName: "a", GroupClusterSelector: clusterv1alpha1.GroupClusterSelector{
 				LabelSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}}}}
 		}, "spec.decisionStrategy.groupStrategy.decisionGroups[0].groupClusterSelector.labelSelector"},
 	} {

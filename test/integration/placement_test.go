@@ -132,7 +132,7 @@ func TestPlacementDecisions(t *testing.T) {
 	p.Spec.PrioritizerPolicy.Configurations = []clusterv1alpha1.PrioritizerConfig{{
 		ScoreCoordinate: clusterv1alpha1.ScoreCoordinate{Type: "BuiltIn", BuiltIn: clusterv1alpha1.ScoreResourceAllocatableCPU}, Weight: 1}}
 	p.Spec.DecisionStrategy.GroupStrategy.DecisionGroups = []clusterv1alpha1.DecisionGroup{{GroupName: "canary",
-		GroupClusterSelector: clusterv1alpha1.ClusterSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "canary"}}}}}
+		GroupClusterSelector: clusterv1alpha1.GroupClusterSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "canary"}}}}}
 	create(t, p)
 
 	first := waitDecisions(t, ns, "web", map[string]decisionObject{

@@ -86,12 +86,29 @@ type ClusterPredicate struct {
 	RequiredClusterSelector ClusterSelector `json:"requiredClusterSelector,omitempty"`
 }
 
-// ClusterSelector selects Clusters by their labels. OCM's claimSelector is not offered: Flotilla has no
-// ClusterClaims.
+// ClusterSelector selects Clusters by their labels and by CEL expressions; a Cluster must match both. OCM's claimSelector is not offered: Flotilla has no ClusterClaims.
 type ClusterSelector struct {
 	// LabelSelector selects Clusters by label; empty selects every Cluster.
 	// +optional
 	LabelSelector metav1.LabelSelector `json:"labelSelector,omitempty"`
+
+	// CelSelector selects Clusters by CEL expressions over the Cluster.
+	// +optional
+	CelSelector CelSelector `json:"celSelector,omitempty"`
+}
+
+// CelSelector selects the Clusters for which every expression is true.
+type CelSelector struct {
+	// CelExpressions are CEL expressions over the variable cluster (the Cluster as a map: metadata, spec,
+	// status) that must all return true, for example
+	// `cluster.metadata.labels["env"] == "prod"` or
+	// `quantity(cluster.status.resourceSummary.allocatable.cpu).compareTo(quantity("8")) >= 0`.
+	// An expression that fails on a Cluster (a missing field, its cost limit) does not select it.
+	// Empty: every Cluster.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
+	CelExpressions []string `json:"celExpressions,omitempty"`
 }
 
 // PrioritizerPolicyMode says how the configured scores combine with the defaults.
@@ -192,7 +209,15 @@ type DecisionGroup struct {
 
 	// GroupClusterSelector picks the group's Clusters among the decided ones.
 	// +optional
-	GroupClusterSelector ClusterSelector `json:"groupClusterSelector,omitempty"`
+	GroupClusterSelector GroupClusterSelector `json:"groupClusterSelector,omitempty"`
+}
+
+// GroupClusterSelector picks a decision group's Clusters by their labels (CEL expressions are for
+// predicates only).
+type GroupClusterSelector struct {
+	// LabelSelector selects Clusters by label; empty selects every Cluster.
+	// +optional
+	LabelSelector metav1.LabelSelector `json:"labelSelector,omitempty"`
 }
 
 // PlacementStatus is what the hub last decided for a Placement.
