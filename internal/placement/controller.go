@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -60,7 +62,8 @@ type Controller struct {
 // Setup registers the controller: a Placement is looked at when its spec changes or one of its
 // PlacementDecisions is changed by someone else, the Placements of a namespace when a ClusterSetBinding
 // there changes, and every Placement when a ClusterSet changes or a Cluster appears, goes, or changes in what
-// a decision reads (labels, taints, allocatable CPU and memory; not its heartbeats or the rest of its status).
+// a decision reads (decisionInputChanged; not its heartbeats). A Placement whose toleration runs out is
+// looked at again then.
 func Setup(mgr ctrl.Manager) error {
 	r := &Controller{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("flotilla-placement")}
 	placementsOf := func(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
@@ -88,13 +91,23 @@ func Setup(mgr ctrl.Manager) error {
 }
 
 // decisionInputChanged says whether a Cluster update changes what a decision reads: its labels, taints,
-// deletion, or allocatable CPU or memory.
+// deletion, allocatable resources, or the slow-moving status CEL predicates read (Kubernetes version,
+// platform, node counts, API list). Conditions, health and what pods use are left out: they change with
+// heartbeats and workloads, and a predicate reads them when the Placement is next decided.
 func decisionInputChanged(e event.UpdateEvent) bool {
 	o, n := e.ObjectOld.(*clusterv1alpha1.Cluster), e.ObjectNew.(*clusterv1alpha1.Cluster)
+	allocatable := func(c *clusterv1alpha1.Cluster) corev1.ResourceList {
+		if c.Status.ResourceSummary == nil {
+			return nil
+		}
+		return c.Status.ResourceSummary.Allocatable
+	}
 	return !maps.Equal(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Spec.Taints, n.Spec.Taints) ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
-		allocatable(o, corev1.ResourceCPU) != allocatable(n, corev1.ResourceCPU) ||
-		allocatable(o, corev1.ResourceMemory) != allocatable(n, corev1.ResourceMemory)
+		!equality.Semantic.DeepEqual(allocatable(o), allocatable(n)) ||
+		o.Status.KubernetesVersion != n.Status.KubernetesVersion || o.Status.Platform != n.Status.Platform ||
+		!equality.Semantic.DeepEqual(o.Status.NodeSummary, n.Status.NodeSummary) ||
+		!equality.Semantic.DeepEqual(o.Status.APIEnablements, n.Status.APIEnablements)
 }
 
 // Reconcile decides one Placement and writes what changed.
@@ -119,7 +132,7 @@ func (r *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.List(ctx, all); err != nil {
 		return ctrl.Result{}, err
 	}
-	in := Input{Sets: grant.Sets, Clusters: clusters.Items, Decided: map[string]bool{}, Decisions: map[string]int{}}
+	in := Input{Sets: grant.Sets, Clusters: clusters.Items, Decided: map[string]bool{}, Decisions: map[string]int{}, Now: time.Now()}
 	var current []*clusterv1alpha1.PlacementDecision
 	for i := range all.Items {
 		d := &all.Items[i]
@@ -140,7 +153,7 @@ func (r *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.writeStatus(ctx, p, p.Status.NumberOfSelectedClusters, p.Status.DecisionGroups,
 			ptr.To(misconfigured(p, err)), meta.FindStatusCondition(p.Status.Conditions, clusterv1alpha1.PlacementConditionSatisfied))
 	}
-	desired, groups := Objects(p, result.Groups)
+	desired, groups := Objects(p, result)
 	changed, err := r.writeDecisions(ctx, desired, current)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -150,7 +163,14 @@ func (r *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	valid := metav1.Condition{Type: clusterv1alpha1.PlacementConditionMisconfigured, Status: metav1.ConditionFalse,
 		Reason: ReasonValid, Message: "the Placement is valid", ObservedGeneration: p.Generation}
-	return ctrl.Result{}, r.writeStatus(ctx, p, int32(len(result.Selected)), groups, &valid, ptr.To(satisfied(p, result)))
+	if err := r.writeStatus(ctx, p, int32(len(result.Selected)), groups, &valid, ptr.To(satisfied(p, result))); err != nil {
+		return ctrl.Result{}, err
+	}
+	// A toleration that runs out drops its Cluster then; the second tolerationSeconds counts in is enough.
+	if !result.Expires.IsZero() {
+		return ctrl.Result{RequeueAfter: result.Expires.Sub(in.Now) + 100*time.Millisecond}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
 func misconfigured(p *clusterv1alpha1.Placement, err error) metav1.Condition {
@@ -177,13 +197,34 @@ func satisfied(p *clusterv1alpha1.Placement, result Result) metav1.Condition {
 		c.Status, c.Reason = metav1.ConditionTrue, ReasonAllDecided
 		c.Message = fmt.Sprintf("%d clusters decided", len(result.Selected))
 	}
+	if len(result.Failed) > 0 {
+		c.Message += "; " + failures(result.Failed)
+	}
 	return c
 }
 
-// Objects are the PlacementDecisions that hold groups, named <placement>-decision-<n> from 1, each holding
-// at most MaxDecisionsPerObject Clusters of one group (a group with none has one empty object), and the
-// groups' status.
-func Objects(p *clusterv1alpha1.Placement, groups []Group) ([]*clusterv1alpha1.PlacementDecision, []clusterv1alpha1.DecisionGroupStatus) {
+// maxFailuresShown bounds the Clusters a PlacementSatisfied message names for failed expressions.
+const maxFailuresShown = 3
+
+// failures says which Clusters a failed expression left out, and why, the first few by name.
+func failures(failed map[string]string) string {
+	names := slices.Sorted(maps.Keys(failed))
+	parts := make([]string, 0, maxFailuresShown)
+	for _, name := range names[:min(len(names), maxFailuresShown)] {
+		parts = append(parts, name+" ("+failed[name]+")")
+	}
+	more := ""
+	if len(names) > maxFailuresShown {
+		more = fmt.Sprintf(" and %d more", len(names)-maxFailuresShown)
+	}
+	return fmt.Sprintf("not selected because an expression failed: %s%s", strings.Join(parts, ", "), more)
+}
+
+// Objects are the PlacementDecisions that hold the result's groups, named <placement>-decision-<n> from 1,
+// each holding at most MaxDecisionsPerObject Clusters of one group (a group with none has one empty object)
+// with the reason each was picked, and the groups' status.
+func Objects(p *clusterv1alpha1.Placement, result Result) ([]*clusterv1alpha1.PlacementDecision, []clusterv1alpha1.DecisionGroupStatus) {
+	groups := result.Groups
 	var objects []*clusterv1alpha1.PlacementDecision
 	statuses := make([]clusterv1alpha1.DecisionGroupStatus, len(groups))
 	for gi, g := range groups {
@@ -200,7 +241,7 @@ func Objects(p *clusterv1alpha1.Placement, groups []Group) ([]*clusterv1alpha1.P
 					Name: p.Name, UID: p.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 			}}
 			for _, c := range g.Clusters[start:min(start+clusterv1alpha1.MaxDecisionsPerObject, len(g.Clusters))] {
-				d.Status.Decisions = append(d.Status.Decisions, clusterv1alpha1.ClusterDecision{ClusterName: c})
+				d.Status.Decisions = append(d.Status.Decisions, clusterv1alpha1.ClusterDecision{ClusterName: c, Reason: result.Reasons[c]})
 			}
 			objects = append(objects, d)
 			statuses[gi].Decisions = append(statuses[gi].Decisions, d.Name)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,8 @@ type Input struct {
 	Decided map[string]bool
 	// Decisions counts, per Cluster, the other Placements that decided it (Balance).
 	Decisions map[string]int
+	// Now is the time tolerations with tolerationSeconds are counted to.
+	Now time.Time
 }
 
 // Group is one decision group: its name (empty for a group of clustersPerDecisionGroup) and its Clusters,
@@ -41,25 +44,62 @@ type Group struct {
 }
 
 // Result is what a Placement decided: the candidates it could pick from (after sets, predicates and
-// taints), the picked Clusters in score order, and the groups they fall in.
+// taints), the picked Clusters in score order, the groups they fall in, and why each was picked.
 type Result struct {
 	Candidates int
 	Selected   []string
 	Groups     []Group
+	// Reasons say why each picked Cluster was picked, in words that change only when the decision's inputs
+	// do (no scores: Balance and Steady move them on every change of other Placements).
+	Reasons map[string]string
+	// Failed are the Clusters of the chosen sets that no predicate selected because an expression failed on
+	// them, with the first failure.
+	Failed map[string]string
+	// Expires is when the first toleration with tolerationSeconds runs out on a candidate: the Placement
+	// must be decided again then. Zero when none does.
+	Expires time.Time
 }
 
 // Decide picks a Placement's Clusters. An error is a misconfiguration, in words that name the field.
 func Decide(p *clusterv1alpha1.Placement, in Input) (Result, error) {
-	predicates, err := selectors(p.Spec.Predicates, "spec.predicates[%d].requiredClusterSelector.labelSelector")
+	predicates, err := compilePredicates(p.Spec.Predicates)
 	if err != nil {
 		return Result{}, err
 	}
 	sets := chosenSets(p.Spec.ClusterSets, in.Sets)
+	result := Result{Reasons: map[string]string{}}
+	why := map[string][]string{}
 	var candidates []*clusterv1alpha1.Cluster
 	for i := range in.Clusters {
 		c := &in.Clusters[i]
-		if c.DeletionTimestamp == nil && inAny(sets, c.Labels) && matchesAny(predicates, c.Labels) && tolerated(c.Spec.Taints, p.Spec.Tolerations) {
-			candidates = append(candidates, c)
+		set := firstSet(sets, c.Labels)
+		if c.DeletionTimestamp != nil || set == "" {
+			continue
+		}
+		ok, until, tolerated := tolerates(c.Spec.Taints, p.Spec.Tolerations, in.Now)
+		if !ok {
+			continue
+		}
+		which, failure := matching(predicates, c)
+		if which < 0 {
+			if failure != "" {
+				if result.Failed == nil {
+					result.Failed = map[string]string{}
+				}
+				result.Failed[c.Name] = failure
+			}
+			continue
+		}
+		if !until.IsZero() && (result.Expires.IsZero() || until.Before(result.Expires)) {
+			result.Expires = until
+		}
+		candidates = append(candidates, c)
+		why[c.Name] = []string{"in set " + set}
+		if len(predicates) > 0 {
+			why[c.Name] = append(why[c.Name], fmt.Sprintf("matches predicates[%d]", which))
+		}
+		for _, t := range tolerated {
+			why[c.Name] = append(why[c.Name], "tolerates "+t)
 		}
 	}
 	scores, err := Score(p.Spec.PrioritizerPolicy, candidates, in)
@@ -73,62 +113,134 @@ func Decide(p *clusterv1alpha1.Placement, in Input) (Result, error) {
 	if p.Spec.NumberOfClusters != nil && int(*p.Spec.NumberOfClusters) < n {
 		n = int(*p.Spec.NumberOfClusters)
 	}
-	result := Result{Candidates: len(candidates)}
+	result.Candidates = len(candidates)
 	picked := candidates[:n]
 	for _, c := range picked {
 		result.Selected = append(result.Selected, c.Name)
+		if n < len(candidates) {
+			why[c.Name] = append(why[c.Name], fmt.Sprintf("one of the %d best scored", n))
+		}
+		result.Reasons[c.Name] = strings.Join(why[c.Name], "; ")
 	}
 	result.Groups, err = Groups(p.Spec.DecisionStrategy.GroupStrategy, picked)
 	return result, err
 }
 
-// chosenSets are the bound sets the Placement names, or all of them when it names none.
+// chosenSets are the bound sets the Placement names, or all of them when it names none, by name.
 func chosenSets(names []string, bound []clusterv1alpha1.ClusterSet) []clusterv1alpha1.ClusterSet {
-	if len(names) == 0 {
-		return bound
-	}
 	var out []clusterv1alpha1.ClusterSet
 	for _, s := range bound {
-		if slices.Contains(names, s.Name) {
+		if len(names) == 0 || slices.Contains(names, s.Name) {
 			out = append(out, s)
 		}
 	}
+	slices.SortFunc(out, func(a, b clusterv1alpha1.ClusterSet) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
 
-func inAny(sets []clusterv1alpha1.ClusterSet, l map[string]string) bool {
-	return slices.ContainsFunc(sets, func(s clusterv1alpha1.ClusterSet) bool { return s.Contains(l) })
+// firstSet is the first set (by name) that holds a Cluster with labels l; "" when none does.
+func firstSet(sets []clusterv1alpha1.ClusterSet, l map[string]string) string {
+	for _, s := range sets {
+		if s.Contains(l) {
+			return s.Name
+		}
+	}
+	return ""
 }
 
-func matchesAny(selectors []labels.Selector, l map[string]string) bool {
-	return len(selectors) == 0 || slices.ContainsFunc(selectors, func(s labels.Selector) bool { return s.Matches(labels.Set(l)) })
+// compiledPredicate is one compiled predicate: a Cluster must match its label selector and every expression.
+type compiledPredicate struct {
+	labels      labels.Selector
+	expressions []expression
 }
 
-// tolerated says whether every NoSchedule and NoExecute taint is tolerated; PreferNoSchedule never excludes.
-func tolerated(taints []corev1.Taint, tolerations []corev1.Toleration) bool {
+// compilePredicates parses the predicates' label selectors and compiles their expressions, once per
+// decision.
+func compilePredicates(predicates []clusterv1alpha1.ClusterPredicate) ([]compiledPredicate, error) {
+	out := make([]compiledPredicate, len(predicates))
+	for i := range predicates {
+		sel := &predicates[i].RequiredClusterSelector
+		s, err := metav1.LabelSelectorAsSelector(&sel.LabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("spec.predicates[%d].requiredClusterSelector.labelSelector: %w", i, err)
+		}
+		expressions, err := compileExpressions(sel.CelSelector.CelExpressions, fmt.Sprintf("spec.predicates[%d].requiredClusterSelector.celSelector.celExpressions", i))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = compiledPredicate{labels: s, expressions: expressions}
+	}
+	return out, nil
+}
+
+// matching is the index of the first predicate that selects the Cluster (0 when there are none), or -1
+// with the first expression failure, if any, when none does.
+func matching(predicates []compiledPredicate, c *clusterv1alpha1.Cluster) (int, string) {
+	if len(predicates) == 0 {
+		return 0, ""
+	}
+	var asCEL map[string]any
+	failure := ""
+	for i, p := range predicates {
+		if !p.labels.Matches(labels.Set(c.Labels)) {
+			continue
+		}
+		if len(p.expressions) == 0 {
+			return i, ""
+		}
+		if asCEL == nil {
+			var err error
+			if asCEL, err = asMap(c); err != nil {
+				return -1, err.Error()
+			}
+		}
+		ok, why := evaluate(p.expressions, asCEL)
+		if ok {
+			return i, ""
+		}
+		if failure == "" {
+			failure = why
+		}
+	}
+	return -1, failure
+}
+
+// tolerates says whether every NoSchedule and NoExecute taint is tolerated at now (PreferNoSchedule never
+// excludes), until when (zero: without end), and names the taints tolerated. A toleration with
+// tolerationSeconds tolerates a taint until its timeAdded plus those seconds (a taint without timeAdded has
+// nothing to count from and is tolerated without end); of several that match, the longest counts.
+func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration, now time.Time) (bool, time.Time, []string) {
+	var until time.Time
+	var names []string
 	for i := range taints {
 		t := &taints[i]
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
 			continue
 		}
-		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), t, false) }) {
-			return false
+		matched, forever := false, false
+		var latest time.Time
+		for _, tol := range tolerations {
+			if !tol.ToleratesTaint(klog.Background(), t, false) {
+				continue
+			}
+			matched = true
+			if tol.TolerationSeconds == nil || t.TimeAdded == nil {
+				forever = true
+				break
+			}
+			if end := t.TimeAdded.Add(time.Duration(*tol.TolerationSeconds) * time.Second); end.After(latest) {
+				latest = end
+			}
 		}
-	}
-	return true
-}
-
-// selectors parses the predicates' label selectors; field is the path of one, with %d for its index.
-func selectors(predicates []clusterv1alpha1.ClusterPredicate, field string) ([]labels.Selector, error) {
-	out := make([]labels.Selector, len(predicates))
-	for i := range predicates {
-		s, err := metav1.LabelSelectorAsSelector(&predicates[i].RequiredClusterSelector.LabelSelector)
-		if err != nil {
-			return nil, fmt.Errorf(field+": %w", i, err)
+		if !matched || (!forever && !now.Before(latest)) {
+			return false, time.Time{}, nil
 		}
-		out[i] = s
+		if !forever && (until.IsZero() || latest.Before(until)) {
+			until = latest
+		}
+		names = append(names, t.Key+":"+string(t.Effect))
 	}
-	return out, nil
+	return true, until, names
 }
 
 // Groups splits the picked Clusters into decision groups: each named group takes, in order, the Clusters

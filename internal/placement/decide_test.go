@@ -1,9 +1,11 @@
 package placement
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -148,7 +150,7 @@ func TestObjectsSplitAt100(t *testing.T) {
 	for i := range 250 {
 		g.Clusters = append(g.Clusters, "c"+strings.Repeat("x", i%3)+string(rune('a'+i%26)))
 	}
-	objects, status := Objects(p, []Group{g})
+	objects, status := Objects(p, Result{Groups: []Group{g}})
 	if len(objects) != 3 || len(objects[2].Status.Decisions) != 50 || objects[2].Name != "web-decision-3" ||
 		objects[0].Labels[clusterv1alpha1.LabelPlacement] != "web" || objects[0].Labels[clusterv1alpha1.LabelDecisionGroupName] != "all" {
 		t.Fatalf("got %d objects, last %s with %d", len(objects), objects[len(objects)-1].Name, len(objects[len(objects)-1].Status.Decisions))
@@ -184,6 +186,21 @@ func TestValidateSpec(t *testing.T) {
 		{"duplicate group", func(s *clusterv1alpha1.PlacementSpec) {
 			s.DecisionStrategy.GroupStrategy.DecisionGroups = []clusterv1alpha1.DecisionGroup{{GroupName: "a"}, {GroupName: "a"}}
 		}, "spec.decisionStrategy.groupStrategy.decisionGroups[1].groupName"},
+		{"expression that does not parse", func(s *clusterv1alpha1.PlacementSpec) {
+			s.Predicates = []clusterv1alpha1.ClusterPredicate{{}, {RequiredClusterSelector: clusterv1alpha1.ClusterSelector{
+				CelSelector: clusterv1alpha1.CelSelector{CelExpressions: []string{"true", "cluster.metadata.name =="}}}}}
+		}, "spec.predicates[1].requiredClusterSelector.celSelector.celExpressions[1]"},
+		{"expression of an unknown variable", func(s *clusterv1alpha1.PlacementSpec) {
+			s.Predicates = []clusterv1alpha1.ClusterPredicate{{RequiredClusterSelector: clusterv1alpha1.ClusterSelector{
+				CelSelector: clusterv1alpha1.CelSelector{CelExpressions: []string{"object.metadata.name == 'a'"}}}}}
+		}, "undeclared reference to 'object'"},
+		{"expression that is not a bool", func(s *clusterv1alpha1.PlacementSpec) {
+			s.Predicates = []clusterv1alpha1.ClusterPredicate{{RequiredClusterSelector: clusterv1alpha1.ClusterSelector{
+				CelSelector: clusterv1alpha1.CelSelector{CelExpressions: []string{"size(cluster.metadata.name)"}}}}}
+		}, "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]: Invalid value: \"size(cluster.metadata.name)\": the expression returns int; a predicate must return bool"},
+		{"negative tolerationSeconds", func(s *clusterv1alpha1.PlacementSpec) {
+			s.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To(int64(-1))}}
+		}, "spec.tolerations[0].tolerationSeconds"},
 		{"bad group selector", func(s *clusterv1alpha1.PlacementSpec) {
 			s.DecisionStrategy.GroupStrategy.DecisionGroups = []clusterv1alpha1.DecisionGroup{{GroupName: "a", GroupClusterSelector: clusterv1alpha1.GroupClusterSelector{
 				LabelSelector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}}}}
@@ -200,7 +217,94 @@ func TestValidateSpec(t *testing.T) {
 	}
 	good := clusterv1alpha1.PlacementSpec{}
 	good.DecisionStrategy.GroupStrategy.ClustersPerDecisionGroup = ptr.To(intstr.FromString("25%"))
+	good.Predicates = []clusterv1alpha1.ClusterPredicate{{RequiredClusterSelector: clusterv1alpha1.ClusterSelector{
+		CelSelector: clusterv1alpha1.CelSelector{CelExpressions: []string{cpuAtLeast8, `cluster.metadata.labels["env"] == "prod"`}}}}}
 	if errs := ValidateSpec(&good); len(errs) != 0 {
 		t.Fatalf("25%%: %v", errs)
+	}
+}
+
+// TestTolerationSeconds: a toleration with tolerationSeconds tolerates a NoSchedule or NoExecute taint until
+// the taint's timeAdded plus those seconds, and the result says when the first runs out; then the Cluster
+// is dropped. A taint without timeAdded has nothing to count from and stays tolerated; of two matching
+// tolerations the longer counts.
+func TestTolerationSeconds(t *testing.T) {
+	added := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	taint := func(key string, effect corev1.TaintEffect, at *time.Time) corev1.Taint {
+		tt := corev1.Taint{Key: key, Effect: effect}
+		if at != nil {
+			tt.TimeAdded = &metav1.Time{Time: *at}
+		}
+		return tt
+	}
+	in := Input{Sets: []clusterv1alpha1.ClusterSet{set("a")}, Clusters: []clusterv1alpha1.Cluster{
+		cluster("unreachable", "a", "", nil, taint("unreachable", corev1.TaintEffectNoExecute, &added)),
+		cluster("maintenance", "a", "", nil, taint("maintenance", corev1.TaintEffectNoSchedule, &added)),
+		cluster("undated", "a", "", nil, taint("unreachable", corev1.TaintEffectNoExecute, nil)),
+		cluster("clean", "a", "", nil),
+	}}
+	p := &clusterv1alpha1.Placement{}
+	p.Spec.Tolerations = []corev1.Toleration{
+		{Key: "unreachable", Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To(int64(60))},
+		{Key: "maintenance", Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To(int64(30))},
+		{Key: "maintenance", Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To(int64(120))},
+	}
+	for _, tc := range []struct {
+		after   time.Duration
+		want    []string
+		expires time.Duration // after added; 0 for none
+	}{
+		{10 * time.Second, []string{"clean", "maintenance", "undated", "unreachable"}, 60 * time.Second},
+		{60 * time.Second, []string{"clean", "maintenance", "undated"}, 120 * time.Second},
+		{120 * time.Second, []string{"clean", "undated"}, 0},
+	} {
+		in.Now = added.Add(tc.after)
+		r, err := Decide(p, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := slices.Sorted(slices.Values(r.Selected)); !slices.Equal(got, tc.want) {
+			t.Errorf("%s after the taints: got %v, want %v", tc.after, got, tc.want)
+		}
+		if want := added.Add(tc.expires); (tc.expires == 0) != r.Expires.IsZero() || (tc.expires != 0 && !r.Expires.Equal(want)) {
+			t.Errorf("%s after the taints: expires %v, want %v", tc.after, r.Expires, tc.expires)
+		}
+	}
+}
+
+// TestDecisionReasons: each decision says why, in words without scores, so that a shift of the scores
+// (Steady once the cluster is decided, Balance when another Placement changes) rewrites nothing.
+func TestDecisionReasons(t *testing.T) {
+	in := Input{Sets: []clusterv1alpha1.ClusterSet{set("prod"), set("dev")}, Clusters: []clusterv1alpha1.Cluster{
+		cluster("big", "prod", "16", map[string]string{"tier": "gold"}, corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}),
+		cluster("mid", "dev", "8", map[string]string{"tier": "gold"}),
+		cluster("small", "prod", "2", map[string]string{"tier": "gold"}),
+	}}
+	p := byCPU(2)
+	p.Spec.Predicates = []clusterv1alpha1.ClusterPredicate{
+		{RequiredClusterSelector: clusterv1alpha1.ClusterSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "silver"}}}},
+		{RequiredClusterSelector: clusterv1alpha1.ClusterSelector{LabelSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "gold"}}}},
+	}
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+	first, err := Decide(p, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"big": "in set prod; matches predicates[1]; tolerates gpu:NoSchedule; one of the 2 best scored",
+		"mid": "in set dev; matches predicates[1]; one of the 2 best scored",
+	}
+	if !maps.Equal(first.Reasons, want) {
+		t.Fatalf("reasons %v, want %v", first.Reasons, want)
+	}
+	in.Decided = map[string]bool{"big": true, "mid": true}
+	in.Decisions = map[string]int{"big": 3}
+	again, _ := Decide(p, in)
+	if !maps.Equal(again.Reasons, first.Reasons) {
+		t.Fatalf("reasons moved with the scores: %v then %v", first.Reasons, again.Reasons)
+	}
+	objects, _ := Objects(&clusterv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Name: "web"}}, first)
+	if d := objects[0].Status.Decisions; len(d) != 2 || d[0].Reason != want[d[0].ClusterName] {
+		t.Fatalf("decisions %+v", d)
 	}
 }

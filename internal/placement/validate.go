@@ -7,7 +7,8 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 )
 
-// ValidateSpec returns what is wrong with a Placement's spec, by field: admission refuses it, so the
+// ValidateSpec returns what is wrong with a Placement's spec, by field (a CEL expression that does not
+// compile among them): admission refuses it, so the
 // controller's own checks (Decide's errors) only meet Placements written before a rule existed.
 func ValidateSpec(spec *clusterv1alpha1.PlacementSpec) field.ErrorList {
 	var errs field.ErrorList
@@ -19,6 +20,17 @@ func ValidateSpec(spec *clusterv1alpha1.PlacementSpec) field.ErrorList {
 	for i := range spec.Predicates {
 		path := root.Child("predicates").Index(i).Child("requiredClusterSelector", "labelSelector")
 		errs = append(errs, validation.ValidateLabelSelector(&spec.Predicates[i].RequiredClusterSelector.LabelSelector, opts, path)...)
+		expressions := root.Child("predicates").Index(i).Child("requiredClusterSelector", "celSelector", "celExpressions")
+		for j, source := range spec.Predicates[i].RequiredClusterSelector.CelSelector.CelExpressions {
+			if _, err := compileExpression(source, ""); err != nil {
+				errs = append(errs, field.Invalid(expressions.Index(j), source, err.Error()))
+			}
+		}
+	}
+	for i, t := range spec.Tolerations {
+		if t.TolerationSeconds != nil && *t.TolerationSeconds < 0 {
+			errs = append(errs, field.Invalid(root.Child("tolerations").Index(i).Child("tolerationSeconds"), *t.TolerationSeconds, "must be 0 or more"))
+		}
 	}
 	if _, err := Weights(spec.PrioritizerPolicy); err != nil {
 		errs = append(errs, field.Invalid(root.Child("prioritizerPolicy", "configurations"), nil, err.Error()))
