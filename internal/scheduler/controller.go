@@ -64,7 +64,8 @@ type Controller[T workv1alpha1.Binding] struct {
 // Setup registers the scheduler for both binding kinds. A binding is placed again when its policy-derived
 // spec changes, when it becomes healthy while clusters are being left, and when a cluster changes in a way
 // that can move it (clusterEvents), and a namespaced binding when its namespace's grant may have changed
-// (granttriggers.go); never because of its own writes or a cluster's heartbeat. Bindings fail
+// (granttriggers.go) or the Placement it follows decides otherwise (placementref.go); never because of its
+// own writes or a cluster's heartbeat. Bindings fail
 // over from an unhealthy cluster after failoverAfter unless their policy says otherwise.
 func Setup(mgr ctrl.Manager, failoverAfter time.Duration, templates client.Reader) error {
 	f, recorder := New(failoverAfter), mgr.GetEventRecorder("flotilla-scheduler")
@@ -76,7 +77,9 @@ func Setup(mgr ctrl.Manager, failoverAfter time.Duration, templates client.Reade
 		func(b *builder.Builder) *builder.Builder {
 			return b.Watches(&clusterv1alpha1.ClusterSetBinding{}, setBindingEvents(c)).
 				Watches(&clusterv1alpha1.ClusterSet{}, setEvents(c)).
-				Watches(&corev1.ConfigMap{}, modeEvents(c))
+				Watches(&corev1.ConfigMap{}, modeEvents(c)).
+				Watches(&clusterv1alpha1.Placement{}, placementEvents(c, placementName)).
+				Watches(&clusterv1alpha1.PlacementDecision{}, placementEvents(c, decisionPlacement))
 		}); err != nil {
 		return err
 	}
@@ -117,14 +120,24 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err // retried; the placement stays as it is
 	}
-	now := time.Now()
 	spec, status := b.BindingSpec(), b.BindingStatus()
+	var decided PlacementDecisions
+	if spec.PlacementRef != nil {
+		if decided, err = r.placementDecisions(ctx, b); err != nil {
+			return ctrl.Result{}, err // retried; the placement stays as it is
+		}
+		f = f.Decided(decided)
+	}
+	now := time.Now()
 	fresh := Fresh(spec, status) // read before this pass writes anything
 	// Evictions finish on what the current generation says, before a new placement starts new ones.
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
 	records, recordWait := liveRecords(spec.FailoverRecords, now)
 	failed, failWait := applicationFailures(spec, status, now)
 	result, failed, blocked, err := r.schedule(f, spec, status, clusters.Items, records, failed, now)
+	if err != nil && decided.Missing != "" {
+		err = &placementError{reason: decided.Reason, error: errors.New(decided.Missing)}
+	}
 	if err == nil {
 		refusal, readErr := r.divisible(ctx, spec, result.Clusters)
 		if readErr != nil {
@@ -163,13 +176,13 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.Recorder.Eventf(templateRef(spec), nil, corev1.EventTypeWarning, ReasonApplicationFailoverBlocked, "Evict", "%s", blocked)
 	}
 	cond.ObservedGeneration = b.GetGeneration()
-	tainted := r.Framework.Taints.Tainted(spec, clusters.Items, now)
+	tainted := f.Taints.Tainted(spec, clusters.Items, now)
 	if err := r.writeStatus(ctx, b, cond, placed, placed && fresh, result, tainted); err != nil {
 		return ctrl.Result{}, err
 	}
 	wait := nextEvictionDeadline(spec.GracefulEvictionTasks, now)
 	// A taint's timeAdded is stored to the second, never later than the taint came: a small margin suffices.
-	if next, ok := r.Framework.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+100*time.Millisecond < wait) {
+	if next, ok := f.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+100*time.Millisecond < wait) {
 		wait = next + 100*time.Millisecond
 	}
 	for _, next := range []time.Duration{failWait, recordWait} {
@@ -304,9 +317,12 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, cond metav1.Condit
 func decide(current []workv1alpha1.TargetCluster, res Result, err error) (cond metav1.Condition, placed bool) {
 	cond = metav1.Condition{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionFalse}
 	var notDivisible *notDivisibleError
+	var noDecision *placementError
 	switch {
 	case errors.As(err, &notDivisible):
 		cond.Reason, cond.Message = ReasonNotDivisible, err.Error()
+	case errors.As(err, &noDecision):
+		cond.Reason, cond.Message = noDecision.reason, err.Error()
 	case err != nil:
 		cond.Reason, cond.Message = ReasonNoClusterFit, err.Error()
 	case len(res.Clusters) == 0:

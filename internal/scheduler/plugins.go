@@ -87,14 +87,18 @@ func (ClusterAffinity) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1a
 // Every binding tolerates the hub's two health taints with effect NoExecute for FailoverAfter, as every pod
 // tolerates a node's for 300 s, unless its policy tolerates that taint itself: then the policy's toleration
 // decides (without tolerationSeconds, the binding never fails over).
+//
+// A binding that follows a Placement (FollowsPlacement) is left to it: the Placement applied its own
+// tolerations when it decided, and drops a cluster whose taint it does not tolerate (placementref.go).
 type TaintToleration struct {
-	FailoverAfter time.Duration
+	FailoverAfter    time.Duration
+	FollowsPlacement bool
 }
 
 func (TaintToleration) Name() string { return "TaintToleration" }
 
 func (p TaintToleration) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) string {
-	if len(c.Spec.Taints) == 0 {
+	if len(c.Spec.Taints) == 0 || p.FollowsPlacement {
 		return ""
 	}
 	tolerations := p.tolerations(b)
@@ -144,6 +148,9 @@ func noExecuteExpired(tol corev1.Toleration, t corev1.Taint, now time.Time) bool
 // when it tolerates them all without a time limit (or a taint has no timeAdded to count from). The times are
 // whole seconds, as the API server keeps them; the clusters are sorted by name.
 func (p TaintToleration) Tainted(b *workv1alpha1.ResourceBindingSpec, clusters []clusterv1alpha1.Cluster, now time.Time) []workv1alpha1.TaintedCluster {
+	if p.FollowsPlacement {
+		return nil
+	}
 	tolerations := p.tolerations(b)
 	own := 0 // tolerations[own:] are the default failover tolerations
 	if b.Placement != nil {
