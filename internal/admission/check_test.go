@@ -36,6 +36,7 @@ const (
 		"spec:\n  resourceSelectors: [{apiVersion: apps/v1, kind: Deployment}]\n"
 	customizationHead = "apiVersion: config.flotilla.io/v1alpha1\nkind: InterpreterCustomization\nmetadata: {name: widget}\n" +
 		"spec:\n  target: {apiVersion: example.io/v1, kind: Widget}\n  customizations:\n"
+	placementHead  = "apiVersion: cluster.flotilla.io/v1alpha1\nkind: Placement\nmetadata: {name: web, namespace: default}\nspec:\n"
 	clusterSetHead = "apiVersion: cluster.flotilla.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: prod}\n" +
 		"spec:\n  clusterSelector:\n    selectorType: LabelSelector\n"
 )
@@ -60,6 +61,21 @@ var reviews = []struct {
 		[]string{`ClusterPropagationPolicy.policy.flotilla.io "web" is invalid`, "spec.failover.cluster.statePreservation.rules[0].aliasLabelName"}},
 	{"status of a bad policy: not checked", "propagationpolicies.policy.flotilla.io", "status",
 		policyHead + "  failover:\n    cluster:\n      statePreservation:\n        rules: [{aliasLabelName: x, jsonPath: '{.x'}]\n", nil},
+	{"policy that follows a Placement", "propagationpolicies.policy.flotilla.io", "",
+		policyHead + "  placementRef: {name: web}\n  placement: {clusterTolerations: []}\n", nil},
+	{"policy with placementRef and placement", "propagationpolicies.policy.flotilla.io", "",
+		policyHead + "  placementRef: {name: web}\n  placement:\n    clusterAffinity: {clusterNames: [member1]}\n",
+		[]string{"spec.placement: Forbidden: placement and placementRef are mutually exclusive"}},
+	{"policy with a placementRef without a name", "propagationpolicies.policy.flotilla.io", "",
+		policyHead + "  placementRef: {}\n", []string{"spec.placementRef.name: Required value"}},
+	{"cluster policy with a placementRef", "clusterpropagationpolicies.policy.flotilla.io", "",
+		strings.Replace(policyHead, "kind: PropagationPolicy", "kind: ClusterPropagationPolicy", 1) + "  placementRef: {name: web}\n",
+		[]string{`ClusterPropagationPolicy.policy.flotilla.io "web" is invalid`, "spec.placementRef: Forbidden: a ClusterPropagationPolicy cannot follow a Placement"}},
+	{"placement whose expressions compile", "placements.cluster.flotilla.io", "",
+		placementHead + "  predicates:\n    - requiredClusterSelector:\n        celSelector:\n          celExpressions: ['cluster.metadata.labels[\"env\"] == \"prod\"']\n", nil},
+	{"placement with an expression that does not compile", "placements.cluster.flotilla.io", "",
+		placementHead + "  predicates:\n    - requiredClusterSelector:\n        celSelector:\n          celExpressions: ['true', 'cluster.spec.taints.exists(t, t.key ==']\n",
+		[]string{`Placement.cluster.flotilla.io "web" is invalid`, "spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[1]", "ERROR: <input>:1:"}},
 	{"customization that compiles", "interpretercustomizations.config.flotilla.io", "",
 		customizationHead + "    healthInterpretation: {cel: 'true'}\n", nil},
 	{"customization whose CEL does not parse", "interpretercustomizations.config.flotilla.io", "",

@@ -11,8 +11,9 @@ import (
 )
 
 // placementCheck refuses a Placement its controller could not evaluate: a label selector that does not parse,
-// duplicate decision-group names, a clustersPerDecisionGroup that is neither a count nor a percentage, an
-// unknown built-in score, a negative numberOfClusters.
+// a CEL expression that does not compile or does not return a bool (named by its index), duplicate
+// decision-group names, a clustersPerDecisionGroup that is neither a count nor a percentage, an unknown
+// built-in score, a negative numberOfClusters or tolerationSeconds.
 var placementCheck = Check{
 	Name:      "FlotillaPlacement",
 	Resources: []schema.GroupResource{{Group: clusterv1alpha1.GroupVersion.Group, Resource: "placements"}},

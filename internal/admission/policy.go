@@ -12,7 +12,8 @@ import (
 
 // propagationPolicyCheck checks what neither the CRD schema nor a CEL rule can: that a propagation policy's
 // statePreservation jsonPaths parse as JSONPath, so a rule that could never apply is refused when the policy
-// is written, not found out when a cluster fails.
+// is written, not found out when a cluster fails; and that a placementRef stands alone, in a namespaced
+// policy.
 var propagationPolicyCheck = Check{
 	Name: "FlotillaPropagationPolicy",
 	Resources: []schema.GroupResource{
@@ -22,24 +23,66 @@ var propagationPolicyCheck = Check{
 	Validate: validatePropagationPolicy,
 }
 
-// validatePropagationPolicy returns the statePreservation rules of a PropagationPolicy or
-// ClusterPropagationPolicy that do not parse, naming the field.
+// validatePropagationPolicy returns what is wrong with a PropagationPolicy or ClusterPropagationPolicy,
+// naming the field: statePreservation rules that do not parse, and a placementRef that cannot be followed.
+// It reads only the fields it checks: the rest may still be refused by the schema.
 func validatePropagationPolicy(u *unstructured.Unstructured) (field.ErrorList, error) {
+	path := field.NewPath("spec")
+	errs := validatePlacementRef(u, path)
 	raw, found, err := unstructured.NestedMap(u.Object, "spec", "failover")
 	if err != nil || !found {
-		return nil, nil // the schema already refused what is not an object
+		return errs, nil // the schema already refused what is not an object
 	}
 	failover := &policyv1alpha1.FailoverBehavior{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, failover); err != nil {
 		return nil, err
 	}
-	path := field.NewPath("spec", "failover")
-	var errs field.ErrorList
 	if failover.Application != nil {
-		errs = append(errs, statepreservation.Validate(failover.Application.StatePreservation, path.Child("application", "statePreservation"))...)
+		errs = append(errs, statepreservation.Validate(failover.Application.StatePreservation, path.Child("failover", "application", "statePreservation"))...)
 	}
 	if failover.Cluster != nil {
-		errs = append(errs, statepreservation.Validate(failover.Cluster.StatePreservation, path.Child("cluster", "statePreservation"))...)
+		errs = append(errs, statepreservation.Validate(failover.Cluster.StatePreservation, path.Child("failover", "cluster", "statePreservation"))...)
 	}
 	return errs, nil
+}
+
+// validatePlacementRef refuses a placementRef without a name, one next to a placement that says anything
+// (the Placement decides the clusters; the placement would be ignored), and one in a
+// ClusterPropagationPolicy (Placements are namespaced, and a cluster-wide policy places templates of every
+// namespace).
+func validatePlacementRef(u *unstructured.Unstructured, path *field.Path) field.ErrorList {
+	ref, found, err := unstructured.NestedMap(u.Object, "spec", "placementRef")
+	if err != nil || !found || ref == nil {
+		return nil // the schema refuses what is not an object
+	}
+	var errs field.ErrorList
+	if u.GetKind() == "ClusterPropagationPolicy" {
+		errs = append(errs, field.Forbidden(path.Child("placementRef"), "a ClusterPropagationPolicy cannot follow a Placement: Placements are namespaced; use placement"))
+	}
+	if name, _ := ref["name"].(string); name == "" {
+		errs = append(errs, field.Required(path.Child("placementRef", "name"), "the name of a Placement in the policy's namespace"))
+	}
+	if placement, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "placement"); !empty(placement) {
+		errs = append(errs, field.Forbidden(path.Child("placement"), "placement and placementRef are mutually exclusive: with placementRef the Placement decides the clusters"))
+	}
+	return errs
+}
+
+// empty says whether a JSON value says nothing: absent, null, or an object or list of empty values (a Go
+// client sends the zero placement as {}).
+func empty(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !empty(e) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		return len(v) == 0
+	}
+	return false
 }

@@ -287,6 +287,18 @@ func TestInvalidObjectsRejected(t *testing.T) {
 			[]string{"spec.decisionStrategy.groupStrategy.decisionGroups[1].groupName: Duplicate value"}},
 		{"placement with an unparsable group selector", placement("  decisionStrategy:\n    groupStrategy:\n      decisionGroups:\n        - groupName: a\n          groupClusterSelector:\n            labelSelector:\n              matchExpressions: [{key: env, operator: Near}]\n"),
 			[]string{"spec.decisionStrategy.groupStrategy.decisionGroups[0].groupClusterSelector.labelSelector.matchExpressions[0].operator", "Near"}},
+		{"placement with an expression that does not compile", placement("  predicates:\n    - requiredClusterSelector:\n        celSelector:\n          celExpressions: ['true', 'cluster.metadata.name ==']\n"),
+			[]string{"spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[1]", "ERROR: <input>:1:"}},
+		{"placement with an expression that is not a bool", placement("  predicates:\n    - requiredClusterSelector:\n        celSelector:\n          celExpressions: ['size(cluster.metadata.name)']\n"),
+			[]string{"spec.predicates[0].requiredClusterSelector.celSelector.celExpressions[0]", "a predicate must return bool"}},
+		{"placement with a negative tolerationSeconds", placement("  tolerations:\n    - {operator: Exists, tolerationSeconds: -5}\n"),
+			[]string{"spec.tolerations[0].tolerationSeconds", "must be 0 or more"}},
+		{"policy with placementRef and placement", pp("  placementRef: {name: web}\n  placement:\n    clusterAffinity: {clusterNames: [a]}\n"),
+			[]string{"spec.placement: Forbidden", "placement and placementRef are mutually exclusive"}},
+		{"policy with a placementRef without a name", pp("  placementRef: {}\n"),
+			[]string{"spec.placementRef.name: Required value"}},
+		{"cluster policy with a placementRef", policy("ClusterPropagationPolicy", selector+"  placementRef: {name: web}\n"),
+			[]string{"spec.placementRef: Forbidden", "a ClusterPropagationPolicy cannot follow a Placement"}},
 	}
 	if len(tests) < 25 {
 		t.Fatalf("only %d invalid objects; the API promises at least 25", len(tests))
