@@ -49,8 +49,10 @@ type Result struct {
 	Candidates int
 	Selected   []string
 	Groups     []Group
-	// Reasons say why each picked Cluster was picked, in words that change only when the decision's inputs
-	// do (no scores: Balance and Steady move them on every change of other Placements).
+	// Reasons say why each picked Cluster was picked: its set, the predicate that selected it, and whether
+	// it was among the best scored. Nothing that moves without the decision moving: no scores (Steady rises
+	// once a Cluster is decided, Balance moves with other Placements) and no tolerated taints (the hub's
+	// health taints come and go with a member's health).
 	Reasons map[string]string
 	// Failed are the Clusters of the chosen sets that no predicate selected because an expression failed on
 	// them, with the first failure.
@@ -76,7 +78,7 @@ func Decide(p *clusterv1alpha1.Placement, in Input) (Result, error) {
 		if c.DeletionTimestamp != nil || set == "" {
 			continue
 		}
-		ok, until, tolerated := tolerates(c.Spec.Taints, p.Spec.Tolerations, in.Now)
+		ok, until := tolerates(c.Spec.Taints, p.Spec.Tolerations, in.Now)
 		if !ok {
 			continue
 		}
@@ -97,9 +99,6 @@ func Decide(p *clusterv1alpha1.Placement, in Input) (Result, error) {
 		why[c.Name] = []string{"in set " + set}
 		if len(predicates) > 0 {
 			why[c.Name] = append(why[c.Name], fmt.Sprintf("matches predicates[%d]", which))
-		}
-		for _, t := range tolerated {
-			why[c.Name] = append(why[c.Name], "tolerates "+t)
 		}
 	}
 	scores, err := Score(p.Spec.PrioritizerPolicy, candidates, in)
@@ -206,12 +205,11 @@ func matching(predicates []compiledPredicate, c *clusterv1alpha1.Cluster) (int, 
 }
 
 // tolerates says whether every NoSchedule and NoExecute taint is tolerated at now (PreferNoSchedule never
-// excludes), until when (zero: without end), and names the taints tolerated. A toleration with
+// excludes), and until when (zero: without end). A toleration with
 // tolerationSeconds tolerates a taint until its timeAdded plus those seconds (a taint without timeAdded has
 // nothing to count from and is tolerated without end); of several that match, the longest counts.
-func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration, now time.Time) (bool, time.Time, []string) {
+func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration, now time.Time) (bool, time.Time) {
 	var until time.Time
-	var names []string
 	for i := range taints {
 		t := &taints[i]
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
@@ -233,14 +231,13 @@ func tolerates(taints []corev1.Taint, tolerations []corev1.Toleration, now time.
 			}
 		}
 		if !matched || (!forever && !now.Before(latest)) {
-			return false, time.Time{}, nil
+			return false, time.Time{}
 		}
 		if !forever && (until.IsZero() || latest.Before(until)) {
 			until = latest
 		}
-		names = append(names, t.Key+":"+string(t.Effect))
 	}
-	return true, until, names
+	return true, until
 }
 
 // Groups splits the picked Clusters into decision groups: each named group takes, in order, the Clusters

@@ -272,8 +272,9 @@ func TestTolerationSeconds(t *testing.T) {
 	}
 }
 
-// TestDecisionReasons: each decision says why, in words without scores, so that a shift of the scores
-// (Steady once the cluster is decided, Balance when another Placement changes) rewrites nothing.
+// TestDecisionReasons: each decision says why, in words without scores or taints, so that a shift of the
+// scores (Steady once the cluster is decided, Balance when another Placement changes) or a tolerated taint
+// coming or going rewrites nothing.
 func TestDecisionReasons(t *testing.T) {
 	in := Input{Sets: []clusterv1alpha1.ClusterSet{set("prod"), set("dev")}, Clusters: []clusterv1alpha1.Cluster{
 		cluster("big", "prod", "16", map[string]string{"tier": "gold"}, corev1.Taint{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}),
@@ -291,7 +292,7 @@ func TestDecisionReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"big": "in set prod; matches predicates[1]; tolerates gpu:NoSchedule; one of the 2 best scored",
+		"big": "in set prod; matches predicates[1]; one of the 2 best scored",
 		"mid": "in set dev; matches predicates[1]; one of the 2 best scored",
 	}
 	if !maps.Equal(first.Reasons, want) {
@@ -299,6 +300,7 @@ func TestDecisionReasons(t *testing.T) {
 	}
 	in.Decided = map[string]bool{"big": true, "mid": true}
 	in.Decisions = map[string]int{"big": 3}
+	in.Clusters[1].Spec.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoExecute}}
 	again, _ := Decide(p, in)
 	if !maps.Equal(again.Reasons, first.Reasons) {
 		t.Fatalf("reasons moved with the scores: %v then %v", first.Reasons, again.Reasons)

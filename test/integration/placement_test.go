@@ -156,6 +156,10 @@ func TestPlacementDecisions(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-decision-1"}, &d); err != nil || !metav1.IsControlledBy(&d, p) {
 		t.Fatalf("web-decision-1 not controlled by its Placement: %v %+v", err, d.OwnerReferences)
 	}
+	// Each decision says why, without a score: Steady raised it once the cluster was decided.
+	if want := "in set pl-bound; one of the 2 best scored"; len(d.Status.Decisions) != 1 || d.Status.Decisions[0].Reason != want {
+		t.Errorf("web-decision-1 decisions %+v, want the reason %q", d.Status.Decisions, want)
+	}
 
 	// A heartbeat of a decided cluster, then a relabel the controller must see but that changes no decision:
 	// once the controller has taken both in, nothing was rewritten.
