@@ -218,7 +218,11 @@ func TestValidateSpec(t *testing.T) {
 	good := clusterv1alpha1.PlacementSpec{}
 	good.DecisionStrategy.GroupStrategy.ClustersPerDecisionGroup = ptr.To(intstr.FromString("25%"))
 	good.Predicates = []clusterv1alpha1.ClusterPredicate{{RequiredClusterSelector: clusterv1alpha1.ClusterSelector{
-		CelSelector: clusterv1alpha1.CelSelector{CelExpressions: []string{cpuAtLeast8, `cluster.metadata.labels["env"] == "prod"`}}}}}
+		CelSelector: clusterv1alpha1.CelSelector{CelExpressions: []string{cpuAtLeast8, `cluster.metadata.labels["env"] == "prod"`,
+			// docs/placement.md's examples
+			`quantity(cluster.status.resourceSummary.allocatable.cpu).compareTo(quantity("16")) >= 0`,
+			`cluster.status.apiEnablements.exists(e, e.groupVersion == "batch/v1")`,
+			`cluster.spec.region in ["eu-west-1", "eu-central-1"]`}}}}}
 	if errs := ValidateSpec(&good); len(errs) != 0 {
 		t.Fatalf("25%%: %v", errs)
 	}
