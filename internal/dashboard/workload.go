@@ -29,7 +29,7 @@ type workloadPage struct {
 	Clusters  []clusterStatus
 	Evictions []workv1alpha1.GracefulEvictionTask
 	// Rollout is a progressive rollout's waves (nil without one).
-	Rollout *rolloutView
+	Rollout   *rolloutView
 	WhyNot    []scheduler.Explanation
 	Scheduled string
 	Events    []event
