@@ -167,6 +167,14 @@ func TestProgressiveRollout(t *testing.T) {
 	if _, ok := seen.at(f.m1.Name, next); ok {
 		t.Fatal("a paused rollout reached m1")
 	}
+	// The hub's Deployment keeps kubectl rollout status waiting: its status has not observed the change.
+	d, err := f.hub.Kube.AppsV1().Deployments(f.ns).Get(ctx, "roll", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status.ObservedGeneration >= d.Generation {
+		t.Errorf("the hub's Deployment reports generation %d observed during the rollout of %d", d.Status.ObservedGeneration, d.Generation)
+	}
 	f.hub.Flotilla("rollout", "resume", "deployment/roll", "-n", f.ns)
 	reached(f.m1, next)
 }

@@ -86,7 +86,7 @@ func setValue(t *testing.T, cm *corev1.ConfigMap, v string) {
 // gets the change only after the previous was healthy for minSuccessTime; a change not healthy within
 // progressDeadline stops the rollout with the other clusters on the previous revision; putting the previous
 // content back reaches every cluster; a paused rollout starts no cluster until resumed; the revisions are kept
-// as ControllerRevisions.
+// as ControllerRevisions; a cluster placed during a rollout gets the last good revision.
 func TestProgressiveRollout(t *testing.T) {
 	const ns = "rollout"
 	ctx := context.Background()
@@ -171,6 +171,10 @@ func TestProgressiveRollout(t *testing.T) {
 	if v, _, _, _ := rolledValue(t, ns, "web", a); v != "2" {
 		t.Fatalf("a paused rollout reached a: v=%s", v)
 	}
+	// A cluster placed during the rollout gets the last good revision until the rollout reaches it.
+	placeableCluster(t, "rollout-d", selector)
+	waitPlaced(t, ns, "web", a, b, c, "rollout-d")
+	waitValue(t, ns, "web", "rollout-d", "2", workv1alpha1.ResourceHealthy)
 	pause("null")
 	waitValue(t, ns, "web", a, "4", workv1alpha1.ResourceHealthy)
 }
