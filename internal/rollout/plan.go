@@ -2,9 +2,7 @@ package rollout
 
 import (
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -262,21 +260,14 @@ func mandatoryGroups(p policyv1alpha1.ProgressiveRollout, groups []Group) map[st
 	return out
 }
 
-// count reads a count-or-percentage of total (a percentage rounds down); unset is def.
+// count reads a count or a percentage of total (a percentage rounds down); unset is def.
 func count(v *intstr.IntOrString, total, def int, field string) (int, error) {
 	if v == nil {
 		return def, nil
 	}
-	if v.Type == intstr.Int {
-		if v.IntVal < 0 {
-			return 0, fmt.Errorf("progressive.%s: %d is negative", field, v.IntVal)
-		}
-		return int(v.IntVal), nil
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, false)
+	if err != nil || n < 0 || v.Type == intstr.String && (n > total || strings.HasPrefix(v.StrVal, "-")) {
+		return 0, fmt.Errorf("progressive.%s: %q is neither a count nor a percentage from 0%% to 100%%", field, v.String())
 	}
-	digits, ok := strings.CutSuffix(v.StrVal, "%")
-	pct, err := strconv.Atoi(digits)
-	if !ok || err != nil || pct < 0 || pct > 100 {
-		return 0, fmt.Errorf("progressive.%s: %q is neither a count nor a percentage from 0%% to 100%%", field, v.StrVal)
-	}
-	return int(math.Floor(float64(total) * float64(pct) / 100)), nil
+	return n, nil
 }
