@@ -12,8 +12,8 @@ import (
 
 // propagationPolicyCheck checks what neither the CRD schema nor a CEL rule can: that a propagation policy's
 // statePreservation jsonPaths parse as JSONPath, so a rule that could never apply is refused when the policy
-// is written, not found out when a cluster fails; and that a placementRef stands alone, in a namespaced
-// policy.
+// is written, not found out when a cluster fails; that a placementRef stands alone, in a namespaced policy;
+// and that its rollout strategy is one a rollout can follow (validateRollout).
 var propagationPolicyCheck = Check{
 	Name: "FlotillaPropagationPolicy",
 	Resources: []schema.GroupResource{
@@ -24,11 +24,20 @@ var propagationPolicyCheck = Check{
 }
 
 // validatePropagationPolicy returns what is wrong with a PropagationPolicy or ClusterPropagationPolicy,
-// naming the field: statePreservation rules that do not parse, and a placementRef that cannot be followed.
-// It reads only the fields it checks: the rest may still be refused by the schema.
+// naming the field: statePreservation rules that do not parse, a placementRef that cannot be followed, and a
+// rollout strategy a rollout cannot follow. It reads only the fields it checks: the rest may still be refused
+// by the schema.
 func validatePropagationPolicy(u *unstructured.Unstructured) (field.ErrorList, error) {
 	path := field.NewPath("spec")
 	errs := validatePlacementRef(u, path)
+	if raw, found, err := unstructured.NestedMap(u.Object, "spec", "rollout"); err == nil && found {
+		r := &policyv1alpha1.RolloutStrategy{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, r); err != nil {
+			return nil, err
+		}
+		_, placementRef, _ := unstructured.NestedMap(u.Object, "spec", "placementRef")
+		errs = append(errs, validateRollout(r, placementRef, path.Child("rollout"))...)
+	}
 	raw, found, err := unstructured.NestedMap(u.Object, "spec", "failover")
 	if err != nil || !found {
 		return errs, nil // the schema already refused what is not an object

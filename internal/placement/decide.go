@@ -285,20 +285,28 @@ func Groups(gs clusterv1alpha1.GroupStrategy, picked []*clusterv1alpha1.Cluster)
 // GroupSize is the size of the unnamed decision groups: clustersPerDecisionGroup as a count, or as a
 // percentage of total rounded up; at least 1, and every Cluster in one group when it is unset.
 func GroupSize(v *intstr.IntOrString, total int) (int, error) {
-	const field = "spec.decisionStrategy.groupStrategy.clustersPerDecisionGroup"
+	n, err := groupSize(v, total)
+	if err != nil {
+		return 0, fmt.Errorf("spec.decisionStrategy.groupStrategy.clustersPerDecisionGroup: %w", err)
+	}
+	return n, nil
+}
+
+// groupSize is GroupSize with an error that names no field, for callers that name it themselves.
+func groupSize(v *intstr.IntOrString, total int) (int, error) {
 	if v == nil {
 		return max(total, 1), nil
 	}
 	if v.Type == intstr.Int {
 		if v.IntVal < 1 {
-			return 0, fmt.Errorf("%s: %d is not a group size: want at least 1", field, v.IntVal)
+			return 0, fmt.Errorf("%d is not a group size: want at least 1", v.IntVal)
 		}
 		return int(v.IntVal), nil
 	}
 	digits, ok := strings.CutSuffix(v.StrVal, "%")
 	pct, err := strconv.Atoi(digits)
 	if !ok || err != nil || pct < 1 || pct > 100 {
-		return 0, fmt.Errorf("%s: %q is not a group size: want a count of at least 1 or a percentage from 1%% to 100%%, for example 25%%", field, v.StrVal)
+		return 0, fmt.Errorf("%q is not a group size: want a count of at least 1 or a percentage from 1%% to 100%%, for example 25%%", v.StrVal)
 	}
 	return max(int(math.Ceil(float64(total)*float64(pct)/100)), 1), nil
 }

@@ -35,19 +35,28 @@ func ValidateSpec(spec *clusterv1alpha1.PlacementSpec) field.ErrorList {
 	if _, err := Weights(spec.PrioritizerPolicy); err != nil {
 		errs = append(errs, field.Invalid(root.Child("prioritizerPolicy", "configurations"), nil, err.Error()))
 	}
-	groups := root.Child("decisionStrategy", "groupStrategy")
+	errs = append(errs, ValidateGroupStrategy(spec.DecisionStrategy.GroupStrategy, root.Child("decisionStrategy", "groupStrategy"))...)
+	return errs
+}
+
+// ValidateGroupStrategy returns what is wrong with decision groups under path: a duplicate group name, a
+// selector that does not parse, a clustersPerDecisionGroup that is neither a count nor a percentage. A
+// Placement's decisionStrategy and a policy's rollout both group clusters this way.
+func ValidateGroupStrategy(gs clusterv1alpha1.GroupStrategy, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
 	seen := map[string]bool{}
-	for i, g := range spec.DecisionStrategy.GroupStrategy.DecisionGroups {
-		path := groups.Child("decisionGroups").Index(i)
+	for i, g := range gs.DecisionGroups {
+		at := path.Child("decisionGroups").Index(i)
 		if seen[g.GroupName] {
-			errs = append(errs, field.Duplicate(path.Child("groupName"), g.GroupName))
+			errs = append(errs, field.Duplicate(at.Child("groupName"), g.GroupName))
 		}
 		seen[g.GroupName] = true
-		errs = append(errs, validation.ValidateLabelSelector(&g.GroupClusterSelector.LabelSelector, opts, path.Child("groupClusterSelector", "labelSelector"))...)
+		errs = append(errs, validation.ValidateLabelSelector(&g.GroupClusterSelector.LabelSelector,
+			validation.LabelSelectorValidationOptions{}, at.Child("groupClusterSelector", "labelSelector"))...)
 	}
-	if v := spec.DecisionStrategy.GroupStrategy.ClustersPerDecisionGroup; v != nil {
-		if _, err := GroupSize(v, 1); err != nil {
-			errs = append(errs, field.Invalid(groups.Child("clustersPerDecisionGroup"), v.String(), err.Error()))
+	if v := gs.ClustersPerDecisionGroup; v != nil {
+		if _, err := groupSize(v, 1); err != nil {
+			errs = append(errs, field.Invalid(path.Child("clustersPerDecisionGroup"), v.String(), err.Error()))
 		}
 	}
 	return errs
