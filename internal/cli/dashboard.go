@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
@@ -68,9 +67,7 @@ func (o *dashboardOptions) run(ctx context.Context, ready func(url string)) erro
 	}
 	namespace := o.namespace
 	if namespace == "" {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = o.hub.Kubeconfig
-		namespace, _, _ = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.hub.Context}).Namespace()
+		namespace, _ = o.hub.Namespace()
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {

@@ -22,7 +22,7 @@ func NewRoot() *cobra.Command {
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity of the embedded Kubernetes components")
 	installer := &agentcmd.Installer{Install: helmchart.InstallAgent, Uninstall: helmchart.UninstallAgent}
 	root.AddCommand(newUpCommand(), newHubCommand(&verbosity), newTokenCommand(), agentcmd.NewJoinCommand(&verbosity, installer), agentcmd.NewAgentCommand(&verbosity),
-		newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(), newStatusCommand(), newExplainCommand(), newDashboardCommand(), newRebalanceCommand(), newTaintCommand(), newClusterSetCommand(),
+		newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(), newStatusCommand(), newRolloutCommand(), newExplainCommand(), newDashboardCommand(), newRebalanceCommand(), newTaintCommand(), newClusterSetCommand(),
 		agentcmd.NewUnjoinCommand(installer), newKubeconfigCommand(), newKubectlCommand(), newDevCommand(&verbosity), newBenchCommand(), agentcmd.NewVersionCommand())
 	return root
 }

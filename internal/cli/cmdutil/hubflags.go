@@ -23,10 +23,24 @@ func (f *HubFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Context, "context", "", "kubeconfig context of the hub")
 }
 
-func (f *HubFlags) RestConfig() (*rest.Config, error) {
+func (f *HubFlags) clientConfig() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.Context}).ClientConfig()
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.Context})
+}
+
+// Namespace is the namespace of the kubeconfig context, as kubectl uses when -n is not given: default when
+// the context names none.
+func (f *HubFlags) Namespace() (string, error) {
+	ns, _, err := f.clientConfig().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("hub kubeconfig: %w", err)
+	}
+	return ns, nil
+}
+
+func (f *HubFlags) RestConfig() (*rest.Config, error) {
+	cfg, err := f.clientConfig().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig: %w", err)
 	}
