@@ -16,7 +16,7 @@ func TestValidateRollout(t *testing.T) {
 		manifest string
 		want     []string // nil: accepted
 	}{
-		{"good", progressive("      maxConcurrency: 25%\n      maxFailures: 1\n      minSuccessTime: 5s\n      progressDeadline: 30s\n"+
+		{"good", progressive("      maxConcurrency: 25%\n      maxFailures: 1\n      minSuccessTime: 5s\n      progressDeadline: 30s\n" +
 			"      mandatoryDecisionGroups: [{groupName: canary}, {groupIndex: 1}]\n"), nil},
 		{"percent bounds", progressive("      maxConcurrency: 100%\n      maxFailures: 0%\n"), nil},
 		{"maxConcurrency abc", progressive("      maxConcurrency: abc\n"),
