@@ -38,7 +38,14 @@ func parseKindName(arg string) (kindName, error) {
 // discovery, and says whether its objects are namespaced.
 func templateKind(d discovery.DiscoveryInterface, kind string) (schema.GroupVersionKind, bool, error) {
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(d)), d, nil)
-	gvk, err := mapper.KindFor(schema.GroupVersionResource{Resource: kind})
+	// As kubectl reads it: deployments.apps is a resource of a group, deployments.v1.apps of a version too.
+	gvr, gr := schema.ParseResourceArg(kind)
+	gvk, err := mapper.KindFor(gr.WithVersion(""))
+	if gvr != nil {
+		if versioned, verr := mapper.KindFor(*gvr); verr == nil {
+			gvk, err = versioned, nil
+		}
+	}
 	if err != nil {
 		return schema.GroupVersionKind{}, false, fmt.Errorf("unknown kind %q: %w", kind, err)
 	}

@@ -265,3 +265,17 @@ func (c *conflictOnce) Get(ctx context.Context, key client.ObjectKey, obj client
 	other.SetLabels(map[string]string{"edited": "meanwhile"})
 	return c.Client.Update(ctx, other)
 }
+
+// A template whose binding has no ControllerRevisions: history and undo say so.
+func TestNoRevisions(t *testing.T) {
+	b := progressiveBinding()
+	b.Spec.Resource = workv1alpha1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"}
+	other := revisionOf(t, 1, "a", "v1", "")
+	other.Labels[workv1alpha1.LabelRevisionOf] = "api-deployment"
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(&other).Build()
+	target := &rolloutTarget{c: c, key: client.ObjectKey{Namespace: "shop", Name: "web"}, binding: b}
+	target.gvk = appsv1.SchemeGroupVersion.WithKind("Deployment")
+	if _, err := target.revisions(context.Background()); err == nil || err.Error() != "deployment.apps/web in shop has no revisions: the hub records them while its policy sets spec.rollout" {
+		t.Fatalf("got %v", err)
+	}
+}
