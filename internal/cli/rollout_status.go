@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -122,12 +123,18 @@ func waitRollout(ctx context.Context, p *cmdutil.Progress, t *rolloutTarget, pol
 	prev := t.binding
 	for {
 		done, err := rolloutDone(prev)
-		if done || err != nil {
-			if err != nil {
-				return fmt.Errorf("%s: %w", t, err)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+		if done {
+			// The binding may still report the rollout before the template's latest change: the template's
+			// status catches up with its generation only once every cluster runs it.
+			if caughtUp, err := t.caughtUp(ctx); err != nil {
+				return err
+			} else if caughtUp {
+				p.Step(doneMessage(prev))
+				return nil
 			}
-			p.Step(doneMessage(prev))
-			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -146,6 +153,18 @@ func waitRollout(ctx context.Context, p *cmdutil.Progress, t *rolloutTarget, pol
 		}
 		prev = cur
 	}
+}
+
+// caughtUp says whether the template's status.observedGeneration (when it has one) is its generation, as
+// kubectl rollout status asks: the hub keeps it behind until every cluster runs the template's content.
+func (t *rolloutTarget) caughtUp(ctx context.Context) (bool, error) {
+	template := &unstructured.Unstructured{}
+	template.SetGroupVersionKind(t.gvk)
+	if err := t.c.Get(ctx, t.key, template); err != nil {
+		return false, fmt.Errorf("reading %s: %w", t, err)
+	}
+	observed, found, err := unstructured.NestedInt64(template.Object, "status", "observedGeneration")
+	return err != nil || !found || observed >= template.GetGeneration(), nil
 }
 
 // rolloutDone says whether the binding's rollout is over: complete (true), failed (the error), or not yet.

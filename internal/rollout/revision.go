@@ -61,13 +61,15 @@ func Snapshot(template *unstructured.Unstructured, policies []override.Policy) (
 	}
 	content["metadata"] = kept
 	// What the hub itself writes on a template is not the user's change: the detector's claim labels, and the
-	// annotations Render drops too.
-	for _, l := range []string{policyv1alpha1.LabelPropagationPolicyNamespace, policyv1alpha1.LabelPropagationPolicyName,
-		policyv1alpha1.LabelClusterPropagationPolicy} {
-		unstructured.RemoveNestedField(content, "metadata", "labels", l)
-	}
-	for _, a := range []string{"kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision"} {
-		unstructured.RemoveNestedField(content, "metadata", "annotations", a)
+	// annotations Render drops too. A map left empty goes, as the API server drops it: a template with no
+	// labels is the same revision as one with only claim labels.
+	for field, keys := range notContent {
+		for _, k := range keys {
+			unstructured.RemoveNestedField(content, "metadata", field, k)
+		}
+		if m, _ := kept[field].(map[string]any); m != nil && len(m) == 0 {
+			delete(kept, field)
+		}
 	}
 	rev := Revision{Template: content, Generation: template.GetGeneration()}
 	for _, p := range policies {
@@ -94,17 +96,45 @@ func (r *Revision) Policies() []override.Policy {
 	return out
 }
 
-// Apply returns live with the revision's content: its identity (uid, resourceVersion, owners) stays, the
-// rest is the revision's, and its generation the revision's (so a cluster running an older revision never
-// reports the template's current generation as observed).
+// notContent are the labels and annotations of a template that are not part of its revisions: the
+// detector's claim labels, and the annotations Render drops.
+var notContent = map[string][]string{
+	"labels": {policyv1alpha1.LabelPropagationPolicyNamespace, policyv1alpha1.LabelPropagationPolicyName,
+		policyv1alpha1.LabelClusterPropagationPolicy},
+	"annotations": {"kubectl.kubernetes.io/last-applied-configuration", "deployment.kubernetes.io/revision"},
+}
+
+// Apply returns live with the revision's content: its identity (uid, resourceVersion, owners) and the labels
+// and annotations no revision holds (the detector's claim) stay, the rest is the revision's, and its
+// generation the revision's (so a cluster running an older revision never reports the template's current
+// generation as observed).
 func (r *Revision) Apply(live *unstructured.Unstructured) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(r.Template)}
 	meta := live.DeepCopy()
-	meta.SetLabels(out.GetLabels())
-	meta.SetAnnotations(out.GetAnnotations())
+	labels, annotations := out.GetLabels(), out.GetAnnotations()
+	for _, k := range notContent["labels"] {
+		if v, ok := live.GetLabels()[k]; ok {
+			labels = withKey(labels, k, v)
+		}
+	}
+	for _, k := range notContent["annotations"] {
+		if v, ok := live.GetAnnotations()[k]; ok {
+			annotations = withKey(annotations, k, v)
+		}
+	}
+	meta.SetLabels(labels)
+	meta.SetAnnotations(annotations)
 	meta.SetGeneration(r.Generation)
 	out.Object["metadata"] = meta.Object["metadata"]
 	return out
+}
+
+func withKey(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
 }
 
 // Namespace is where a template's ControllerRevisions live: the template's namespace, or the hub's system

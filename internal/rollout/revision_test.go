@@ -54,3 +54,30 @@ func TestApplyKeepsIdentity(t *testing.T) {
 		t.Fatal("a revision carries no status")
 	}
 }
+
+// TestApplyKeepsTheClaim: a revision put back (an undo) keeps the detector's claim labels and the annotations
+// no revision holds, so the template stays claimed; and it is the same revision as the one recorded, whether
+// the template had no labels but the claim's or none at all.
+func TestApplyKeepsTheClaim(t *testing.T) {
+	recorded := deployment("nginx:1", "10", 1)
+	recorded.SetLabels(map[string]string{policyv1alpha1.LabelPropagationPolicyName: "web"})
+	rev, hash, _ := Snapshot(recorded, nil)
+	live := deployment("nginx:2", "42", 5)
+	live.SetLabels(map[string]string{"app": "web", policyv1alpha1.LabelPropagationPolicyNamespace: "shop", policyv1alpha1.LabelPropagationPolicyName: "web"})
+	live.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{}", "note": "x"})
+	got := rev.Apply(live)
+	if l := got.GetLabels(); len(l) != 2 || l[policyv1alpha1.LabelPropagationPolicyNamespace] != "shop" || l[policyv1alpha1.LabelPropagationPolicyName] != "web" {
+		t.Fatalf("labels %v, want the claim's only", l)
+	}
+	if a := got.GetAnnotations(); len(a) != 1 || a["kubectl.kubernetes.io/last-applied-configuration"] != "{}" {
+		t.Fatalf("annotations %v, want last-applied-configuration only", a)
+	}
+	if _, h, _ := Snapshot(got, nil); h != hash {
+		t.Fatalf("the template put back is revision %s, want %s", h, hash)
+	}
+	unlabelled := deployment("nginx:1", "10", 1)
+	unlabelled.SetLabels(nil)
+	if _, h, _ := Snapshot(unlabelled, nil); h != hash {
+		t.Fatalf("no labels: revision %s, want %s (only claim labels)", h, hash)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -150,7 +151,13 @@ func TestRolloutCommands(t *testing.T) {
 	if _, ok := annotation(workv1alpha1.AnnotationRolloutAllAtOnce); ok {
 		t.Fatal("an undo without --all-at-once set the all-at-once annotation")
 	}
-	if out, err := run("undo", "deploy/web", "-n", ns, "--to-revision", "100", "--all-at-once"); err != nil || !strings.HasSuffix(out, "to every cluster at once\n") {
+	// The hub may have renumbered the revision since, as the newest: undo to whatever number it has now.
+	revs, err := rollout.List(ctx, env.Client, b.Spec.Resource, bindingName)
+	if err != nil || rollout.Find(revs, hash) == nil {
+		t.Fatalf("revision %s gone (%v)", hash, err)
+	}
+	number := fmt.Sprint(rollout.Find(revs, hash).Revision)
+	if out, err := run("undo", "deploy/web", "-n", ns, "--to-revision", number, "--all-at-once"); err != nil || !strings.HasSuffix(out, "to every cluster at once\n") {
 		t.Fatalf("undo --all-at-once: %v\n%s", err, out)
 	}
 	if v, _ := annotation(workv1alpha1.AnnotationRolloutAllAtOnce); v != hash {
@@ -166,5 +173,123 @@ func TestRolloutCommands(t *testing.T) {
 	}
 	if out, err := run("undo", "secret/web", "-n", ns); err == nil || !strings.Contains(err.Error(), "not placed by any policy") {
 		t.Fatalf("undo of no binding: %v\n%s", err, out)
+	}
+}
+
+// TestRolloutStatusFollowsTheHub runs flotilla rollout status, history, pause, resume and undo on a rollout
+// the hub drives through two clusters: status waits for a good change to complete (exit 0) and fails with the
+// rollout's reason on a bad one; undo puts the previous revision back and the failed cluster gets it; a paused
+// rollout outlasts --timeout until resumed.
+func TestRolloutStatusFollowsTheHub(t *testing.T) {
+	const ns = "rollout-status"
+	ctx := context.Background()
+	createNamespace(t, ns)
+	selector := map[string]string{"rollout-status": "yes"}
+	a, b := "rollout-status-a", "rollout-status-b"
+	for _, name := range []string{a, b} {
+		placeableCluster(t, name, selector)
+	}
+	cm := configMap(ns, "web", nil)
+	cm.Data = map[string]string{"v": "1"}
+	create(t, cm)
+	p := placedPolicy(ns, selector)
+	p.Spec.Rollout = &policyv1alpha1.RolloutStrategy{Type: policyv1alpha1.RolloutProgressive, Progressive: &policyv1alpha1.ProgressiveRollout{
+		MaxConcurrency: ptrTo(intstr.FromInt32(1)), MinSuccessTime: metav1.Duration{Duration: time.Second},
+		ProgressDeadline: &metav1.Duration{Duration: 3 * time.Second}}}
+	create(t, p)
+	waitPlaced(t, ns, "web", a, b)
+	for _, cluster := range []string{a, b} {
+		waitValue(t, ns, "web", cluster, "1", workv1alpha1.ResourceHealthy)
+	}
+	rolloutCondition(t, ns, "web", workv1alpha1.ConditionRolloutComplete)
+	run := func(args ...string) (string, error) { return runFlotilla(ctx, append([]string{"rollout"}, args...)...) }
+	// targeting waits until the hub rolls out revision n, so that status does not read the previous rollout.
+	targeting := func(n int64) {
+		t.Helper()
+		testenv.Eventually(t, hangGuard, fmt.Sprintf("revision %d the target", n), func() error {
+			b, err := binding(ctx, configMapKind, ns, "web")
+			if err == nil && (b.Status.Rollout == nil || b.Status.Rollout.TargetRevision != n) {
+				err = fmt.Errorf("rollout %+v", b.Status.Rollout)
+			}
+			return err
+		})
+	}
+	type result struct {
+		out string
+		err error
+	}
+	follow := func(args ...string) chan result {
+		done := make(chan result, 1)
+		go func() {
+			out, err := run(append([]string{"status", "cm/web", "-n", ns, "--timeout", "45s"}, args...)...)
+			done <- result{out, err}
+		}()
+		return done
+	}
+
+	// A good change: status follows it wave by wave and exits 0.
+	setValue(t, cm, "2")
+	targeting(2)
+	watching := follow()
+	waitValue(t, ns, "web", a, "2", workv1alpha1.ResourceHealthy)
+	waitValue(t, ns, "web", b, "2", workv1alpha1.ResourceHealthy)
+	got := <-watching
+	if got.err != nil || !strings.Contains(got.out, "configmap/web in "+ns+": Progressive rollout of revision 2") ||
+		!strings.Contains(got.out, "] "+b+": Succeeded on revision 2\n") || !strings.HasSuffix(got.out, "] rollout of revision 2 complete: every cluster runs it\n") {
+		t.Fatalf("status of a good change: %v\n%s", got.err, got.out)
+	}
+	if out, err := run("status", "cm/web", "-n", ns, "--watch=false"); err != nil ||
+		!strings.Contains(strings.Join(strings.Fields(out), " "), "GROUP CLUSTER REVISION STATE SINCE HEALTHY-FOR") ||
+		!strings.Contains(strings.Join(strings.Fields(out), " "), a+" 2 Succeeded") {
+		t.Fatalf("status --watch=false: %v\n%s", err, out)
+	}
+
+	// A bad change: a is never healthy; status exits with the rollout's reason.
+	setValue(t, cm, "3")
+	targeting(3)
+	watching = follow()
+	waitValue(t, ns, "web", a, "3", workv1alpha1.ResourceUnhealthy)
+	got = <-watching
+	if got.err == nil || got.err.Error() != "configmap/web in "+ns+": rollout of revision 3 failed: not healthy within progressDeadline: "+a {
+		t.Fatalf("status of a failing change: %v\n%s", got.err, got.out)
+	}
+	out, err := run("history", "cm/web", "-n", ns)
+	if err != nil || !strings.Contains(out, "\n2 ") || !strings.Contains(strings.Join(strings.Fields(out), " "), "stable") ||
+		!strings.Contains(strings.Join(strings.Fields(out), " "), "target") {
+		t.Fatalf("history: %v\n%s", err, out)
+	}
+
+	// undo: the revision before the failed one (2) goes back on the template; a gets it back.
+	if out, err := run("undo", "cm/web", "-n", ns); err != nil || !strings.HasPrefix(out, "configmap/web rolled back to revision 2 ") {
+		t.Fatalf("undo: %v\n%s", err, out)
+	}
+	undone := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), undone); err != nil || undone.Labels[policyv1alpha1.LabelPropagationPolicyName] != p.Name {
+		t.Fatalf("undo dropped the detector's claim: labels %v (%v)", undone.Labels, err)
+	}
+	waitValue(t, ns, "web", a, "2", workv1alpha1.ResourceHealthy)
+	rolloutCondition(t, ns, "web", workv1alpha1.ConditionRolloutComplete)
+
+	// Paused: status gives up at --timeout; resumed, the change completes.
+	if out, err := run("pause", "cm/web", "-n", ns); err != nil || out != "configmap/web paused\n" {
+		t.Fatalf("pause: %v\n%s", err, out)
+	}
+	rolloutCondition(t, ns, "web", workv1alpha1.ConditionRolloutPaused)
+	setValue(t, cm, "4")
+	targeting(5) // 1, 2, 3, 2 again as 4 (the same revision: undo kept the claim), and now 5
+	if out, err := run("status", "cm/web", "-n", ns, "--timeout", "2s"); err == nil || !strings.Contains(err.Error(), "stopped waiting (context deadline exceeded): revision 5 succeeded on 0 of 2 clusters") {
+		t.Fatalf("status of a paused rollout: %v\n%s", err, out)
+	}
+	if v, _, _, _ := rolledValue(t, ns, "web", a); v != "2" {
+		t.Fatalf("a paused rollout reached a: v=%s", v)
+	}
+	if out, err := run("resume", "cm/web", "-n", ns); err != nil || out != "configmap/web resumed\n" {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	watching = follow()
+	waitValue(t, ns, "web", a, "4", workv1alpha1.ResourceHealthy)
+	waitValue(t, ns, "web", b, "4", workv1alpha1.ResourceHealthy)
+	if got := <-watching; got.err != nil {
+		t.Fatalf("status after resume: %v\n%s", got.err, got.out)
 	}
 }
