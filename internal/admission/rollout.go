@@ -2,8 +2,6 @@ package admission
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -11,6 +9,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/placement"
+	"github.com/flotilla-io/flotilla/internal/rollout"
 )
 
 // validateRollout returns what is wrong with a propagation policy's rollout strategy, by field: counts and
@@ -63,20 +62,11 @@ func validateRollout(r *policyv1alpha1.RolloutStrategy, placementRef bool, path 
 
 // countOrPercent says what is wrong with a count of at least least or a percentage from 0% to 100%, or "".
 func countOrPercent(v *intstr.IntOrString, least int32) string {
-	if v == nil {
-		return ""
+	if _, err := rollout.Count(v, 100, 0); err != nil {
+		return err.Error()
 	}
-	want := fmt.Sprintf("want a count of at least %d or a percentage from 0%% to 100%%, for example 25%%", least)
-	if v.Type == intstr.Int {
-		if v.IntVal < least {
-			return want
-		}
-		return ""
-	}
-	digits, ok := strings.CutSuffix(v.StrVal, "%")
-	pct, err := strconv.Atoi(digits)
-	if !ok || err != nil || pct < 0 || pct > 100 {
-		return want
+	if v != nil && v.Type == intstr.Int && v.IntVal < least {
+		return fmt.Sprintf("want at least %d, or a percentage", least)
 	}
 	return ""
 }

@@ -260,14 +260,25 @@ func mandatoryGroups(p policyv1alpha1.ProgressiveRollout, groups []Group) map[st
 	return out
 }
 
-// count reads a count or a percentage of total (a percentage rounds down); unset is def.
+// count is Count with an error naming the progressive field.
 func count(v *intstr.IntOrString, total, def int, field string) (int, error) {
+	n, err := Count(v, total, def)
+	if err != nil {
+		return 0, fmt.Errorf("progressive.%s: %w", field, err)
+	}
+	return n, nil
+}
+
+// Count reads a count or a percentage of total such as maxConcurrency or maxFailures (a percentage rounds
+// down); unset is def. Admission refuses what it cannot read (with a total of 100, so that a percentage over
+// 100% shows), in the same words.
+func Count(v *intstr.IntOrString, total, def int) (int, error) {
 	if v == nil {
 		return def, nil
 	}
 	n, err := intstr.GetScaledValueFromIntOrPercent(v, total, false)
 	if err != nil || n < 0 || v.Type == intstr.String && (n > total || strings.HasPrefix(v.StrVal, "-")) {
-		return 0, fmt.Errorf("progressive.%s: %q is neither a count nor a percentage from 0%% to 100%%", field, v.String())
+		return 0, fmt.Errorf("%q is neither a count nor a percentage from 0%% to 100%%", v.String())
 	}
 	return n, nil
 }
