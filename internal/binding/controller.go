@@ -24,6 +24,7 @@ package binding
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -34,6 +35,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -259,6 +261,14 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 // condition (once any override policy exists) and a progressive rollout's status and conditions (removed
 // again when the policy stops rolling out in waves).
 func (r *Controller[T]) writeStatus(ctx context.Context, b T, template *unstructured.Unstructured, overridden bool, overrideErrs []string, w *wave) error {
+	// `undo --all-at-once` is for one rollout: once its revision runs everywhere, a later return to the same
+	// content by an ordinary edit rolls out in waves again.
+	if w != nil && w.decision.Complete && b.GetAnnotations()[workv1alpha1.AnnotationRolloutAllAtOnce] == w.targetHash {
+		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, workv1alpha1.AnnotationRolloutAllAtOnce))
+		if err := client.IgnoreNotFound(r.Client.Patch(ctx, b, patch, client.FieldOwner(renderManager))); err != nil {
+			return err
+		}
+	}
 	status := b.BindingStatus()
 	var want []metav1.Condition
 	if overridden || meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionOverridden) != nil {
