@@ -103,6 +103,7 @@ func (r *Controller[T]) planWave(ctx context.Context, b T, template *unstructure
 	if err != nil {
 		return nil, err
 	}
+	decision.Status.ObservedTemplateGeneration = template.GetGeneration()
 	w := &wave{decision: decision, targetHash: hash}
 	if st := decision.Status; st.StableHash != st.TargetHash {
 		revisions, err := rollout.List(ctx, r.Client, spec.Resource, b.GetName())

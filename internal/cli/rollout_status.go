@@ -122,10 +122,16 @@ func sinceOf(t *metav1.Time, now time.Time) string {
 func waitRollout(ctx context.Context, p *cmdutil.Progress, t *rolloutTarget, poll time.Duration) error {
 	prev := t.binding
 	for {
-		done, err := rolloutDone(prev)
+		// A status of the content before the template's latest change says nothing yet, not even a failure.
+		current, err := t.observedLatest(ctx, prev)
 		if err != nil {
+			return err
+		}
+		done, err := rolloutDone(prev)
+		if err != nil && current {
 			return fmt.Errorf("%s: %w", t, err)
 		}
+		done = done && current
 		if done {
 			// The binding may still report the rollout before the template's latest change: the template's
 			// status catches up with its generation only once every cluster runs it.
@@ -153,6 +159,21 @@ func waitRollout(ctx context.Context, p *cmdutil.Progress, t *rolloutTarget, pol
 		}
 		prev = cur
 	}
+}
+
+// observedLatest says whether the binding's rollout status speaks of the template's current generation
+// (always true for a binding without a progressive rollout).
+func (t *rolloutTarget) observedLatest(ctx context.Context, b workv1alpha1.Binding) (bool, error) {
+	s := b.BindingStatus().Rollout
+	if !progressive(b) || s == nil {
+		return true, nil
+	}
+	template := &unstructured.Unstructured{}
+	template.SetGroupVersionKind(t.gvk)
+	if err := t.c.Get(ctx, t.key, template); err != nil {
+		return false, fmt.Errorf("reading %s: %w", t, err)
+	}
+	return s.ObservedTemplateGeneration >= template.GetGeneration(), nil
 }
 
 // caughtUp says whether the template's status.observedGeneration (when it has one) is its generation, as

@@ -534,6 +534,11 @@ type RolloutStatus struct {
 	// +optional
 	StableHash string `json:"stableHash,omitempty"`
 
+	// ObservedTemplateGeneration is the template generation this status speaks of: until it reaches the
+	// template's generation, the status is of the content before the template's latest change.
+	// +optional
+	ObservedTemplateGeneration int64 `json:"observedTemplateGeneration,omitempty"`
+
 	// Wave counts the waves started for the target revision, from 1.
 	// +optional
 	Wave int32 `json:"wave,omitempty"`
