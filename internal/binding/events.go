@@ -18,6 +18,7 @@ import (
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/rollout"
 )
 
 // What wakes which controller. The render controller writes Works, the status controller reads them: a Work
@@ -81,7 +82,7 @@ type workWakes struct {
 // a cluster becoming healthy on it, or no longer, moves the rollout along.
 var renderWakes = workWakes{update: func(old, updated *workv1alpha1.Work) bool {
 	return old.Generation != updated.Generation ||
-		updated.Annotations[workv1alpha1.AnnotationRevision] != "" && healthyNow(old) != healthyNow(updated)
+		updated.Annotations[workv1alpha1.AnnotationRevision] != "" && rollout.Healthy(old) != rollout.Healthy(updated)
 }}
 
 // statusWakes: a new Work, a changed status, and a changed spec (the status the agent reported no longer

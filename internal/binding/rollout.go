@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -91,7 +90,7 @@ func (r *Controller[T]) planWave(ctx context.Context, b T, template *unstructure
 	for _, t := range spec.Clusters {
 		c := rollout.Cluster{Name: t.Name}
 		if w := workOf(works, t.Name); w != nil {
-			c.Hash, c.Healthy = w.Annotations[workv1alpha1.AnnotationRevision], healthyNow(w)
+			c.Hash, c.Healthy = w.Annotations[workv1alpha1.AnnotationRevision], rollout.Healthy(w)
 		}
 		clusters = append(clusters, c)
 	}
@@ -154,17 +153,6 @@ func (r *Controller[T]) rolloutGroups(ctx context.Context, namespace string, spe
 		}
 	}
 	return out, nil
-}
-
-// healthyNow says whether a Work's status speaks of its current spec and says its workload is healthy.
-func healthyNow(w *workv1alpha1.Work) bool {
-	applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
-	if applied == nil || applied.ObservedGeneration != w.Generation || len(w.Status.ManifestStatuses) == 0 {
-		return false
-	}
-	ms := w.Status.ManifestStatuses[0]
-	return ms.Applied && ms.Health == workv1alpha1.ResourceHealthy &&
-		meta.IsStatusConditionTrue(ms.Conditions, workv1alpha1.ManifestConditionObserved)
 }
 
 // rolloutConditions say where the rollout stands.

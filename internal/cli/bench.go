@@ -16,7 +16,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchMCSCommand(), newBenchDashboardCommand(), newBenchPlotCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchMCSCommand(), newBenchDashboardCommand(), newBenchRolloutCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -225,6 +225,33 @@ what the dashboard adds.`,
 	cmd.Flags().IntVar(&o.Updates, "updates", o.Updates, "live changes timed")
 	cmd.Flags().DurationVar(&o.Settle, "settle", o.Settle, "how long the hub runs, once the templates are placed and after each restart, before it is measured")
 	cmd.Flags().BoolVar(&o.Baseline, "baseline", o.Baseline, "restart the hub on the fleet without the dashboard, then with it, for the memory the dashboard adds (false: measure the hub that placed the templates)")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
+func newBenchRolloutCommand() *cobra.Command {
+	o := bench.RolloutOptions{Members: 3, Templates: 5, Changes: 3, MinSuccessTime: 2 * time.Second, Timeout: 5 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "rollout",
+		Short: "How soon the hub starts each wave of a progressive rollout once the previous one succeeded",
+		Long: `Start a hub as a child process and join --members hollow pull agents (as bench scale does; they
+report their Works applied and healthy at once, so the hub alone is measured), place --templates
+Deployments on every cluster with a policy that rolls changes out Progressive, one cluster at a time
+(maxConcurrency 1), each cluster healthy for --min-success-time before the next; then change every
+template --changes times, each rolled out to every cluster (RolloutComplete) before the next. From a
+watch of the Works it times each wave after the first: from the previous cluster's Work reporting the
+new revision healthy plus minSuccessTime to the next cluster's Work updated to it; and it counts the
+hub's API requests per template change.`,
+		Args: cobra.NoArgs,
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunRollout(ctx, o, out, progress)
+		}),
+	}
+	cmd.Flags().IntVar(&o.Members, "members", o.Members, "number of hollow clusters, each a wave of its own")
+	cmd.Flags().IntVar(&o.Templates, "templates", o.Templates, "number of Deployments, each placed on every cluster")
+	cmd.Flags().IntVar(&o.Changes, "changes", o.Changes, "changes of every template, each rolled out in full before the next")
+	cmd.Flags().DurationVar(&o.MinSuccessTime, "min-success-time", o.MinSuccessTime, "the policy's minSuccessTime: how long a cluster stays healthy before the next wave")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for the first placement and for each change's rollout")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -216,6 +217,18 @@ func judge(item *workv1alpha1.ClusterRollout, c Cluster, p policyv1alpha1.Progre
 		return
 	}
 	d.requeue(left)
+}
+
+// Healthy says whether a Work's status speaks of its current spec and says its workload is healthy: what a
+// cluster on the target must show for minSuccessTime.
+func Healthy(w *workv1alpha1.Work) bool {
+	applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
+	if applied == nil || applied.ObservedGeneration != w.Generation || len(w.Status.ManifestStatuses) == 0 {
+		return false
+	}
+	ms := w.Status.ManifestStatuses[0]
+	return ms.Applied && ms.Health == workv1alpha1.ResourceHealthy &&
+		meta.IsStatusConditionTrue(ms.Conditions, workv1alpha1.ManifestConditionObserved)
 }
 
 func (d *Decision) requeue(after time.Duration) {
