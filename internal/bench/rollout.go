@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,7 +253,11 @@ func (r *rolloutRun) waitComplete(ctx context.Context, before map[string]string)
 				return false, nil
 			case len(st.Clusters) != r.o.Members || st.StableHash != st.TargetHash ||
 				!meta.IsStatusConditionTrue(b.Status.Conditions, workv1alpha1.ConditionRolloutComplete):
-				waiting = fmt.Sprintf("%s: revision %d not complete on %d clusters", name, st.TargetRevision, r.o.Members)
+				var states []string
+				for _, c := range st.Clusters {
+					states = append(states, fmt.Sprintf("%s %s on revision %d", c.Name, c.State, c.Revision))
+				}
+				waiting = fmt.Sprintf("%s: revision %d not complete on %d clusters: %s", name, st.TargetRevision, r.o.Members, strings.Join(states, ", "))
 				return false, nil
 			}
 			targets[name] = st.TargetHash

@@ -79,10 +79,14 @@ type workWakes struct {
 // renderWakes: a Work whose spec someone else changed (its generation moved) is rendered again, and a
 // deleted one recreated. A new Work is one the render controller just created, and a status change says
 // nothing about what the Work should hold, except under a progressive rollout (the Work carries a revision):
-// a cluster becoming healthy on it, or no longer, moves the rollout along.
+// a cluster becoming healthy on it, or no longer, moves the rollout along. So does a healthy Work moved to a
+// new revision that renders the same spec: its generation and status stay, no status change would follow,
+// and its minSuccessTime starts now.
 var renderWakes = workWakes{update: func(old, updated *workv1alpha1.Work) bool {
+	revision := updated.Annotations[workv1alpha1.AnnotationRevision]
 	return old.Generation != updated.Generation ||
-		updated.Annotations[workv1alpha1.AnnotationRevision] != "" && rollout.Healthy(old) != rollout.Healthy(updated)
+		revision != "" && rollout.Healthy(old) != rollout.Healthy(updated) ||
+		revision != "" && revision != old.Annotations[workv1alpha1.AnnotationRevision] && rollout.Healthy(updated)
 }}
 
 // statusWakes: a new Work, a changed status, and a changed spec (the status the agent reported no longer

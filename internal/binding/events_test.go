@@ -23,26 +23,54 @@ func TestWorkEventsWake(t *testing.T) {
 		return &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace("a"), Name: "shop.web-deployment", Generation: 1,
 			Labels: map[string]string{workv1alpha1.LabelBindingNamespace: "shop", workv1alpha1.LabelBindingName: "web-deployment"}}}
 	}
+	// Under a progressive rollout the Work carries a revision; healthy is what its agent reports of a
+	// workload that runs as asked, on the Work's current generation.
+	onRevision := func(hash string) func(w *workv1alpha1.Work) {
+		return func(w *workv1alpha1.Work) { w.Annotations = map[string]string{workv1alpha1.AnnotationRevision: hash} }
+	}
+	healthy := func(w *workv1alpha1.Work) {
+		w.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, ObservedGeneration: w.Generation}}
+		w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{Applied: true, Health: workv1alpha1.ResourceHealthy,
+			Conditions: []metav1.Condition{{Type: workv1alpha1.ManifestConditionObserved, Status: metav1.ConditionTrue}}}}
+	}
+	both := func(fs ...func(w *workv1alpha1.Work)) func(w *workv1alpha1.Work) {
+		return func(w *workv1alpha1.Work) {
+			for _, f := range fs {
+				f(w)
+			}
+		}
+	}
 	tests := []struct {
 		name           string
+		before         func(w *workv1alpha1.Work) // old and updated alike
 		change         func(w *workv1alpha1.Work)
 		render, status bool
 	}{
-		{"the agent reports status", func(w *workv1alpha1.Work) {
+		{"under a rollout, the agent reports the revision healthy", onRevision("r2"), healthy, true, true},
+		{"under a rollout, a healthy Work moves to a revision of the same spec", both(onRevision("r1"), healthy), onRevision("r2"), true, false},
+		{"under a rollout, a Work not healthy moves to a revision of the same spec", onRevision("r1"), onRevision("r2"), false, false},
+		{"under a rollout, the agent reports a healthy revision again", both(onRevision("r2"), healthy), func(w *workv1alpha1.Work) {
+			w.Status.Conditions[0].Message = "again"
+		}, false, true},
+		{"the agent reports status", nil, func(w *workv1alpha1.Work) {
 			w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{Applied: true, Health: workv1alpha1.ResourceHealthy}}
 		}, false, true},
-		{"the agent adds its finalizer", func(w *workv1alpha1.Work) { w.Finalizers = []string{workv1alpha1.FinalizerExecution} }, false, false},
-		{"someone changed the spec", func(w *workv1alpha1.Work) {
+		{"the agent adds its finalizer", nil, func(w *workv1alpha1.Work) { w.Finalizers = []string{workv1alpha1.FinalizerExecution} }, false, false},
+		{"someone changed the spec", nil, func(w *workv1alpha1.Work) {
 			w.Generation = 2
 			w.Spec.SuspendDispatching = new(bool)
 		}, true, true},
-		{"the status carries a new raw status", func(w *workv1alpha1.Work) {
+		{"the status carries a new raw status", nil, func(w *workv1alpha1.Work) {
 			w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{Status: &runtime.RawExtension{Raw: []byte(`{"readyReplicas":1}`)}}}
 		}, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			old, updated := base(), base()
+			if tt.before != nil {
+				tt.before(old)
+				tt.before(updated)
+			}
 			tt.change(updated)
 			for controller, wakes := range map[string]struct {
 				wakes workWakes
