@@ -10,7 +10,11 @@ KUBE_VERSION  := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
 KUBE_LDFLAGS  := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
                  -X k8s.io/component-base/version.gitMajor=$(word 2,$(subst ., ,$(subst v,v ,$(KUBE_VERSION)))) \
                  -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION)))
-LDFLAGS       := -X github.com/flotilla-io/flotilla/internal/cli/agentcmd.Version=$(VERSION) $(KUBE_LDFLAGS)
+GIT_COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+GIT_TREE_STATE ?= $(shell git diff --quiet HEAD 2>/dev/null && echo clean || echo dirty)
+VERSION_PKG   := github.com/flotilla-io/flotilla/internal/cli/agentcmd
+LDFLAGS       := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).GitCommit=$(GIT_COMMIT) \
+                 -X $(VERSION_PKG).GitTreeState=$(GIT_TREE_STATE) $(KUBE_LDFLAGS)
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
@@ -24,6 +25,12 @@ func NewRoot() *cobra.Command {
 	root.AddCommand(newUpCommand(), newHubCommand(&verbosity), newTokenCommand(), agentcmd.NewJoinCommand(&verbosity, installer), agentcmd.NewAgentCommand(&verbosity),
 		newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(), newStatusCommand(), newRolloutCommand(), newExplainCommand(), newDashboardCommand(), newRebalanceCommand(), newTaintCommand(), newClusterSetCommand(),
 		agentcmd.NewUnjoinCommand(installer), newKubeconfigCommand(), newKubectlCommand(), newDevCommand(&verbosity), newBenchCommand(), agentcmd.NewVersionCommand())
+	agentcmd.AddVersionFlag(root)
+	// The embedded kube-apiserver registers its own --version (verflag) on pflag's global set, which cobra
+	// shows under every command; it would set the version the embedded components report and print nothing.
+	if f := pflag.CommandLine.Lookup("version"); f != nil {
+		f.Hidden = true
+	}
 	return root
 }
 

@@ -16,5 +16,6 @@ func NewRoot() *cobra.Command {
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity")
 	root.AddCommand(NewJoinCommand(&verbosity, nil), NewAgentCommand(&verbosity), NewUnjoinCommand(nil), NewVersionCommand())
+	AddVersionFlag(root)
 	return root
 }
