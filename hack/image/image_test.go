@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +88,9 @@ func checkConfig(t *testing.T, img v1.Image, n, version, arch string) {
 	}
 	if got, want := cfg.Config.User, fmt.Sprintf("%d:%d", UID, GID); got != want || strings.HasPrefix(got, "0") {
 		t.Errorf("user %q, want %q: numeric and not root", got, want)
+	}
+	if !slices.Contains(cfg.Config.Env, "PATH=/usr/local/bin") {
+		t.Errorf("environment %v has no PATH=/usr/local/bin: kubectl exec POD -- %s would not find the binary", cfg.Config.Env, n)
 	}
 	if cfg.OS != "linux" || cfg.Architecture != arch {
 		t.Errorf("platform %s/%s, want linux/%s", cfg.OS, cfg.Architecture, arch)

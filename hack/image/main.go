@@ -161,7 +161,9 @@ func build(o *options, n, bin string, certs []byte) (v1.Image, error) {
 	cfg.Config.Entrypoint = []string{BinaryPath(n)}
 	cfg.Config.User = fmt.Sprintf("%d:%d", UID, GID)
 	cfg.Config.WorkingDir = Home
-	cfg.Config.Env = []string{"HOME=" + Home, "SSL_CERT_FILE=" + CABundle}
+	// PATH names the binary's directory, so `kubectl exec POD -- flotilla ...` finds it whatever default PATH
+	// the container runtime would give an image without one.
+	cfg.Config.Env = []string{"HOME=" + Home, "SSL_CERT_FILE=" + CABundle, "PATH=" + filepath.Dir(BinaryPath(n))}
 	cfg.Config.Labels = map[string]string{
 		"org.opencontainers.image.title":    n,
 		"org.opencontainers.image.version":  o.version,

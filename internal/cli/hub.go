@@ -77,6 +77,6 @@ Flotilla's controllers. With --etcd-servers several hubs share one etcd (--etcd-
 	}
 	o.AddFlags(cmd.Flags())
 	logging.AddFormatFlag(cmd.Flags(), &logFormat)
-	cmd.AddCommand(newHubSnapshotCommand())
+	cmd.AddCommand(newHubSnapshotCommand(), newHubKubeconfigCommand())
 	return cmd
 }

@@ -43,14 +43,9 @@ func Load(name string) (*chart.Chart, error) {
 // Render renders chart c as `helm install RELEASE --namespace NAMESPACE` would with values, and returns its
 // objects in Helm's install order (namespaced objects without a namespace get NAMESPACE).
 func Render(c *chart.Chart, release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	vals, err := chartutil.ToRenderValues(c, values,
-		chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	rendered, err := renderFiles(c, release, namespace, values)
 	if err != nil {
 		return nil, err
-	}
-	rendered, err := engine.Render(c, vals)
-	if err != nil {
-		return nil, fmt.Errorf("rendering chart %s: %w", c.Name(), err)
 	}
 	manifests := map[string]string{}
 	for name, content := range rendered {
@@ -74,4 +69,32 @@ func Render(c *chart.Chart, release, namespace string, values map[string]any) ([
 		objs = append(objs, obj)
 	}
 	return objs, nil
+}
+
+// Notes renders chart c's NOTES.txt, what `helm install` prints after installing it.
+func Notes(c *chart.Chart, release, namespace string, values map[string]any) (string, error) {
+	rendered, err := renderFiles(c, release, namespace, values)
+	if err != nil {
+		return "", err
+	}
+	notes, ok := rendered[path.Join(c.Name(), "templates", "NOTES.txt")]
+	if !ok {
+		return "", fmt.Errorf("chart %s has no templates/NOTES.txt", c.Name())
+	}
+	return notes, nil
+}
+
+// renderFiles renders every template of c as `helm install RELEASE --namespace NAMESPACE` would with values,
+// by file name (CHART/templates/FILE).
+func renderFiles(c *chart.Chart, release, namespace string, values map[string]any) (map[string]string, error) {
+	vals, err := chartutil.ToRenderValues(c, values,
+		chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	rendered, err := engine.Render(c, vals)
+	if err != nil {
+		return nil, fmt.Errorf("rendering chart %s: %w", c.Name(), err)
+	}
+	return rendered, nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,7 +143,7 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	var front *rest.Config
 	var frontKubeconfig string
 	if o.Embedded() {
-		h.AdminKubeconfig = filepath.Join(o.DataDir, "admin.kubeconfig")
+		h.AdminKubeconfig = controlplane.AdminKubeconfigPath(o.DataDir)
 		if err := h.controlPlane.WriteAdminKubeconfig(h.AdminKubeconfig); err != nil {
 			return nil, err
 		}

@@ -177,11 +177,11 @@ func (o *Options) Validate() error {
 			errs = append(errs, errors.New("--webhook-port, --webhook-host and --webhook-service apply only to --kubeconfig: the embedded hub's API server runs the admission checks itself"))
 		}
 		if o.DataDir == "" {
-			home, err := os.UserHomeDir()
+			dir, err := DefaultDataDir()
 			if err != nil {
-				return fmt.Errorf("--data-dir is required: %w", err)
+				return err
 			}
-			o.DataDir = filepath.Join(home, ".flotilla", "hub")
+			o.DataDir = dir
 		}
 		if o.SecurePort < 1 || o.SecurePort > 65535 {
 			errs = append(errs, fmt.Errorf("--secure-port %d: must be between 1 and 65535", o.SecurePort))
@@ -269,4 +269,13 @@ func (o *Options) webhookOptions() admission.WebhookOptions {
 		w.Service = types.NamespacedName{Namespace: ns, Name: name}
 	}
 	return w
+}
+
+// DefaultDataDir is the embedded hub's data directory when --data-dir is not given: $HOME/.flotilla/hub.
+func DefaultDataDir() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("--data-dir is required: %w", err)
+	}
+	return filepath.Join(home, ".flotilla", "hub"), nil
 }

@@ -156,11 +156,16 @@ func TestExecutorKeepsObjectsOfAClusterLeavingTheHub(t *testing.T) {
 
 // runFlotilla runs the flotilla command line in this process against the test hub.
 func runFlotilla(ctx context.Context, args ...string) (string, error) {
+	return runCLI(ctx, append(args, "--kubeconfig", env.Kubeconfig)...)
+}
+
+// runCLI runs the flotilla command line in this process with args as they are.
+func runCLI(ctx context.Context, args ...string) (string, error) {
 	root := cli.NewRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
-	root.SetArgs(append(args, "--kubeconfig", env.Kubeconfig))
+	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	return out.String(), err
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,8 +116,8 @@ func (o *joinOptions) validate(args []string) error {
 	case "pull":
 		if len(args) != 1 {
 			errs = append(errs, errors.New("pull mode needs the hub URL: flotilla join HUB_URL --token ... --ca-cert-hash ..."))
-		} else if u, err := url.Parse(args[0]); err != nil || u.Scheme != "https" || u.Host == "" {
-			errs = append(errs, fmt.Errorf("hub URL %q: want https://HOST:PORT", args[0]))
+		} else if err := cmdutil.ValidateHubURL(args[0]); err != nil {
+			errs = append(errs, fmt.Errorf("hub URL %w", err))
 		} else {
 			o.hubURL = args[0]
 		}
