@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -25,7 +30,10 @@ type tokenCreateOptions struct {
 	ttl         time.Duration
 	description string
 	labels      string
-	grant       registration.Grant
+	// server is the hub's URL in the printed join command; empty: the hub kubeconfig's server, which a
+	// port-forward or the hub's own pod makes an address members cannot reach.
+	server string
+	grant  registration.Grant
 	// anyName and reusable opt out of the defaults: a token joins the one name --cluster-name gives, once.
 	anyName, reusable bool
 }
@@ -39,6 +47,11 @@ func (o *tokenCreateOptions) validate() error {
 		return fmt.Errorf("--cluster-name is required: a token joins one cluster name (--any-name lets it join any free name)")
 	case o.grant.ClusterName != "" && o.anyName:
 		return fmt.Errorf("--cluster-name %s and --any-name: give one", o.grant.ClusterName)
+	}
+	if o.server != "" {
+		if err := cmdutil.ValidateHubURL(o.server); err != nil {
+			return fmt.Errorf("--server %w", err)
+		}
 	}
 	o.grant.SingleUse = !o.reusable
 	l, err := labels.ConvertSelectorToLabelsMap(o.labels)
@@ -76,6 +89,41 @@ func (o *tokenCreateOptions) joinCommand(hubURL string, token registration.Token
 	return strings.Join(args, " ")
 }
 
+// servingCertNames checks that the certificate the hub of cfg serves names server's host: a member joining at
+// an address the certificate does not name fails on TLS.
+func servingCertNames(ctx context.Context, cfg *rest.Config, server string) error {
+	u, err := url.Parse(server)
+	if err != nil {
+		return err
+	}
+	hub, err := url.Parse(cfg.Host)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return err
+	}
+	dialer := &tls.Dialer{Config: tlsConfig}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	address := hub.Host
+	if hub.Port() == "" {
+		address = net.JoinHostPort(hub.Hostname(), "443")
+	}
+	conn, err := dialer.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return fmt.Errorf("the hub's serving certificate could not be read to check it names %s: %w", u.Hostname(), err)
+	}
+	defer conn.Close()
+	cert := conn.(*tls.Conn).ConnectionState().PeerCertificates[0]
+	if err := cert.VerifyHostname(u.Hostname()); err != nil {
+		return fmt.Errorf("the hub's serving certificate does not name %s, so joins at that address fail: add --tls-san %s to the hub (the chart's extraTLSSANs)",
+			u.Hostname(), u.Hostname())
+	}
+	return nil
+}
+
 func newTokenCreateCommand() *cobra.Command {
 	o := &tokenCreateOptions{}
 	cmd := &cobra.Command{
@@ -89,8 +137,12 @@ token can do, so prefer one bound token per cluster.
 
 A join gets the labels, provider, region and zones it asks for only when the token allows them (--labels,
 --provider, --region, --zones) or an administrator accepts it with flotilla accept; the rest is dropped and
-shown by flotilla describe cluster.`,
-		Args: cobra.NoArgs,
+shown by flotilla describe cluster.
+
+The join command names the hub by the server of your kubeconfig; when members reach the hub at another
+address (a Service's DNS name, a load balancer, while you use a port-forward), give it with --server.`,
+		Example: `  flotilla token create --cluster-name m1 --server https://hub.flotilla.svc:6443`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -116,7 +168,14 @@ shown by flotilla describe cluster.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Token %s expires %s.\n\nOn each member cluster, run:\n\n", token.ID, token.Expires.Format(time.RFC3339))
-			fmt.Fprintf(out, "  %s\n", o.joinCommand(cfg.Host, token, hashes))
+			hubURL := cfg.Host
+			if o.server != "" {
+				hubURL = o.server
+				if err := servingCertNames(cmd.Context(), cfg, o.server); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: --server %s: %v\n", o.server, err)
+				}
+			}
+			fmt.Fprintf(out, "  %s\n", o.joinCommand(hubURL, token, hashes))
 			return nil
 		},
 	}
@@ -124,6 +183,7 @@ shown by flotilla describe cluster.`,
 	fs := cmd.Flags()
 	fs.DurationVar(&o.ttl, "ttl", 24*time.Hour, "how long the token can be used to join")
 	fs.StringVar(&o.description, "description", "flotilla join token", "what the token is for")
+	fs.StringVar(&o.server, "server", "", "the hub's URL as members reach it, https://HOST:PORT, for the printed join command (default: the kubeconfig's server)")
 	fs.StringVar(&o.grant.ClusterName, "cluster-name", "", "the one cluster name the token can join (required unless --any-name)")
 	fs.BoolVar(&o.anyName, "any-name", false, "let the token join any free cluster name instead of one (prints a warning)")
 	fs.BoolVar(&o.reusable, "reusable", false, "keep the token after its first approved join, until it expires (default: single use)")

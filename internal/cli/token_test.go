@@ -12,6 +12,7 @@ func TestTokenCreateDefaults(t *testing.T) {
 		name              string
 		clusterName       string
 		anyName, reusable bool
+		server            string
 		wantErr           string
 		wantSingleUse     bool
 	}{
@@ -21,10 +22,13 @@ func TestTokenCreateDefaults(t *testing.T) {
 		{name: "any name", anyName: true, wantSingleUse: true},
 		{name: "both", clusterName: "m1", anyName: true, wantErr: "give one"},
 		{name: "bad name", clusterName: "M_1", wantErr: "--cluster-name"},
+		{name: "server", clusterName: "m1", server: "https://hub.flotilla.svc:6443", wantSingleUse: true},
+		{name: "server over http", clusterName: "m1", server: "http://hub.flotilla.svc:6443", wantErr: `--server "http://hub.flotilla.svc:6443": want https://HOST:PORT`},
+		{name: "server with a path", clusterName: "m1", server: "https://hub/api", wantErr: "--server"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &tokenCreateOptions{ttl: time.Hour, anyName: tt.anyName, reusable: tt.reusable}
+			o := &tokenCreateOptions{ttl: time.Hour, anyName: tt.anyName, reusable: tt.reusable, server: tt.server}
 			o.grant.ClusterName = tt.clusterName
 			err := o.validate()
 			if tt.wantErr != "" {

@@ -21,6 +21,7 @@ func TestHubNotes(t *testing.T) {
 	for _, want := range []string{
 		"kubectl -n flotilla exec hub-0 -- flotilla hub kubeconfig --data-dir /var/lib/flotilla \\\n    --server https://hub.flotilla.svc:7443 > hub.kubeconfig",
 		"--server https://localhost:7443",
+		"flotilla token create --kubeconfig hub.kubeconfig --cluster-name NAME --server https://hub.flotilla.svc:7443",
 	} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("the hub chart's notes lack %q:\n%s", want, notes)
