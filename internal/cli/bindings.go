@@ -113,7 +113,7 @@ func conditionStatus(s *workv1alpha1.ResourceBindingStatus, t string) string {
 
 func newStatusCommand() *cobra.Command {
 	var hub cmdutil.HubFlags
-	var namespace, output string
+	var output string
 	cmd := &cobra.Command{
 		Use:     "status KIND/NAME",
 		Short:   "Show where a template runs, its state in each cluster, and the clusters it is leaving",
@@ -126,6 +126,10 @@ func newStatusCommand() *cobra.Command {
 				return fmt.Errorf("--output %q: want yaml or json", output)
 			}
 			target, err := parseKindName(args[0])
+			if err != nil {
+				return err
+			}
+			namespace, err := hub.Namespace()
 			if err != nil {
 				return err
 			}
@@ -164,7 +168,7 @@ func newStatusCommand() *cobra.Command {
 		},
 	}
 	hub.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the template")
+	hub.AddNamespaceFlag(cmd.Flags(), "namespace of the template")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "print the binding as yaml or json")
 	return cmd
 }

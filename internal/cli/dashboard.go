@@ -22,9 +22,8 @@ import (
 
 // dashboardOptions are the flags of flotilla dashboard.
 type dashboardOptions struct {
-	hub       cmdutil.HubFlags
-	port      int
-	namespace string
+	hub  cmdutil.HubFlags
+	port int
 }
 
 func (o *dashboardOptions) validate() error {
@@ -56,7 +55,7 @@ updates watch that namespace. The hub serves the same pages on its dashboard por
 	}
 	o.hub.AddFlags(cmd.Flags())
 	cmd.Flags().IntVar(&o.port, "port", 8080, "port on 127.0.0.1 (0: any free port)")
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "namespace to watch when you may not watch every namespace (default: the kubeconfig context's)")
+	o.hub.AddNamespaceFlag(cmd.Flags(), "namespace to watch when you may not watch every namespace")
 	return cmd
 }
 
@@ -65,9 +64,9 @@ func (o *dashboardOptions) run(ctx context.Context, ready func(url string)) erro
 	if err != nil {
 		return err
 	}
-	namespace := o.namespace
-	if namespace == "" {
-		namespace, _ = o.hub.Namespace()
+	namespace, err := o.hub.Namespace()
+	if err != nil {
+		return err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 
 func newExplainCommand() *cobra.Command {
 	var hub cmdutil.HubFlags
-	var namespace, cluster string
+	var cluster string
 	cmd := &cobra.Command{
 		Use:   "explain KIND/NAME",
 		Short: "Say, for each cluster, whether a template is placed there (with its replicas) or why not",
@@ -32,6 +32,10 @@ TaintToleration, APIEnablement, FailoverRecords), the spread constraints, the re
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, err := parseKindName(args[0])
+			if err != nil {
+				return err
+			}
+			namespace, err := hub.Namespace()
 			if err != nil {
 				return err
 			}
@@ -57,7 +61,7 @@ TaintToleration, APIEnablement, FailoverRecords), the spread constraints, the re
 		},
 	}
 	hub.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "namespace of the template")
+	hub.AddNamespaceFlag(cmd.Flags(), "namespace of the template")
 	cmd.Flags().StringVar(&cluster, "cluster", "", "explain only this cluster")
 	return cmd
 }

@@ -66,9 +66,6 @@ func fleetGet(cmd *cobra.Command, hub cmdutil.HubFlags, args []string, q fleetQu
 	if q.name != "" && q.allNamespaces {
 		return fmt.Errorf("a NAME cannot be read with --all-namespaces: give --namespace")
 	}
-	if q.namespace == "" {
-		q.namespace = metav1.NamespaceDefault
-	}
 	if clusterList != "all" {
 		for _, c := range strings.Split(clusterList, ",") {
 			if bad := validation.IsDNS1123Label(c); len(bad) > 0 {
@@ -76,6 +73,13 @@ func fleetGet(cmd *cobra.Command, hub cmdutil.HubFlags, args []string, q fleetQu
 			}
 			q.clusters = append(q.clusters, c)
 		}
+	}
+	if q.namespace == "" {
+		ns, err := hub.Namespace()
+		if err != nil {
+			return err
+		}
+		q.namespace = ns
 	}
 	cfg, c, _, err := hub.Clients()
 	if err != nil {

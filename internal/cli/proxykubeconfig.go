@@ -100,14 +100,13 @@ func (o *proxyKubeconfigOptions) kubeconfig(cluster string) (*clientcmdapi.Confi
 	if err := registration.ValidateClusterName(cluster); err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", cluster, err)
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.hub.Kubeconfig
-	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.hub.Context}).RawConfig()
+	raw, err := o.hub.ClientConfig().RawConfig()
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig: %w", err)
 	}
-	if o.hub.Context != "" {
-		raw.CurrentContext = o.hub.Context
+	overrides := o.hub.Overrides
+	if overrides.CurrentContext != "" {
+		raw.CurrentContext = overrides.CurrentContext
 	}
 	hubContext, ok := raw.Contexts[raw.CurrentContext]
 	if !ok {
@@ -130,9 +129,17 @@ func (o *proxyKubeconfigOptions) kubeconfig(cluster string) (*clientcmdapi.Confi
 	name := "flotilla-" + cluster
 	target := hubCluster.DeepCopy()
 	target.Server = server.String()
+	// --as, --as-group and --as-uid go into the kubeconfig: its requests impersonate on the hub as this
+	// command would, and the proxy acts in the member as the user they impersonate.
+	user = user.DeepCopy()
+	if overrides.AuthInfo.Impersonate != "" {
+		user.Impersonate = overrides.AuthInfo.Impersonate
+		user.ImpersonateGroups = overrides.AuthInfo.ImpersonateGroups
+		user.ImpersonateUID = overrides.AuthInfo.ImpersonateUID
+	}
 	out := &clientcmdapi.Config{
 		Clusters:       map[string]*clientcmdapi.Cluster{name: target},
-		AuthInfos:      map[string]*clientcmdapi.AuthInfo{name: user.DeepCopy()},
+		AuthInfos:      map[string]*clientcmdapi.AuthInfo{name: user},
 		Contexts:       map[string]*clientcmdapi.Context{name: {Cluster: name, AuthInfo: name, Namespace: hubContext.Namespace}},
 		CurrentContext: name,
 	}

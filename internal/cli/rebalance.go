@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
@@ -71,9 +70,6 @@ func (o *rebalanceOptions) validate(args []string) error {
 	default:
 		return fmt.Errorf("--output %q: want yaml or json", o.output)
 	}
-	if bad := validation.IsDNS1123Label(o.namespace); len(bad) > 0 {
-		return fmt.Errorf("--namespace %q: %s", o.namespace, strings.Join(bad, "; "))
-	}
 	if o.ttl < 0 {
 		return fmt.Errorf("--ttl %d: must be 0 or more seconds", o.ttl)
 	}
@@ -101,6 +97,11 @@ func newRebalanceCommand() *cobra.Command {
 			if err := o.validate(args); err != nil {
 				return err
 			}
+			namespace, err := o.hub.Namespace()
+			if err != nil {
+				return err
+			}
+			o.namespace = namespace
 			_, c, kube, err := o.hub.Clients()
 			if err != nil {
 				return err
@@ -132,7 +133,7 @@ func newRebalanceCommand() *cobra.Command {
 		},
 	}
 	o.hub.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "default", "namespace of namespaced templates")
+	o.hub.AddNamespaceFlag(cmd.Flags(), "namespace of namespaced templates")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "print the created Rebalancer as yaml or json instead of its name")
 	cmd.Flags().Int32Var(&o.ttl, "ttl", 300, "seconds the Rebalancer stays after it finished, so its results can be read")
 	return cmd

@@ -2,8 +2,10 @@ package cmdutil
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -12,27 +14,54 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
-// HubFlags are kubectl's --kubeconfig and --context, for the hub.
+// HubFlags are kubectl's connection flags, for the hub: --kubeconfig, --context, --as, --as-group, --as-uid
+// and --request-timeout, and -n/--namespace on the commands that add it, with kubectl's names, meanings and
+// defaults (client-go's clientcmd flag definitions, which kubectl's are built on). A namespace not given is
+// the kubeconfig context's, as in kubectl.
+//
+// cli-runtime's genericclioptions.ConfigFlags would say the same, but that package links kustomize and a
+// disk cache of discovery, and these flags are the agent's too (join, unjoin): flotilla-agent stays small.
 type HubFlags struct {
-	// Kubeconfig and Context are the flags' values: a path (empty: the default rules) and a context name.
-	Kubeconfig, Context string
+	// Kubeconfig is --kubeconfig: a path (empty: $KUBECONFIG or ~/.kube/config).
+	Kubeconfig string
+	// Overrides are --context, the impersonation flags, --request-timeout and --namespace.
+	Overrides clientcmd.ConfigOverrides
 }
 
+// AddFlags adds the connection flags but --namespace.
 func (f *HubFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Kubeconfig, "kubeconfig", "", "kubeconfig of the hub (default $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&f.Context, "context", "", "kubeconfig context of the hub")
+	names := clientcmd.RecommendedConfigOverrideFlags("")
+	names.CurrentContext.Description = "kubeconfig context of the hub"
+	names.CurrentContext.BindStringFlag(fs, &f.Overrides.CurrentContext)
+	names.AuthOverrideFlags.Impersonate.BindStringFlag(fs, &f.Overrides.AuthInfo.Impersonate)
+	names.AuthOverrideFlags.ImpersonateUID.BindStringFlag(fs, &f.Overrides.AuthInfo.ImpersonateUID)
+	names.AuthOverrideFlags.ImpersonateGroups.BindStringArrayFlag(fs, &f.Overrides.AuthInfo.ImpersonateGroups)
+	names.Timeout.BindStringFlag(fs, &f.Overrides.Timeout)
 }
 
-func (f *HubFlags) clientConfig() clientcmd.ClientConfig {
+// AddNamespaceFlag adds -n/--namespace; Namespace reads it, defaulting to the kubeconfig context's.
+func (f *HubFlags) AddNamespaceFlag(fs *pflag.FlagSet, usage string) {
+	fs.StringVarP(&f.Overrides.Context.Namespace, "namespace", "n", "", usage+" (default: the kubeconfig context's namespace)")
+}
+
+// ClientConfig is the hub's kubeconfig with the flags applied.
+func (f *HubFlags) ClientConfig() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = f.Kubeconfig
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.Context})
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &f.Overrides)
 }
 
-// Namespace is the namespace of the kubeconfig context, as kubectl uses when -n is not given: default when
-// the context names none.
+// Namespace is --namespace when given, otherwise the namespace of the kubeconfig's context (in a pod without
+// a kubeconfig, the pod's), otherwise default.
 func (f *HubFlags) Namespace() (string, error) {
-	ns, _, err := f.clientConfig().Namespace()
+	if ns := f.Overrides.Context.Namespace; ns != "" {
+		if bad := validation.IsDNS1123Label(ns); len(bad) > 0 {
+			return "", fmt.Errorf("--namespace %q: %s", ns, strings.Join(bad, "; "))
+		}
+		return ns, nil
+	}
+	ns, _, err := f.ClientConfig().Namespace()
 	if err != nil {
 		return "", fmt.Errorf("hub kubeconfig: %w", err)
 	}
@@ -40,7 +69,10 @@ func (f *HubFlags) Namespace() (string, error) {
 }
 
 func (f *HubFlags) RestConfig() (*rest.Config, error) {
-	cfg, err := f.clientConfig().ClientConfig()
+	if _, err := clientcmd.ParseTimeout(f.Overrides.Timeout); f.Overrides.Timeout != "" && err != nil {
+		return nil, fmt.Errorf("--request-timeout %q: want a number of seconds or a duration such as 30s or 2m", f.Overrides.Timeout)
+	}
+	cfg, err := f.ClientConfig().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("hub kubeconfig: %w", err)
 	}
