@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -24,13 +25,16 @@ import (
 
 // printBindings prints bindings as a table: where each template runs, how it is doing, and which clusters it
 // is leaving; wide adds what each of those evictions waits for.
-func printBindings(out io.Writer, bindings []workv1alpha1.Binding, wide bool, now time.Time) error {
+func printBindings(out io.Writer, bindings []workv1alpha1.Binding, table printers.PrintOptions, now time.Time) error {
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	wide := table.Wide
 	header := "NAMESPACE\tNAME\tRESOURCE\tSCHEDULED\tAPPLIED\tHEALTHY\tCLUSTERS\tEVICTING"
 	if wide {
 		header += "\tWAITING-FOR"
 	}
-	fmt.Fprintln(w, header)
+	if !table.NoHeaders {
+		fmt.Fprintln(w, header)
+	}
 	for _, b := range bindings {
 		spec, status := b.BindingSpec(), b.BindingStatus()
 		var clusters []string

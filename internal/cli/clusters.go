@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -33,7 +32,7 @@ import (
 func newGetCommand() *cobra.Command {
 	var hub cmdutil.HubFlags
 	var output, namespace, selector, clusterList string
-	var allNamespaces bool
+	var allNamespaces, noHeaders bool
 	var clusterTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "get clusters|bindings|rb|crb [NAME...] | get KIND [NAME] [--clusters a,b|all]",
@@ -72,7 +71,7 @@ line and does not fail the others.`,
 				resource = args[0]
 			default:
 				return fleetGet(cmd, hub, args, fleetQuery{kind: args[0], namespace: namespace, allNamespaces: allNamespaces,
-					selector: sel, output: output, timeout: clusterTimeout}, clusterList)
+					selector: sel, output: output, noHeaders: noHeaders, timeout: clusterTimeout}, clusterList)
 			}
 			if resource == "crb" && namespace != "" {
 				return fmt.Errorf("--namespace %q: cluster-scoped bindings (crb) are in no namespace", namespace)
@@ -81,15 +80,16 @@ line and does not fail the others.`,
 			if err != nil {
 				return err
 			}
+			table := printers.PrintOptions{Wide: output == "wide", NoHeaders: noHeaders}
 			if resource == "clusters" {
 				clusters, err := listClusters(cmd.Context(), c, args[1:], sel)
 				if err != nil {
 					return err
 				}
-				if output == "yaml" || output == "json" {
+				if !tableOutput(output) {
 					return printObject(cmd.OutOrStdout(), output, clusters)
 				}
-				return printClusters(cmd.Context(), cmd.OutOrStdout(), c, clusters.Items, output == "wide")
+				return printClusters(cmd.Context(), cmd.OutOrStdout(), c, clusters.Items, table)
 			}
 			bindings, err := listBindings(cmd.Context(), c, bindingQuery{resource: resource, namespace: namespace, selector: sel, names: args[1:]})
 			if err != nil {
@@ -100,14 +100,15 @@ line and does not fail the others.`,
 					return fmt.Errorf("binding %q not found", name)
 				}
 			}
-			if output == "yaml" || output == "json" {
+			if !tableOutput(output) {
 				return printBindingObjects(cmd.OutOrStdout(), output, c, len(args) != 2, bindings...)
 			}
-			return printBindings(cmd.OutOrStdout(), bindings, output == "wide", time.Now())
+			return printBindings(cmd.OutOrStdout(), bindings, table, time.Now())
 		},
 	}
 	hub.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: "+outputFormats)
+	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "print tables without their header line")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the bindings of this namespace (default: every namespace); for other kinds, the namespace in the members (default: default)")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "the bindings of every namespace, and the cluster-scoped ones (the default); for other kinds, every namespace of the members")
 	cmd.Flags().StringVar(&clusterList, "clusters", "all", "for kinds read in the members: the clusters to read, comma-separated, or all")
@@ -140,13 +141,16 @@ func listClusters(ctx context.Context, c client.Client, names []string, sel labe
 	return list, nil
 }
 
-func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters []clusterv1alpha1.Cluster, wide bool) error {
+func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters []clusterv1alpha1.Cluster, table printers.PrintOptions) error {
 	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
+	wide := table.Wide
 	header := "NAME\tMODE\tREADY\tVERSION\tNODES\tCPU\tMEMORY\tAGE\tLAST-SEEN"
 	if wide {
 		header += "\tTUNNEL\tPROVIDER\tREGION\tZONES\tTAINTS"
 	}
-	fmt.Fprintln(w, header)
+	if !table.NoHeaders {
+		fmt.Fprintln(w, header)
+	}
 	for _, cl := range clusters {
 		ready := "Unknown"
 		if cond := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionReady); cond != nil {
@@ -221,30 +225,6 @@ func taintString(t corev1.Taint) string {
 		s += "=" + t.Value
 	}
 	return s + ":" + string(t.Effect)
-}
-
-func validateOutput(o string) error {
-	switch o {
-	case "", "wide", "yaml", "json":
-		return nil
-	}
-	return fmt.Errorf("--output %q: want wide, yaml or json", o)
-}
-
-func printObject(out io.Writer, format string, obj any) error {
-	var data []byte
-	var err error
-	if format == "json" {
-		data, err = json.MarshalIndent(obj, "", "    ")
-		data = append(data, '\n')
-	} else {
-		data, err = yaml.Marshal(obj)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = out.Write(data)
-	return err
 }
 
 func labelsString(l map[string]string) string {

@@ -47,7 +47,7 @@ func newClusterSetGetCommand() *cobra.Command {
 					return err
 				}
 				sets.Items = slices.DeleteFunc(sets.Items, func(s clusterv1alpha1.ClusterSet) bool { return len(args) > 0 && !slices.Contains(args, s.Name) })
-				if output == "yaml" || output == "json" {
+				if !tableOutput(output) {
 					for i := range sets.Items {
 						sets.Items[i].TypeMeta = metav1.TypeMeta{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "ClusterSet"}
 					}
@@ -65,7 +65,7 @@ func newClusterSetGetCommand() *cobra.Command {
 			bindings.Items = slices.DeleteFunc(bindings.Items, func(b clusterv1alpha1.ClusterSetBinding) bool {
 				return len(args) > 0 && !slices.Contains(args, b.Spec.ClusterSet)
 			})
-			if output == "yaml" || output == "json" {
+			if !tableOutput(output) {
 				for i := range bindings.Items {
 					bindings.Items[i].TypeMeta = metav1.TypeMeta{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "ClusterSetBinding"}
 				}
@@ -79,7 +79,7 @@ func newClusterSetGetCommand() *cobra.Command {
 		},
 	}
 	hub.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: "+outputFormats)
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "list this namespace's bindings and the clusters they grant")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the bindings of every namespace")
 	return cmd

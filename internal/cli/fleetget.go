@@ -41,6 +41,7 @@ type fleetQuery struct {
 	selector      labels.Selector
 	clusters      []string // empty: every cluster
 	output        string
+	noHeaders     bool
 	timeout       time.Duration
 }
 
@@ -115,7 +116,7 @@ func runFleetGet(ctx context.Context, out, errOut io.Writer, hubConfig *rest.Con
 			answered++
 		}
 	}
-	if q.output == "yaml" || q.output == "json" {
+	if !tableOutput(q.output) {
 		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
 		for _, r := range results {
 			list.Items = append(list.Items, r.items...)
@@ -200,7 +201,7 @@ func getInCluster(ctx context.Context, hubConfig *rest.Config, cluster string, q
 	if q.name == "" && !q.selector.Empty() {
 		req = req.Param("labelSelector", q.selector.String())
 	}
-	if q.output != "yaml" && q.output != "json" {
+	if tableOutput(q.output) {
 		req = req.SetHeader("Accept", tableAccept).Param("includeObject", "Metadata")
 	}
 	raw, err := req.DoRaw(ctx)
@@ -208,7 +209,7 @@ func getInCluster(ctx context.Context, hubConfig *rest.Config, cluster string, q
 		res.err = err
 		return res
 	}
-	if q.output == "yaml" || q.output == "json" {
+	if !tableOutput(q.output) {
 		res.items, res.err = annotatedItems(raw, cluster)
 		return res
 	}
@@ -290,7 +291,7 @@ func printFleetTable(out io.Writer, results []clusterResult, q fleetQuery) error
 		}
 	}
 	merged.ColumnDefinitions = cols
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: q.output == "wide"}).PrintObj(merged, out)
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: q.output == "wide", NoHeaders: q.noHeaders}).PrintObj(merged, out)
 }
 
 // rowNamespace is the namespace of a row's object (the server includes its metadata on request).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/printers"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
@@ -49,7 +50,7 @@ same --data-dir brings the same fleet back with everything in it.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out)
-			if err := printClusters(ctx, out, env.Hub, clusters.Items, true); err != nil {
+			if err := printClusters(ctx, out, env.Hub, clusters.Items, printers.PrintOptions{Wide: true}); err != nil {
 				return err
 			}
 			names := make([]string, 0, len(env.MemberKubeconfigs))
