@@ -54,6 +54,11 @@ type Options struct {
 	// MetricsBindAddress is where the agent serves its Prometheus metrics (plain HTTP, no authentication:
 	// bind it to the pod's or the loopback address); "0" serves none.
 	MetricsBindAddress string
+	// HealthProbeBindAddress is where the agent serves /healthz and /readyz (plain HTTP); "0" serves none.
+	HealthProbeBindAddress string
+	// Health is the probes' server, started with ServeHealth before a join so that a pod waiting to join is
+	// alive; Run marks it ready while it runs.
+	Health *Health
 }
 
 // MemberConfig returns the client configuration for the member cluster. Requests time out within a
@@ -127,6 +132,8 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 	if err := runTunnel(ctx, cred, cluster, memberConfig, memberKube, progress); err != nil {
 		return err
 	}
+	o.Health.SetReady(true)
+	defer o.Health.SetReady(false)
 	for {
 		cert, err := cred.Certificate()
 		if err != nil {

@@ -69,6 +69,7 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.StringVar(&o.CredentialSecret, "credential-secret", "flotilla-agent-credential", "in the member (in-cluster, no --cluster-kubeconfig): the Secret of the agent's namespace that keeps its hub credential")
 	fs.DurationVar(&o.CertTTL, "cert-ttl", 7*24*time.Hour, "lifetime the agent asks for its hub certificate (at least 10m)")
 	fs.DurationVar(&o.RenewBefore, "renew-before", 0, "renew the certificate this long before it expires (default: with a fifth of its life left)")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", "0", "HOST:PORT where the agent serves /healthz (alive, also while a join waits) and /readyz (joined and running with a current hub certificate), plain HTTP (the chart sets :8081); 0 serves none")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", "0", "HOST:PORT where the agent serves its Prometheus metrics at /metrics, plain HTTP without authentication (e.g. 127.0.0.1:8080, or the pod's address); 0 serves none")
 	_ = fs.MarkHidden("renew-before")
 }
@@ -93,6 +94,11 @@ func validateAgentOptions(o *agent.Options, cluster string) error {
 	}
 	if o.RenewBefore < 0 || o.RenewBefore >= o.CertTTL {
 		return fmt.Errorf("--renew-before %s: must be less than --cert-ttl %s", o.RenewBefore, o.CertTTL)
+	}
+	if o.HealthProbeBindAddress != "0" && o.HealthProbeBindAddress != "" {
+		if _, port, err := net.SplitHostPort(o.HealthProbeBindAddress); err != nil || port == "" {
+			return fmt.Errorf("--health-probe-bind-address %q: want HOST:PORT, or 0 for none", o.HealthProbeBindAddress)
+		}
 	}
 	if o.MetricsBindAddress != "0" && o.MetricsBindAddress != "" {
 		if _, port, err := net.SplitHostPort(o.MetricsBindAddress); err != nil || port == "" {
@@ -241,6 +247,9 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			if o.install.enabled {
 				return o.installAgent(ctx, memberConfig, p)
 			}
+			if o.agent.Health, err = agent.ServeHealth(ctx, o.agent.HealthProbeBindAddress); err != nil {
+				return err
+			}
 			cred, err := o.agent.Credential(member)
 			if err != nil {
 				return err
@@ -344,6 +353,10 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 			ctx, cancel := cmdutil.SignalContext()
 			defer cancel()
 			o.Version = Version
+			var err error
+			if o.Health, err = agent.ServeHealth(ctx, o.HealthProbeBindAddress); err != nil {
+				return err
+			}
 			return agent.Run(ctx, o, cmdutil.NewProgress(cmd.OutOrStdout()).Step)
 		},
 	}

@@ -45,6 +45,10 @@ func TestJoinValidate(t *testing.T) {
 			agent: agent.Options{MetricsBindAddress: "localhost"}}, []string{"https://hub"}, "--metrics-bind-address"},
 		{"metrics address", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHashes: []string{hash}, clusterName: "m1",
 			agent: agent.Options{MetricsBindAddress: "127.0.0.1:8080"}}, []string{"https://hub"}, ""},
+		{"probe address without a port", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHashes: []string{hash}, clusterName: "m1",
+			agent: agent.Options{HealthProbeBindAddress: "8081"}}, []string{"https://hub"}, "--health-probe-bind-address"},
+		{"probe address", joinOptions{mode: "pull", token: "abcdef.0123456789abcdef", caCertHashes: []string{hash}, clusterName: "m1",
+			agent: agent.Options{HealthProbeBindAddress: ":8081"}}, []string{"https://hub"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
