@@ -249,6 +249,8 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 			}
 			if o.agent.Health, err = agent.ServeHealth(ctx, o.agent.HealthProbeBindAddress); err != nil {
 				return err
+			} else if o.agent.Health != nil {
+				p.Step("health probes served at http://" + o.agent.Health.Address + "/healthz and /readyz")
 			}
 			cred, err := o.agent.Credential(member)
 			if err != nil {
@@ -353,11 +355,14 @@ func NewAgentCommand(verbosity *int) *cobra.Command {
 			ctx, cancel := cmdutil.SignalContext()
 			defer cancel()
 			o.Version = Version
+			p := cmdutil.NewProgress(cmd.OutOrStdout())
 			var err error
 			if o.Health, err = agent.ServeHealth(ctx, o.HealthProbeBindAddress); err != nil {
 				return err
+			} else if o.Health != nil {
+				p.Step("health probes served at http://" + o.Health.Address + "/healthz and /readyz")
 			}
-			return agent.Run(ctx, o, cmdutil.NewProgress(cmd.OutOrStdout()).Step)
+			return agent.Run(ctx, o, p.Step)
 		},
 	}
 	addAgentFlags(cmd.Flags(), o)

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,10 +87,16 @@ func TestAgentInstalledInMember(t *testing.T) {
 	}
 	podEnv := []string{"KUBERNETES_SERVICE_HOST=" + u.Hostname(), "KUBERNETES_SERVICE_PORT=" + u.Port(),
 		agent.ServiceAccountDirEnv + "=" + saDir, "HOME=/nonexistent"}
-	// The arguments the chart gives the container, with a short certificate so that it renews within the test.
-	args := append(deploy.Spec.Template.Spec.Containers[0].Args, "--cert-ttl", "10m", "--renew-before", "9m50s")
+	// The arguments the chart gives the container, with a short certificate so that it renews within the test,
+	// and the probes on a free port of this machine rather than the pod's 8081.
+	chartArgs := append(deploy.Spec.Template.Spec.Containers[0].Args, "--health-probe-bind-address=127.0.0.1:0")
+	if probe := deploy.Spec.Template.Spec.Containers[0].ReadinessProbe; probe == nil || probe.HTTPGet.Path != "/readyz" {
+		t.Fatalf("the chart's agent has no readiness probe on /readyz: %+v", probe)
+	}
+	args := append(chartArgs, "--cert-ttl", "10m", "--renew-before", "9m50s")
 	agentProcess := testenv.StartProcessEnv(t, append(podEnv, "FLOTILLA_TOKEN="+string(bootstrap.Data["token"])), "agent", args...)
 	waitOutput(t, agentProcess, time.Minute, "agent of cluster "+name+" reporting")
+	waitReady(t, agentProcess)
 
 	credential := func() *x509.Certificate {
 		t.Helper()
@@ -124,8 +132,9 @@ func TestAgentInstalledInMember(t *testing.T) {
 
 	// A new pod: the same arguments, no token (its Secret is gone), the same credential Secret; it is the
 	// same agent.
-	restarted := testenv.StartProcessEnv(t, podEnv, "agent-restarted", deploy.Spec.Template.Spec.Containers[0].Args...)
+	restarted := testenv.StartProcessEnv(t, podEnv, "agent-restarted", chartArgs...)
 	waitOutput(t, restarted, time.Minute, "agent of cluster "+name+" reporting")
+	waitReady(t, restarted)
 	if user := credential().Subject.CommonName; user != first.Subject.CommonName {
 		t.Fatalf("the restarted agent is %s, not %s", user, first.Subject.CommonName)
 	}
@@ -158,6 +167,27 @@ func TestAgentInstalledInMember(t *testing.T) {
 	if _, err := m.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 		t.Errorf("the uninstall removed the namespace: %v", err)
 	}
+}
+
+// waitReady waits until the agent process p answers its readiness probe, at the address it printed.
+func waitReady(t *testing.T, p *testenv.Process) {
+	t.Helper()
+	probes := regexp.MustCompile(`health probes served at (http://\S+)/healthz`)
+	testenv.Eventually(t, time.Minute, "the agent ready on /readyz", func() error {
+		m := probes.FindStringSubmatch(p.Output())
+		if m == nil {
+			return errors.New("no probe address printed yet")
+		}
+		resp, err := http.Get(m[1] + "/readyz")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answers %s", resp.Status)
+		}
+		return nil
+	})
 }
 
 // waitWorkApplied puts a Work with a ConfigMap named name into the cluster's namespace on the hub and waits

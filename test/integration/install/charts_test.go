@@ -3,6 +3,7 @@ package install
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,51 @@ func TestHubChartAppliesToMember(t *testing.T) {
 	for _, kind := range []string{"StatefulSet", "Service"} {
 		if !kinds[kind] {
 			t.Errorf("the hub chart renders no %s: %v", kind, kinds)
+		}
+	}
+}
+
+// TestAgentChartAppliesToMember renders the agent chart with every pod value set and applies it with
+// server-side dry-run to a real member API server: the probes, ports, priority class, pull secrets,
+// annotations and labels are valid there.
+func TestAgentChartAppliesToMember(t *testing.T) {
+	ctx := context.Background()
+	m := startMember(t, "agent-chart-host")
+	c, err := helmchart.Load(charts.Agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{
+		"metrics":           map[string]any{"enabled": true},
+		"extraArgs":         []any{"--log-format=json"},
+		"priorityClassName": "system-cluster-critical",
+		"imagePullSecrets":  []any{map[string]any{"name": "registry-credentials"}},
+		"podAnnotations":    map[string]any{"prometheus.io/scrape": "true"},
+		"podLabels":         map[string]any{"team": "platform"},
+	}
+	maps.Copy(values, agentValues)
+	objs, err := helmchart.Render(c, "flotilla-agent", "flotilla-system", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, err := client.New(m.config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := member.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		if err := member.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("test"), client.DryRunAll); err != nil {
+			t.Errorf("%s %s does not apply to a real API server: %v", obj.GetKind(), obj.GetName(), err)
+		}
+		if obj.GetKind() == "Deployment" {
+			args := strings.Join(nestedStrings(t, obj.Object, "agent"), " ")
+			for _, want := range []string{"--health-probe-bind-address=:8081", "--metrics-bind-address=:8080", "--log-format=json"} {
+				if !strings.Contains(args, want) {
+					t.Errorf("the agent's arguments lack %s: %s", want, args)
+				}
+			}
 		}
 	}
 }
