@@ -35,6 +35,7 @@ var deregistrationFieldManager = workv1alpha1.ControllerFieldManager("deregistra
 // +kubebuilder:rbac:groups=cluster.flotilla.io,resources=clusters/status,verbs=patch
 // +kubebuilder:rbac:groups=work.flotilla.io,resources=works,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",namespace=flotilla-system,resources=secrets,verbs=delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Deregistration takes a deleted Cluster off the hub, whoever deleted it, through the steps of
@@ -43,10 +44,12 @@ var deregistrationFieldManager = workv1alpha1.ControllerFieldManager("deregistra
 // halfway resumes where it stopped. With UnjoinDeleteResources it deletes the cluster's Works and waits until
 // the executor reports the member objects of each deleted (the Deleting condition says which it waits for,
 // and an event marks the wait); nothing in the member is deleted otherwise. Then it deletes a Push cluster's
-// credentials and lets the Cluster go. What the Cluster owns goes after it: the garbage collector deletes the
-// cluster's namespace (with its Works, Lease and agent Role) and the agent's ClusterRole, and the
-// work-release controller (internal/execution) frees the Works, whose execution finalizer no executor
-// removes once the Cluster is gone.
+// credentials and the cluster's namespace, and lets the Cluster go. The namespace goes first so that nothing
+// is written for the cluster once it is let go: a binding whose scheduler has not dropped the cluster yet
+// writes a deleted Work again, and the agent, still reading the namespace, would apply what it had just
+// deleted. The namespace's contents (Works, Lease, agent Role) and the agent's ClusterRole go after the
+// Cluster, and the work-release controller (internal/execution) frees the Works, whose execution finalizer
+// no executor removes once the Cluster is gone.
 type Deregistration struct {
 	Client client.Client
 	// Reader lists a deleted Cluster's Works from the API server, not the cache: a Work the cache has not
@@ -115,21 +118,10 @@ func (d *Deregistration) patchFinalizers(ctx context.Context, cluster *clusterv1
 // deregister runs the next step of a deleted Cluster's deregistration and returns the Deleting condition
 // that says what it waits for, or nil once the Cluster may go.
 func (d *Deregistration) deregister(ctx context.Context, cluster *clusterv1alpha1.Cluster) (*metav1.Condition, error) {
-	ns := clusterv1alpha1.ClusterNamespace(cluster.Name)
-	if cluster.Annotations[clusterv1alpha1.AnnotationUnjoin] == clusterv1alpha1.UnjoinDeleteResources {
-		works := &workv1alpha1.WorkList{}
-		if err := d.Reader.List(ctx, works, client.InNamespace(ns)); err != nil {
-			return nil, err
-		}
-		pending, err := d.deleteWorks(ctx, works.Items)
-		if err != nil || len(pending) > 0 {
-			by := "the cluster's agent deletes them"
-			if cluster.Spec.SyncMode == clusterv1alpha1.Push {
-				by = "the hub deletes them with the cluster's credentials"
-			}
-			return &metav1.Condition{Type: clusterv1alpha1.ClusterConditionDeleting, Status: metav1.ConditionTrue, Reason: ReasonDeletingMemberObjects,
-				Message: fmt.Sprintf("the member objects of %d of %d Works are not deleted yet (%s): %s",
-					len(pending), len(works.Items), by, clusterv1alpha1.ListInMessage(pending))}, err
+	deleteResources := cluster.Annotations[clusterv1alpha1.AnnotationUnjoin] == clusterv1alpha1.UnjoinDeleteResources
+	if deleteResources {
+		if waiting, err := d.deleteMemberObjects(ctx, cluster); err != nil || waiting != nil {
+			return waiting, err
 		}
 	}
 	if ref := cluster.Spec.SecretRef; ref != nil {
@@ -138,7 +130,35 @@ func (d *Deregistration) deregister(ctx context.Context, cluster *clusterv1alpha
 			return nil, fmt.Errorf("deleting the credentials of cluster %s: %w", cluster.Name, err)
 		}
 	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterNamespace(cluster.Name)}}
+	if err := client.IgnoreNotFound(d.Client.Delete(ctx, ns)); err != nil {
+		return nil, fmt.Errorf("deleting the namespace of cluster %s: %w", cluster.Name, err)
+	}
+	if deleteResources {
+		// A Work written between the listing above and the namespace's deletion is waited for too.
+		return d.deleteMemberObjects(ctx, cluster)
+	}
 	return nil, nil
+}
+
+// deleteMemberObjects deletes the cluster's Works and returns the Deleting condition that names those whose
+// member objects are not reported deleted yet, or nil when there are none.
+func (d *Deregistration) deleteMemberObjects(ctx context.Context, cluster *clusterv1alpha1.Cluster) (*metav1.Condition, error) {
+	works := &workv1alpha1.WorkList{}
+	if err := d.Reader.List(ctx, works, client.InNamespace(clusterv1alpha1.ClusterNamespace(cluster.Name))); err != nil {
+		return nil, err
+	}
+	pending, err := d.deleteWorks(ctx, works.Items)
+	if err != nil || len(pending) == 0 {
+		return nil, err
+	}
+	by := "the cluster's agent deletes them"
+	if cluster.Spec.SyncMode == clusterv1alpha1.Push {
+		by = "the hub deletes them with the cluster's credentials"
+	}
+	return &metav1.Condition{Type: clusterv1alpha1.ClusterConditionDeleting, Status: metav1.ConditionTrue, Reason: ReasonDeletingMemberObjects,
+		Message: fmt.Sprintf("the member objects of %d of %d Works are not deleted yet (%s): %s",
+			len(pending), len(works.Items), by, clusterv1alpha1.ListInMessage(pending))}, nil
 }
 
 // deleteWorks deletes the Works not deleted yet and returns the names of those whose member objects the

@@ -221,7 +221,8 @@ func TestClusterDeletedWithoutUnjoinDoesNotHang(t *testing.T) {
 // delete cluster), marked as unjoin --delete-resources marks it, goes through the hub's deregistration as an
 // unjoin does: the hub deletes its Works and, while the member objects of one are not reported deleted, keeps
 // the Cluster with a Deleting condition and an event that name the Work; once the executor reports them
-// deleted, the Cluster goes, then its namespace with its Works, Lease and agent Role.
+// deleted, the Cluster goes, its namespace already being deleted (nothing more is written for it), then the
+// namespace's Works, Lease and agent Role.
 func TestKubectlDeleteDeregistersLikeUnjoin(t *testing.T) {
 	ctx := context.Background()
 	const name = "kubectl-deleted"
@@ -284,7 +285,15 @@ func TestKubectlDeleteDeregistersLikeUnjoin(t *testing.T) {
 	if present(t, configMap(name, "web", nil)) {
 		t.Fatal("the member object was not deleted")
 	}
-	for _, obj := range append([]client.Object{cluster, w}, registered...) {
+	// Once the Cluster is gone nothing can be written for it: its namespace is already being deleted, so a
+	// binding the scheduler has not moved yet cannot write the Work again for the agent to apply.
+	testenv.EventuallyGone(t, env.Client, cluster, time.Minute)
+	again := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default.web-again", Labels: ownedWorkLabels(t, ns, "default.web-again", nil)}}
+	again.Spec.Workload.Manifests = w.Spec.Workload.Manifests
+	if err := env.Client.Create(ctx, again); !apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		t.Fatalf("a Work written in the namespace of a cluster that is gone: %v, want it refused", err)
+	}
+	for _, obj := range append([]client.Object{w}, registered...) {
 		testenv.EventuallyGone(t, env.Client, obj, time.Minute)
 	}
 }
