@@ -9,11 +9,13 @@ import (
 	"path"
 	"strings"
 
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chartutil "helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -22,7 +24,7 @@ import (
 
 // Load returns the embedded chart name (charts.Hub or charts.Agent).
 func Load(name string) (*chart.Chart, error) {
-	var files []*loader.BufferedFile
+	var files []*archive.BufferedFile
 	err := fs.WalkDir(charts.FS, name, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -31,7 +33,7 @@ func Load(name string) (*chart.Chart, error) {
 		if err != nil {
 			return err
 		}
-		files = append(files, &loader.BufferedFile{Name: strings.TrimPrefix(p, name+"/"), Data: data})
+		files = append(files, &archive.BufferedFile{Name: strings.TrimPrefix(p, name+"/"), Data: data})
 		return nil
 	})
 	if err != nil {
@@ -88,7 +90,7 @@ func Notes(c *chart.Chart, release, namespace string, values map[string]any) (st
 // by file name (CHART/templates/FILE).
 func renderFiles(c *chart.Chart, release, namespace string, values map[string]any) (map[string]string, error) {
 	vals, err := chartutil.ToRenderValues(c, values,
-		chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}, chartutil.DefaultCapabilities)
+		common.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}, common.DefaultCapabilities)
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"helm.sh/helm/v3/pkg/lint"
-	"helm.sh/helm/v3/pkg/lint/support"
+	"helm.sh/helm/v4/pkg/chart/v2/lint"
+	"helm.sh/helm/v4/pkg/chart/v2/lint/support"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,7 +36,7 @@ func TestChartsLint(t *testing.T) {
 		chart  string
 		values map[string]any
 	}{{charts.Hub, nil}, {charts.Agent, agentValues}} {
-		result := lint.All("../../../charts/"+tc.chart, tc.values, "flotilla-system", false)
+		result := lint.RunAll("../../../charts/"+tc.chart, tc.values, "flotilla-system")
 		for _, m := range result.Messages {
 			if m.Severity >= support.WarningSev {
 				t.Errorf("helm lint %s: %s", tc.chart, m)
