@@ -87,7 +87,8 @@ func Notes(c *chart.Chart, release, namespace string, values map[string]any) (st
 }
 
 // renderFiles renders every template of c as `helm install RELEASE --namespace NAMESPACE` would with values,
-// by file name (CHART/templates/FILE).
+// by file name (CHART/templates/FILE). .Capabilities are Helm's defaults, not the member's: Kubernetes at the
+// client-go version linked here (1.37), or 1.20 under go test; the chart's kubeVersion is not checked.
 func renderFiles(c *chart.Chart, release, namespace string, values map[string]any) (map[string]string, error) {
 	vals, err := chartutil.ToRenderValues(c, values,
 		common.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}, common.DefaultCapabilities)
