@@ -81,12 +81,18 @@ forbid = bad=$$($(GO) list -f '{{join .$(1) "\n"}}' $(2) | sed -n 's|^$(MODULE)/
 # only,PACKAGE,PATTERN,WHY: fail when PACKAGE links a Flotilla package that PATTERN does not match.
 only = bad=$$($(GO) list -deps $(1) | sed -n 's|^$(MODULE)/||p' | grep -vE '^($(2))$$' | sort -u | tr '\n' ' '); \
 	if [ -n "$$bad" ]; then echo "$(1) must not depend on $$bad: $(3)"; exit 1; fi
+# shun,PACKAGE,PATTERN,WHY: fail when PACKAGE links a package of any module whose import path matches PATTERN
+# (the count and the first few are named).
+shun = bad=$$($(GO) list -deps $(1) | grep -E '^($(2))'); \
+	if [ -n "$$bad" ]; then echo "$(1) must not link $$(echo "$$bad" | wc -l) packages such as" \
+	  $$(echo "$$bad" | sort | head -4 | tr '\n' ' ')": $(3)"; exit 1; fi
 check-imports:
 	@if (cd api && $(GO) list -deps ./...) | grep -q '$(MODULE)/internal'; then echo "api/ imports an internal package"; exit 1; fi
 	@for p in $(DECISION_PKGS); do \
 	  $(call forbid,Deps,./internal/$$p,$(RUNTIME_PKGS),decisions never talk to members or run control planes); \
 	done
 	@$(call forbid,Deps,./cmd/flotilla-agent,internal/(detector|binding|scheduler|rebalancer|dashboard|proxy|controlplane),the agent binary links no hub controller)
+	@$(call shun,./cmd/kubectl-flotilla,k8s.io/kubernetes/|go.etcd.io/etcd/server/|helm.sh/|$(MODULE)/internal/(controlplane|hub|devenv|bench|helmchart)$$$$,the kubectl plugin is the user verbs alone: no control plane and no installer)
 	@$(call only,./internal/controlplane,internal/(controlplane|logging|process),controlplane knows nothing of Flotilla; plugins come in through its Config)
 	@$(call only,./internal/members,api/.*|internal/(members|scheme),the hub's controllers and the proxy share it)
 	@$(call forbid,Deps,./internal/override ./internal/rebalancer,internal/detector,policy rules live in selection and names in api/work)

@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/cli/planecmd"
 )
 
-func main() { os.Exit(cli.Execute(os.Args[1:])) }
+func main() { os.Exit(planecmd.Execute(os.Args[1:])) }

@@ -226,7 +226,7 @@ func TestGetAndDescribeRefuseBadFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			root := NewRoot()
+			root := NewPluginRoot()
 			root.SetArgs(append(tt.args, "--kubeconfig", t.TempDir()+"/none"))
 			if err := root.Execute(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want %q", err, tt.want)

@@ -22,7 +22,7 @@ func TestRebalanceRefusesBadArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			root := NewRoot()
+			root := NewPluginRoot()
 			root.SetArgs(append([]string{"rebalance", "--kubeconfig", t.TempDir() + "/none"}, tt.args...))
 			if err := root.Execute(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want %q", err, tt.want)

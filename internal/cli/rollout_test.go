@@ -37,7 +37,7 @@ func TestRolloutRefusesBadArguments(t *testing.T) {
 		{[]string{"resume"}, "accepts 1 arg(s)"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			root := NewRoot()
+			root := NewPluginRoot()
 			root.SetArgs(append([]string{"rollout", tt.args[0], "--kubeconfig", t.TempDir() + "/none"}, tt.args[1:]...))
 			if err := root.Execute(); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want %q", err, tt.want)

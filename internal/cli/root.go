@@ -1,38 +1,49 @@
-// Package cli holds the flotilla command line: one file per verb, each with an options struct that validates
-// itself before anything starts. The agent's verbs live in agentcmd, which cmd/flotilla-agent uses alone.
+// Package cli holds the verbs of Flotilla's users — get, describe, status, rollout, token, kubeconfig and the
+// rest that read and change the hub through its API — one file per verb, each with an options struct that
+// validates itself before anything starts. They link no control plane: kubectl-flotilla is these verbs alone
+// (NewPluginRoot), and flotilla adds them (AddUserCommands) to the verbs that run a hub or a fleet
+// (planecmd) and the agent's (agentcmd).
 package cli
 
 import (
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
+	"context"
+	"io"
 
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/printers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/agentcmd"
-	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
-	"github.com/flotilla-io/flotilla/internal/helmchart"
 )
 
-// NewRoot returns the flotilla command with every subcommand.
-func NewRoot() *cobra.Command {
-	var verbosity int
+// AddUserCommands adds the users' verbs and version to root.
+func AddUserCommands(root *cobra.Command) {
+	root.AddCommand(newTokenCommand(), newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(),
+		newStatusCommand(), newRolloutCommand(), newExplainCommand(), newDashboardCommand(), newRebalanceCommand(),
+		newTaintCommand(), newClusterSetCommand(), newKubeconfigCommand(), newKubectlCommand(), agentcmd.NewVersionCommand())
+}
+
+// NewPluginRoot returns kubectl-flotilla, the kubectl plugin: `kubectl flotilla get clusters` runs what
+// `flotilla get clusters` does.
+func NewPluginRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "flotilla",
-		Short:         "Flotilla runs ordinary Kubernetes objects across many clusters",
+		Use:   "kubectl-flotilla",
+		Short: "Flotilla's commands for the users of a hub, as a kubectl plugin",
+		Long: `Flotilla's commands for the users of a hub, as a kubectl plugin: what flotilla does but running
+a hub, a fleet or an agent (up, hub, dev, bench, join, agent, unjoin).`,
+		// kubectl runs kubectl-flotilla for "kubectl flotilla"; help and usage lines say what was typed.
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl flotilla"},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity of the embedded Kubernetes components")
-	installer := &agentcmd.Installer{Install: helmchart.InstallAgent, Uninstall: helmchart.UninstallAgent}
-	root.AddCommand(newUpCommand(), newHubCommand(&verbosity), newTokenCommand(), agentcmd.NewJoinCommand(&verbosity, installer), agentcmd.NewAgentCommand(&verbosity),
-		newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(), newStatusCommand(), newRolloutCommand(), newExplainCommand(), newDashboardCommand(), newRebalanceCommand(), newTaintCommand(), newClusterSetCommand(),
-		agentcmd.NewUnjoinCommand(installer), newKubeconfigCommand(), newKubectlCommand(), newDevCommand(&verbosity), newBenchCommand(), agentcmd.NewVersionCommand())
+	AddUserCommands(root)
 	agentcmd.AddVersionFlag(root)
-	// The embedded kube-apiserver registers its own --version (verflag) on pflag's global set, which cobra
-	// shows under every command; it would set the version the embedded components report and print nothing.
-	if f := pflag.CommandLine.Lookup("version"); f != nil {
-		f.Hidden = true
-	}
 	return root
 }
 
-// Execute runs the command line and returns the process exit code.
-func Execute(args []string) int { return cmdutil.Execute(NewRoot(), args) }
+// PrintClusterTable prints clusters as `flotilla get clusters -o wide` does; flotilla up shows the fleet it
+// started with it.
+func PrintClusterTable(ctx context.Context, out io.Writer, c client.Client, clusters []clusterv1alpha1.Cluster) error {
+	return printClusters(ctx, out, c, clusters, printers.PrintOptions{Wide: true})
+}

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/cli/planecmd"
 	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/hub"
@@ -62,7 +62,7 @@ func MainCluster(m *testing.M, env **Env) { os.Exit(run(m, env, StartCluster)) }
 
 func run(m *testing.M, env **Env, start func(dataDir string) (*Env, func(), error)) int {
 	if os.Getenv(reexecVar) == "1" {
-		return cli.Execute(os.Args[1:])
+		return planecmd.Execute(os.Args[1:])
 	}
 	dir, err := os.MkdirTemp("", "flotilla-testenv-")
 	if err != nil {

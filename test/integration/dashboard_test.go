@@ -23,7 +23,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/cli/planecmd"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -34,7 +34,7 @@ func startDashboard(t *testing.T, ctx context.Context, kubeconfig string) string
 	t.Helper()
 	run, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
-	root := cli.NewRoot()
+	root := planecmd.NewRoot()
 	root.SetOut(w)
 	root.SetErr(w)
 	root.SetArgs([]string{"dashboard", "--kubeconfig", kubeconfig, "--port", "0"})

@@ -31,7 +31,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/cli/planecmd"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/members"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -346,7 +346,7 @@ func withToken(t *testing.T, kubeconfig, token string) string {
 
 // runFlotillaAs runs the flotilla command line in this process with a hub kubeconfig.
 func runFlotillaAs(ctx context.Context, kubeconfig string, args ...string) (string, error) {
-	root := cli.NewRoot()
+	root := planecmd.NewRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

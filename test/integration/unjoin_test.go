@@ -22,7 +22,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/cli/planecmd"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -161,7 +161,7 @@ func runFlotilla(ctx context.Context, args ...string) (string, error) {
 
 // runCLI runs the flotilla command line in this process with args as they are.
 func runCLI(ctx context.Context, args ...string) (string, error) {
-	root := cli.NewRoot()
+	root := planecmd.NewRoot()
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)

@@ -1,4 +1,4 @@
-package cli
+package planecmd
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/cli"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/devenv"
 )
@@ -50,7 +50,7 @@ same --data-dir brings the same fleet back with everything in it.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintln(out)
-			if err := printClusters(ctx, out, env.Hub, clusters.Items, printers.PrintOptions{Wide: true}); err != nil {
+			if err := cli.PrintClusterTable(ctx, out, env.Hub, clusters.Items); err != nil {
 				return err
 			}
 			names := make([]string, 0, len(env.MemberKubeconfigs))
