@@ -22,10 +22,12 @@ UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
 all: build
 
-## build: compile bin/flotilla and bin/flotilla-agent (the agent verbs alone, without the control plane)
+## build: compile bin/flotilla, bin/flotilla-agent (the agent verbs alone) and bin/kubectl-flotilla (the users'
+## verbs alone, a kubectl plugin), the last two without the control plane
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla ./cmd/flotilla
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-flotilla ./cmd/kubectl-flotilla
 
 ## image: OCI images of flotilla and flotilla-agent, built without a Docker daemon (hack/image), written to
 ## bin/images as docker-loadable tarballs (NAME.tar) and OCI layouts (NAME.oci), for linux/amd64 (IMAGE_ARCH=arm64 cross-builds)

@@ -87,7 +87,13 @@ flotilla kubeconfig CLUSTER prints.`,
 			}
 			run := exec.CommandContext(cmd.Context(), kubectl, append([]string{"--kubeconfig", path}, args[1:]...)...)
 			run.Stdin, run.Stdout, run.Stderr = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-			return run.Run()
+			// kubectl has printed its error: its exit code is flotilla's, as if kubectl had been run alone.
+			err = run.Run()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.ExitCode() > 0 {
+				return cmdutil.ExitCode(exit.ExitCode())
+			}
+			return err
 		},
 	}
 	o.hub.AddFlags(cmd.Flags())
@@ -100,9 +106,9 @@ func (o *proxyKubeconfigOptions) kubeconfig(cluster string) (*clientcmdapi.Confi
 	if err := registration.ValidateClusterName(cluster); err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", cluster, err)
 	}
-	raw, err := o.hub.ClientConfig().RawConfig()
+	raw, err := o.hub.RawConfig()
 	if err != nil {
-		return nil, fmt.Errorf("hub kubeconfig: %w", err)
+		return nil, err
 	}
 	overrides := o.hub.Overrides
 	if overrides.CurrentContext != "" {

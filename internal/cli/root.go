@@ -30,8 +30,8 @@ func NewPluginRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-flotilla",
 		Short: "Flotilla's commands for the users of a hub, as a kubectl plugin",
-		Long: `Flotilla's commands for the users of a hub, as a kubectl plugin: what flotilla does but running
-a hub, a fleet or an agent (up, hub, dev, bench, join, agent, unjoin).`,
+		Long: `Flotilla's commands for the users of a hub, as a kubectl plugin: every verb of flotilla but those
+that run a hub, a fleet or an agent (up, hub, dev, bench, join, agent and unjoin).`,
 		// kubectl runs kubectl-flotilla for "kubectl flotilla"; help and usage lines say what was typed.
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl flotilla"},
 		SilenceUsage:  true,

@@ -6,6 +6,7 @@ package cmdutil
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,15 +17,27 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Execute runs root with args and returns the process exit code.
+// Execute runs root with args and returns the process exit code: 0, the code of an ExitCode error, or 1
+// after printing the error as kubectl does ("error: ..." on stderr).
 func Execute(root *cobra.Command, args []string) int {
 	root.SetArgs(args)
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		return 1
+	err := root.Execute()
+	var code ExitCode
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &code):
+		return int(code)
 	}
-	return 0
+	fmt.Fprintln(root.ErrOrStderr(), "error:", err)
+	return 1
 }
+
+// ExitCode ends the command with this code and prints nothing more: what the command ran has already said why
+// (flotilla kubectl passes kubectl's code through).
+type ExitCode int
+
+func (c ExitCode) Error() string { return fmt.Sprintf("exit status %d", int(c)) }
 
 // SignalContext ends on the first SIGINT or SIGTERM, so the command shuts down in order; a second signal exits
 // at once.

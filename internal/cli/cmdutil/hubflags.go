@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -63,7 +65,7 @@ func (f *HubFlags) Namespace() (string, error) {
 	}
 	ns, _, err := f.ClientConfig().Namespace()
 	if err != nil {
-		return "", fmt.Errorf("hub kubeconfig: %w", err)
+		return "", kubeconfigError(err)
 	}
 	return ns, nil
 }
@@ -74,9 +76,34 @@ func (f *HubFlags) RestConfig() (*rest.Config, error) {
 	}
 	cfg, err := f.ClientConfig().ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("hub kubeconfig: %w", err)
+		return nil, kubeconfigError(err)
 	}
 	return cfg, nil
+}
+
+// RawConfig is the hub's kubeconfig as its files say, merged as kubectl merges them, without the flags applied;
+// an error when there is none.
+func (f *HubFlags) RawConfig() (clientcmdapi.Config, error) {
+	raw, err := f.ClientConfig().RawConfig()
+	if err == nil && len(raw.Clusters) == 0 && len(raw.Contexts) == 0 {
+		err = clientcmd.ErrEmptyConfig
+	}
+	if err != nil {
+		return clientcmdapi.Config{}, kubeconfigError(err)
+	}
+	return raw, nil
+}
+
+// ErrNoKubeconfig is the error of a command that needs the hub when no kubeconfig is given or found.
+// client-go's own ("try setting KUBERNETES_MASTER") points nowhere a Flotilla user can go.
+var ErrNoKubeconfig = errors.New("no kubeconfig of the hub: pass --kubeconfig (for the fleet of flotilla up, " +
+	"--kubeconfig ~/.flotilla/up/hub.kubeconfig) or set KUBECONFIG; ~/.kube/config is read when neither is given")
+
+func kubeconfigError(err error) error {
+	if clientcmd.IsEmptyConfig(err) {
+		return ErrNoKubeconfig
+	}
+	return fmt.Errorf("hub kubeconfig: %w", err)
 }
 
 // Clients returns a controller-runtime client (every Flotilla kind) and a typed client for the hub.
