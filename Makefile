@@ -18,7 +18,7 @@ LDFLAGS       := -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).GitCommi
 # Unit tests are every package outside test/; test/ holds the tiers that start real control planes.
 UNIT_PKGS      = $(shell $(GO) list ./... | grep -v /test/)
 
-.PHONY: all build run generate verify check-imports check-map test-deps test test-unit test-integration test-e2e bench-smoke no-leftovers clean image image-binaries test-image
+.PHONY: all build run generate verify check-imports check-map test-deps test test-unit test-integration test-e2e bench-smoke no-leftovers clean image image-binaries test-image release
 
 all: build
 
@@ -29,26 +29,54 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/flotilla-agent ./cmd/flotilla-agent
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-flotilla ./cmd/kubectl-flotilla
 
-## image: OCI images of flotilla and flotilla-agent, built without a Docker daemon (hack/image), written to
-## bin/images as docker-loadable tarballs (NAME.tar) and OCI layouts (NAME.oci), for linux/amd64 (IMAGE_ARCH=arm64 cross-builds)
+## image: OCI images of flotilla and flotilla-agent (IMAGE_NAMES), built without a Docker daemon (hack/image), written
+## to bin/images as docker-loadable tarballs (NAME.tar) and OCI layouts (NAME.oci), for linux/amd64 (IMAGE_ARCH=arm64 cross-builds)
 IMAGE_DIR      := $(BIN)/images
 IMAGE_ARCH     ?= amd64
+IMAGE_NAMES    ?= flotilla flotilla-agent
 IMAGE_SOURCE   ?= https://github.com/flotilla-io/flotilla
 IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
-IMAGE_BIN      := $(IMAGE_DIR)/linux-$(IMAGE_ARCH)
+IMAGE_BIN       = $(IMAGE_DIR)/linux-$(IMAGE_ARCH)
 image: image-binaries
 	$(GO) run ./hack/image --out-dir $(IMAGE_DIR) --arch $(IMAGE_ARCH) --version $(VERSION) --source $(IMAGE_SOURCE) --revision $(IMAGE_REVISION) \
-	  --image flotilla=$(IMAGE_BIN)/flotilla --image flotilla-agent=$(IMAGE_BIN)/flotilla-agent
+	  $(foreach n,$(IMAGE_NAMES),--image $(n)=$(IMAGE_BIN)/$(n))
 
-# Static binaries (no cgo: the image has no libc), without symbol tables, which the images do not need.
+# static_build,ARCH: go build of a static linux binary (no cgo: the images have no libc) without symbol tables,
+# which the images do not need, and the same bytes every time: no build paths (-trimpath) and no build ID, so
+# the same source, Go toolchain and VERSION give the same binary wherever the tree is checked out.
+static_build = CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w -buildid="
 image-binaries:
 	mkdir -p $(IMAGE_BIN)
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -ldflags "$(LDFLAGS) -s -w" -o $(IMAGE_BIN)/flotilla ./cmd/flotilla
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -ldflags "$(LDFLAGS) -s -w" -o $(IMAGE_BIN)/flotilla-agent ./cmd/flotilla-agent
+	$(foreach n,$(IMAGE_NAMES),$(call static_build,$(IMAGE_ARCH)) -o $(IMAGE_BIN)/$(n) ./cmd/$(n) &&) true
 
-## test-image: build the images and read them back: entrypoint, user, platform, labels, and version run from the binary inside
+## test-image: build the images and read them back: entrypoint, user, platform, labels, and version run from the
+## binary inside; then the agent's image cross-built for linux/arm64 (make release builds the hub's too)
 test-image: image
-	FLOTILLA_IMAGES=$(IMAGE_DIR) FLOTILLA_IMAGE_VERSION=$(VERSION) FLOTILLA_IMAGE_ARCH=$(IMAGE_ARCH) $(GO) test -count=1 ./hack/image
+	FLOTILLA_IMAGES=$(IMAGE_DIR) FLOTILLA_IMAGE_VERSION=$(VERSION) FLOTILLA_IMAGE_ARCH=$(IMAGE_ARCH) FLOTILLA_IMAGE_NAMES="$(IMAGE_NAMES)" $(GO) test -count=1 ./hack/image
+	$(MAKE) --no-print-directory image IMAGE_ARCH=arm64 IMAGE_NAMES=flotilla-agent IMAGE_DIR=$(IMAGE_DIR)/arm64
+	FLOTILLA_IMAGES=$(IMAGE_DIR)/arm64 FLOTILLA_IMAGE_VERSION=$(VERSION) FLOTILLA_IMAGE_ARCH=arm64 FLOTILLA_IMAGE_NAMES=flotilla-agent $(GO) test -count=1 ./hack/image
+
+## release: what a release publishes, in dist/: flotilla, flotilla-agent and kubectl-flotilla built as VERSION for
+## linux/amd64 and linux/arm64 (NAME-VERSION-linux-ARCH), the two images per architecture tagged VERSION as the
+## charts expect (images/linux-ARCH), both charts packaged with version and appVersion VERSION, kubectl-flotilla's
+## archives with their krew manifest (plugin.yaml) and SHA256SUMS; every file dated SOURCE_DATE_EPOCH (the
+## commit's), so the same commit and Go toolchain give the same checksums
+DIST              := $(CURDIR)/dist
+RELEASE_ARCHES    := amd64 arm64
+RELEASE_COMMANDS  := flotilla flotilla-agent kubectl-flotilla
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+release:
+	rm -rf $(DIST)
+	for arch in $(RELEASE_ARCHES); do \
+	  for cmd in $(RELEASE_COMMANDS); do \
+	    $(call static_build,$$arch) -o $(DIST)/$$cmd-$(VERSION)-linux-$$arch ./cmd/$$cmd || exit 1; \
+	  done; \
+	  $(GO) run ./hack/image --out-dir $(DIST)/images/linux-$$arch --arch $$arch --version $(VERSION) --source $(IMAGE_SOURCE) \
+	    --revision $(IMAGE_REVISION) --image flotilla=$(DIST)/flotilla-$(VERSION)-linux-$$arch \
+	    --image flotilla-agent=$(DIST)/flotilla-agent-$(VERSION)-linux-$$arch || exit 1; \
+	done
+	$(GO) run ./hack/release --dist $(DIST) --version $(VERSION) --source-date-epoch $(SOURCE_DATE_EPOCH) $(addprefix --arch ,$(RELEASE_ARCHES))
+	@cd $(DIST) && sha256sum -c --quiet SHA256SUMS && echo "dist/: $$(wc -l < SHA256SUMS) files, SHA256SUMS checked"
 
 ## run: the main job — a local fleet (hub + 3 members) with its data in DATA_DIR (default ~/.flotilla/up)
 run: build
@@ -157,4 +185,4 @@ no-leftovers:
 	@sleep 1; if pgrep -f '$(LEFTOVERS)' >/dev/null; then echo "processes left behind:"; pgrep -af '$(LEFTOVERS)'; exit 1; fi
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)

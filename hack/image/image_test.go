@@ -24,7 +24,8 @@ import (
 
 // TestImages reads back the images make image wrote to $FLOTILLA_IMAGES, both as docker-loadable tarball and
 // as OCI layout, and checks what a cluster relies on: the entrypoint, a non-root numeric user, the platform,
-// the OCI labels, a CA bundle, and a static binary that runs version.
+// the OCI labels, a CA bundle, and a static binary that runs version. $FLOTILLA_IMAGE_NAMES names the images
+// (default: both), $FLOTILLA_IMAGE_ARCH their architecture (default amd64).
 func TestImages(t *testing.T) {
 	dir, version, arch := os.Getenv("FLOTILLA_IMAGES"), os.Getenv("FLOTILLA_IMAGE_VERSION"), os.Getenv("FLOTILLA_IMAGE_ARCH")
 	if arch == "" {
@@ -33,7 +34,11 @@ func TestImages(t *testing.T) {
 	if dir == "" {
 		t.Skip("FLOTILLA_IMAGES is not set: make test-image builds the images and runs this test")
 	}
-	for _, n := range []string{"flotilla", "flotilla-agent"} {
+	names := strings.Fields(os.Getenv("FLOTILLA_IMAGE_NAMES"))
+	if len(names) == 0 {
+		names = []string{"flotilla", "flotilla-agent"}
+	}
+	for _, n := range names {
 		t.Run(n, func(t *testing.T) {
 			tag, err := name.NewTag(RefName(n, version))
 			if err != nil {
