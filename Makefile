@@ -42,9 +42,10 @@ image: image-binaries
 	  $(foreach n,$(IMAGE_NAMES),--image $(n)=$(IMAGE_BIN)/$(n))
 
 # static_build,ARCH: go build of a static linux binary (no cgo: the images have no libc) without symbol tables,
-# which the images do not need, and the same bytes every time: no build paths (-trimpath) and no build ID, so
-# the same source, Go toolchain and VERSION give the same binary wherever the tree is checked out.
-static_build = CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -ldflags "$(LDFLAGS) -s -w -buildid="
+# which the images do not need, and the same bytes every time: no build paths (-trimpath), no build ID, and
+# the commit from LDFLAGS rather than from Go's VCS stamp (which would differ in a tarball of the same source),
+# so the same source, Go toolchain and VERSION give the same binary wherever the tree is.
+static_build = CGO_ENABLED=0 GOOS=linux GOARCH=$(1) $(GO) build -trimpath -buildvcs=false -ldflags "$(LDFLAGS) -s -w -buildid="
 image-binaries:
 	mkdir -p $(IMAGE_BIN)
 	$(foreach n,$(IMAGE_NAMES),$(call static_build,$(IMAGE_ARCH)) -o $(IMAGE_BIN)/$(n) ./cmd/$(n) &&) true
