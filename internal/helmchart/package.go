@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"helm.sh/helm/v3/pkg/chartutil"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 )
 
 // Package writes the embedded chart name as `helm package --version VERSION --app-version APPVERSION` would,
