@@ -58,7 +58,7 @@ type Options struct {
 	HealthProbeBindAddress string
 	// Health is the probes' server, started with ServeHealth before a join so that a pod waiting to join is
 	// alive; Run marks it ready while it runs.
-	Health *Health
+	Health *metrics.Server
 }
 
 // MemberConfig returns the client configuration for the member cluster. Requests time out within a
@@ -105,6 +105,11 @@ func Run(ctx context.Context, o *Options, progress func(string)) error {
 		return err
 	}
 	metrics.RegisterAgent()
+	if served, err := serveMetrics(ctx, o.MetricsBindAddress); err != nil {
+		return err
+	} else if served != nil {
+		progress("metrics served at http://" + served.Address + "/metrics")
+	}
 	memberKube, err := kubernetes.NewForConfig(memberConfig)
 	if err != nil {
 		return err
@@ -225,15 +230,12 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	// client-go's default of 5 requests/s made a burst of Works queue for seconds on the agent's side; the
 	// hub's API priority and fairness, not a client limit, is what protects it from many agents.
 	hubConfig.QPS, hubConfig.Burst = 100, 200
-	metricsAddress := o.MetricsBindAddress
-	if metricsAddress == "" {
-		metricsAddress = "0" // controller-runtime would read empty as :8080
-	}
 	namespace := clusterv1alpha1.ClusterNamespace(cluster)
 	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
-		Metrics:                metricsserver.Options{BindAddress: metricsAddress},
+		// Run serves the metrics, once for every period's manager (serveMetrics).
+		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {

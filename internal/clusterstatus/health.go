@@ -85,7 +85,7 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err := m.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			m.heartbeats.forget(req.Name)
-			metrics.Heartbeats.Forget(req.Name)
+			metrics.ForgetHeartbeat(req.Name)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -117,7 +117,7 @@ func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	} else {
 		if err == nil && lease.Spec.RenewTime != nil {
 			renewed = &hb.observed
-			metrics.Heartbeats.Observe(cluster.Name, hb.observed)
+			metrics.ObserveHeartbeat(cluster.Name, hb.observed)
 		}
 		ready, taint = Evaluate(cluster, renewed, now, m.GracePeriod)
 	}

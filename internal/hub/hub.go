@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/metrics"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -78,6 +79,9 @@ type Hub struct {
 	// webhook serves the admission checks in Go to an existing cluster's API server; nil for the embedded hub,
 	// whose API server runs them in process.
 	webhook *admission.Webhook
+	// ops serves the metrics and probes of a hub over an existing cluster (metrics.go); nil for the embedded
+	// hub, whose API server serves them.
+	ops *metrics.Server
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
@@ -190,6 +194,12 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	progress("controllers elect their leader as " + h.Identity)
 	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, HubID: h.ID, Version: o.Version, Tunnels: h.Tunnels}, selected); err != nil {
 		return nil, err
+	}
+	if err := h.serveMetrics(ctx, o, h.manager.GetCache()); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if h.ops != nil {
+		progress("metrics at http://" + h.ops.Address + "/metrics, probes at /healthz and /readyz")
 	}
 	if o.Embedded() && o.Dashboard {
 		if err := h.startDashboard(ctx, o, h.manager.GetCache(), front, frontKubeconfig); err != nil {
@@ -305,6 +315,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	defer cancel()
 	managerDone := make(chan error, 1)
 	go func() { managerDone <- h.manager.Start(ctx) }()
+	h.ops.SetReady(true)
+	defer h.ops.SetReady(false)
 
 	// What the hub runs besides its controllers and servers: the embedded control plane, or over an existing
 	// cluster the admission webhook.
@@ -359,8 +371,8 @@ func (h *Hub) stop() {
 }
 
 // newManager builds the controller manager: every selected controller, leader election on a Lease in
-// flotilla-system held under this hub's identity, no metrics listener of its own: its metrics are served by
-// the API server (metrics.go).
+// flotilla-system held under this hub's identity, no metrics listener of its own: the hub serves its metrics
+// (metrics.go).
 func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manager, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -399,9 +411,6 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 		if err := c.Setup(mgr, s); err != nil {
 			return nil, fmt.Errorf("controller %s: %w", c.Name, err)
 		}
-	}
-	if err := serveMetrics(mgr.GetCache()); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return mgr, nil
 }

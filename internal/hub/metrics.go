@@ -1,6 +1,9 @@
 package hub
 
 import (
+	"context"
+	"net"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -11,22 +14,37 @@ import (
 	"github.com/flotilla-io/flotilla/internal/metrics"
 )
 
-// serveMetrics makes the hub's API server serve Flotilla's metrics at its /metrics, behind its authentication
-// and authorization like every other path (one scrape, one credential): controller-runtime's registry, which
-// holds Flotilla's and the controllers' metrics, is bridged into the legacy registry kube-apiserver serves,
-// and the fleet's state is read from the controllers' cache at each scrape. A second hub in one process
-// (tests) serves the first one's: the collectors describe nothing in advance, so registering them twice would
-// serve every series twice.
-func serveMetrics(cache client.Reader) error {
-	var err error
-	serveMetricsOnce.Do(func() {
-		metrics.RegisterHub()
-		for _, c := range []prometheus.Collector{metrics.Bridge{Source: crmetrics.Registry}, metrics.Fleet{Reader: cache}} {
-			if err = legacyregistry.Registerer().Register(c); err != nil {
-				return
+// serveMetrics makes the hub serve Flotilla's metrics: controller-runtime's registry, which holds Flotilla's
+// and the controllers' metrics, under Flotilla's names (metrics.Bridge), with the fleet's state read from the
+// controllers' cache at each scrape.
+//
+// The embedded hub serves them at its API server's /metrics, behind its authentication and authorization like
+// every other path (one scrape, one credential): they are bridged into the legacy registry kube-apiserver
+// serves. A second hub in one process (tests) serves the first one's: the collectors describe nothing in
+// advance, so registering them twice would serve every series twice.
+//
+// A hub over an existing cluster has no API server of its own: it serves them at /metrics on --metrics-port,
+// with the probes /healthz and /readyz, over plain HTTP, until ctx ends.
+func (h *Hub) serveMetrics(ctx context.Context, o *Options, cache client.Reader) error {
+	metrics.RegisterHub()
+	fleet := metrics.Fleet{Reader: cache}
+	if o.Embedded() {
+		var err error
+		serveMetricsOnce.Do(func() {
+			for _, c := range []prometheus.Collector{metrics.Bridge{Source: crmetrics.Registry}, fleet} {
+				if err = legacyregistry.Registerer().Register(c); err != nil {
+					return
+				}
 			}
-		}
-	})
+		})
+		return err
+	}
+	served, err := metrics.NewServedRegistry(fleet)
+	if err != nil {
+		return err
+	}
+	h.ops, err = metrics.Serve(ctx, net.JoinHostPort(o.BindAddress, strconv.Itoa(o.MetricsPort)), "--metrics-port",
+		metrics.Endpoints{Metrics: served, Probes: true, NotReady: "the hub has not started its controllers"})
 	return err
 }
 

@@ -87,6 +87,9 @@ type Options struct {
 	WebhookPort    int
 	WebhookHost    string
 	WebhookService string
+	// MetricsPort is, with Kubeconfig, where on BindAddress the hub serves its metrics (/metrics) and probes
+	// (/healthz, /readyz) over plain HTTP; 0 picks a free one. The embedded hub serves them on its API.
+	MetricsPort int
 	// ClusterSetMode, when set, is recorded as the hub's cluster-set mode at start (clusterset.RecordMode);
 	// unset, the recorded mode stays, and a hub without a record gets RequireBindings (Open when upgraded).
 	ClusterSetMode clusterset.Mode
@@ -144,6 +147,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "with --kubeconfig: port of the admission webhook the hub serves to that cluster's API server, on --bind-address (0: a free port)")
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "with --kubeconfig: name or IP at which that cluster's API server reaches the hub's admission webhook (default: this host's address on its route to that API server)")
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "with --kubeconfig, for a hub running inside that cluster: NAMESPACE/NAME of the Service in front of it, through which the API server reaches the admission webhook at --webhook-port")
+	fs.IntVar(&o.MetricsPort, "metrics-port", o.MetricsPort, "with --kubeconfig: port on --bind-address where the hub serves its metrics at /metrics and its probes at /healthz and /readyz, plain HTTP without authentication (0: a free port, printed at start); the embedded hub serves its metrics on its API at /metrics")
 	fs.BoolVar(&o.AllowLocalMemberEndpoints, "allow-local-member-endpoints", o.AllowLocalMemberEndpoints, "admit Clusters whose endpoint is a loopback or link-local address (a local fleet, such as flotilla up's); off, such endpoints are refused at admission")
 	fs.StringVar((*string)(&o.ClusterSetMode), "clusterset-mode", string(o.ClusterSetMode), fmt.Sprintf("where a namespace without a ClusterSetBinding may place, recorded in ConfigMap %s/%s: %s (nowhere) or %s (any cluster); unset, the recorded mode stays, and a new hub records %s (a hub upgraded from before cluster sets: %s)", clusterv1alpha1.SystemNamespace, clusterset.ModeConfigMap, clusterset.RequireBindings, clusterset.Open, clusterset.RequireBindings, clusterset.Open))
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
@@ -175,6 +179,9 @@ func (o *Options) Validate() error {
 		}
 		if o.WebhookPort != 0 || o.WebhookHost != "" || o.WebhookService != "" {
 			errs = append(errs, errors.New("--webhook-port, --webhook-host and --webhook-service apply only to --kubeconfig: the embedded hub's API server runs the admission checks itself"))
+		}
+		if o.MetricsPort != 0 {
+			errs = append(errs, errors.New("--metrics-port applies only to --kubeconfig: the embedded hub serves its metrics on its API at /metrics, and its probes at /healthz and /readyz"))
 		}
 		if o.DataDir == "" {
 			dir, err := DefaultDataDir()
@@ -237,11 +244,16 @@ func (o *Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validateWebhook checks where the hub over an existing cluster serves its admission webhook.
+// validateWebhook checks where the hub over an existing cluster serves its admission webhook and its metrics.
 func (o *Options) validateWebhook() []error {
 	var errs []error
 	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d: want 0 (a free port) to 65535", o.WebhookPort))
+	}
+	if o.MetricsPort < 0 || o.MetricsPort > 65535 {
+		errs = append(errs, fmt.Errorf("--metrics-port %d: want 0 (a free port) to 65535", o.MetricsPort))
+	} else if o.MetricsPort != 0 && o.MetricsPort == o.WebhookPort {
+		errs = append(errs, fmt.Errorf("--metrics-port %d: --webhook-port serves there already", o.MetricsPort))
 	}
 	if o.WebhookHost != "" && (strings.ContainsAny(o.WebhookHost, " /:") && net.ParseIP(o.WebhookHost) == nil) {
 		errs = append(errs, fmt.Errorf("--webhook-host %q: not a DNS name or IP address", o.WebhookHost))

@@ -8,14 +8,18 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// renames maps the prefixes of controller-runtime's metrics to the names the hub serves them under. Other
-// metrics of its registry (client-go's rest_client_*, leader election) are left out: the embedded
-// kube-apiserver already serves client-go's under the same names, for the whole process.
+// renames maps the prefixes of controller-runtime's metrics to the names Flotilla serves them under, in the
+// hub and in the agent alike. Other metrics of its registry (client-go's rest_client_*, leader election) are
+// left out unless Bridge.Client says otherwise: the embedded kube-apiserver already serves client-go's under
+// the same names, for the whole process.
 var renames = map[string]string{
 	"flotilla_":           "flotilla_",
 	"controller_runtime_": "flotilla_controller_",
 	"workqueue_":          "flotilla_workqueue_",
 }
+
+// clientPrefix is the prefix of client-go's metrics, which keep their names.
+const clientPrefix = "rest_client_"
 
 // Bridge is a collector that copies the flotilla_*, controller_runtime_* and workqueue_* metrics of another
 // registry at each scrape, renamed to flotilla_* (flotilla_controller_reconcile_total,
@@ -23,6 +27,9 @@ var renames = map[string]string{
 // controllers.
 type Bridge struct {
 	Source prometheus.Gatherer
+	// Client also copies client-go's rest_client_* metrics, under their own names: for a process without an
+	// API server of its own that would serve them.
+	Client bool
 }
 
 // Describe sends nothing, which makes Bridge an unchecked collector.
@@ -37,6 +44,9 @@ func (b Bridge) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, f := range families {
 		name, ok := rename(f.GetName())
+		if !ok && b.Client && strings.HasPrefix(f.GetName(), clientPrefix) {
+			name, ok = f.GetName(), true
+		}
 		if !ok {
 			continue
 		}

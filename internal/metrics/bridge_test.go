@@ -40,3 +40,21 @@ flotilla_workqueue_depth{controller="detector",name="detector"} 2
 		t.Fatal(err)
 	}
 }
+
+func TestBridgeKeepsClientMetricsWhenAsked(t *testing.T) {
+	source := prometheus.NewRegistry()
+	rest := prometheus.NewCounter(prometheus.CounterOpts{Name: "rest_client_requests_total", Help: "Requests."})
+	election := prometheus.NewGauge(prometheus.GaugeOpts{Name: "leader_election_master_status", Help: "Leading."})
+	source.MustRegister(rest, election)
+	rest.Inc()
+	served := prometheus.NewRegistry()
+	served.MustRegister(Bridge{Source: source, Client: true})
+	want := `
+# HELP rest_client_requests_total Requests.
+# TYPE rest_client_requests_total counter
+rest_client_requests_total 1
+`
+	if err := testutil.GatherAndCompare(served, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+}

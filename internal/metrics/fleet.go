@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,8 +23,6 @@ var (
 		"Pull clusters by their TunnelConnected condition: whether the agent's tunnel to the hub, which the proxy reaches the member through, is open (Unknown: not reported yet).",
 		[]string{"connected"}, nil)
 	fleetErrorDesc = prometheus.NewDesc("flotilla_fleet_metrics_error", "Reading the fleet's state for its metrics failed.", nil, nil)
-	heartbeatDesc  = prometheus.NewDesc("flotilla_cluster_heartbeat_age_seconds",
-		"Seconds since the hub last saw the cluster's heartbeat Lease renewed (by its agent, or by the hub for a Push cluster).", []string{"cluster"}, nil)
 )
 
 // scrapeTimeout bounds the cache reads of one scrape.
@@ -102,40 +99,4 @@ func countConditions(n int, conditions func(int) []metav1.Condition, t string) m
 		counts[status]++
 	}
 	return counts
-}
-
-// Heartbeats holds when the health monitor last saw each cluster's Lease renewed, and reports the age of
-// each at scrape time: a gauge set when the heartbeat comes would show an age that never grows while the
-// cluster is silent, which is when the age matters.
-var Heartbeats = &heartbeats{seen: map[string]time.Time{}, now: time.Now}
-
-type heartbeats struct {
-	mu   sync.Mutex
-	seen map[string]time.Time
-	now  func() time.Time
-}
-
-// Observe records that cluster's heartbeat was seen renewed at t.
-func (h *heartbeats) Observe(cluster string, t time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.seen[cluster] = t
-}
-
-// Forget drops a cluster that left the hub.
-func (h *heartbeats) Forget(cluster string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.seen, cluster)
-}
-
-func (h *heartbeats) Describe(ch chan<- *prometheus.Desc) { ch <- heartbeatDesc }
-
-func (h *heartbeats) Collect(ch chan<- prometheus.Metric) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	now := h.now()
-	for cluster, t := range h.seen {
-		ch <- prometheus.MustNewConstMetric(heartbeatDesc, prometheus.GaugeValue, now.Sub(t).Seconds(), cluster)
-	}
 }

@@ -1,14 +1,18 @@
 // Package metrics holds Flotilla's own Prometheus metrics, all named flotilla_*: what the controllers count as
-// they work (evictions, apply errors, propagation latency), what the fleet looks like at scrape time (clusters
-// by readiness, bindings by condition, heartbeat ages), and the bridge that serves them, with
-// controller-runtime's work queue and reconcile metrics, at the hub's kube-apiserver /metrics.
+// they work (scheduling attempts, evictions, apply errors, propagation latency), what the fleet looks like at
+// scrape time (clusters by readiness, bindings by condition, heartbeat times), the build, and the bridge that
+// serves them with controller-runtime's work queue and reconcile metrics under one naming
+// (flotilla_controller_*, flotilla_workqueue_*), wherever they are served.
 //
-// The metrics live in controller-runtime's registry, which the agent serves on its own metrics address; the
-// hub's kube-apiserver serves its legacy registry, into which Bridge copies them at each scrape.
+// The metrics live in controller-runtime's registry, which nothing serves as it is. The embedded hub's
+// kube-apiserver serves its legacy registry, into which Bridge copies them at each scrape; the agent and a hub
+// over an existing cluster serve a registry of their own (NewServedRegistry) with Serve, on a plain-HTTP port
+// that also carries their probes.
 package metrics
 
 import (
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -44,6 +48,29 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 	}, []string{"stage"})
 
+	// SchedulingAttempts counts the scheduler's passes over a binding, by result: scheduled (a placement was
+	// decided), unschedulable (nothing fits: the placement stays and Scheduled=False says why), error (a read
+	// or write failed; the pass is retried).
+	SchedulingAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flotilla_scheduler_attempts_total",
+		Help: "Scheduling passes over a binding, by result: scheduled, unschedulable, error.",
+	}, []string{"result"})
+
+	// SchedulingSeconds is the time of one scheduling pass, by result as SchedulingAttempts.
+	SchedulingSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "flotilla_scheduler_attempt_duration_seconds",
+		Help: "Seconds one scheduling pass over a binding took, from reading it to writing its placement and status, by result.",
+		// 1 ms to about 4 s: a pass reads from the cache and writes at most twice.
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 13),
+	}, []string{"result"})
+
+	// Heartbeats is, per cluster, when the health monitor last saw its heartbeat Lease renewed, in seconds since
+	// the epoch: time() minus it is the heartbeat's age at any moment, also while the cluster is silent.
+	Heartbeats = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flotilla_cluster_heartbeat_timestamp_seconds",
+		Help: "When the hub last saw the cluster's heartbeat Lease renewed (by its agent, or by the hub for a Push cluster), in seconds since the epoch.",
+	}, []string{"cluster"})
+
 	// TemplateWatches has a series, 1, for each kind and namespace whose templates the hub watches (namespace
 	// empty: every namespace), and none for what it does not watch.
 	TemplateWatches = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -52,17 +79,40 @@ var (
 	}, []string{"kind", "namespace"})
 )
 
+// Results of a scheduling pass.
+const (
+	ResultScheduled     = "scheduled"
+	ResultUnschedulable = "unschedulable"
+	ResultError         = "error"
+)
+
+// ObserveSchedulingAttempt counts one scheduling pass that took d.
+func ObserveSchedulingAttempt(result string, d time.Duration) {
+	SchedulingAttempts.WithLabelValues(result).Inc()
+	SchedulingSeconds.WithLabelValues(result).Observe(d.Seconds())
+}
+
+// ObserveHeartbeat records that cluster's heartbeat was seen renewed at t.
+func ObserveHeartbeat(cluster string, t time.Time) {
+	Heartbeats.WithLabelValues(cluster).Set(float64(t.UnixNano()) / 1e9)
+}
+
+// ForgetHeartbeat drops a cluster that left the hub.
+func ForgetHeartbeat(cluster string) { Heartbeats.DeleteLabelValues(cluster) }
+
 var hubOnce, agentOnce sync.Once
 
 // RegisterHub adds every Flotilla metric to controller-runtime's registry, once per process; the hub bridges
 // that registry (Bridge).
 func RegisterHub() {
-	hubOnce.Do(func() { crmetrics.Registry.MustRegister(Evictions, PropagationSeconds, Heartbeats, TemplateWatches) })
+	hubOnce.Do(func() {
+		crmetrics.Registry.MustRegister(Evictions, PropagationSeconds, Heartbeats, TemplateWatches, SchedulingAttempts, SchedulingSeconds)
+	})
 	RegisterAgent()
 }
 
-// RegisterAgent adds the metrics an agent moves, its apply errors, to controller-runtime's registry, which
-// the agent serves on its metrics address; the hub's metrics would only show zeros there.
+// RegisterAgent adds the metrics an agent moves, its apply errors, and the build's to controller-runtime's
+// registry, which the agent serves on its metrics address; the hub's metrics would only show zeros there.
 func RegisterAgent() {
-	agentOnce.Do(func() { crmetrics.Registry.MustRegister(WorkApplyErrors) })
+	agentOnce.Do(func() { crmetrics.Registry.MustRegister(WorkApplyErrors, build) })
 }

@@ -112,6 +112,8 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if b.GetDeletionTimestamp() != nil || !ours(b.BindingSpec()) {
 		return ctrl.Result{}, nil
 	}
+	start, attempt := time.Now(), metrics.ResultError // until the pass completes
+	defer func() { metrics.ObserveSchedulingAttempt(attempt, time.Since(start)) }()
 	clusters := &clusterv1alpha1.ClusterList{}
 	if err := r.Client.List(ctx, clusters); err != nil {
 		return ctrl.Result{}, err
@@ -146,6 +148,10 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		err = refusal
 	}
 	cond, placed := decide(spec.Clusters, result, err)
+	decision := metrics.ResultUnschedulable
+	if placed {
+		decision = metrics.ResultScheduled
+	}
 	if blocked != "" {
 		cond.Message += "; " + blocked
 	}
@@ -190,6 +196,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			wait = next
 		}
 	}
+	attempt = decision
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 

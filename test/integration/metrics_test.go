@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	goruntime "runtime"
 	"testing"
 	"time"
 
@@ -140,7 +141,8 @@ func TestMetricsRefuseAnonymousScrapes(t *testing.T) {
 // TestMetricsMoveWithPropagation: after a template propagates (placed, its Work applied and healthy as an
 // agent reports), is evicted from a tainted cluster, and a Work fails to apply, the hub's /metrics show
 // Flotilla's series and they moved: controller reconciles and work queues, bindings by condition, clusters
-// by readiness, propagation latency, evictions, apply errors, heartbeat age.
+// by readiness, scheduling attempts, propagation latency, evictions, apply errors, the heartbeat's time; and
+// flotilla_build_info names the Go version.
 func TestMetricsMoveWithPropagation(t *testing.T) {
 	ctx := context.Background()
 	const ns = "metrics"
@@ -196,6 +198,8 @@ func TestMetricsMoveWithPropagation(t *testing.T) {
 		{"flotilla_controller_reconcile_total", nil},
 		{"flotilla_workqueue_adds_total", nil},
 		{"flotilla_bindings", map[string]string{"kind": "ResourceBinding", "condition": "Scheduled", "status": "True"}},
+		{"flotilla_scheduler_attempts_total", map[string]string{"result": "scheduled"}},
+		{"flotilla_scheduler_attempt_duration_seconds", map[string]string{"result": "scheduled"}},
 		{"flotilla_clusters", map[string]string{"ready": "Unknown"}},
 		{"flotilla_propagation_duration_seconds", map[string]string{"stage": "applied"}},
 		{"flotilla_propagation_duration_seconds", map[string]string{"stage": "healthy"}},
@@ -214,8 +218,13 @@ func TestMetricsMoveWithPropagation(t *testing.T) {
 				return fmt.Errorf("%s%v stayed at %v", m.name, m.labels, now)
 			}
 		}
-		if _, found := sample(after, "flotilla_cluster_heartbeat_age_seconds", map[string]string{"cluster": "metrics-push"}); !found {
-			return fmt.Errorf("no heartbeat age of metrics-push")
+		// A time, not an age: within the last minute, as seconds since the epoch.
+		seen, found := sample(after, "flotilla_cluster_heartbeat_timestamp_seconds", map[string]string{"cluster": "metrics-push"})
+		if now := float64(time.Now().Unix()); !found || seen < now-60 || seen > now+1 {
+			return fmt.Errorf("heartbeat time of metrics-push %v (found %v), want within the last minute of %v", seen, found, now)
+		}
+		if _, found := sample(after, "flotilla_build_info", map[string]string{"goversion": goruntime.Version()}); !found {
+			return fmt.Errorf("no flotilla_build_info with goversion %s", goruntime.Version())
 		}
 		return nil
 	})

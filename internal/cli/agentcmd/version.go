@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/component-base/version"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flotilla-io/flotilla/internal/metrics"
 )
 
 // Version is Flotilla's version, set at build time with -ldflags "-X .../internal/cli/agentcmd.Version=v0.1.0".
@@ -135,8 +137,11 @@ func PrintVersion(out io.Writer, name, output string) error {
 	return fmt.Errorf("--output %q: must be json or yaml", output)
 }
 
-// AddVersionFlag gives root the --version its help advertises: it prints what `version` prints.
+// AddVersionFlag gives root the --version its help advertises: it prints what `version` prints. It also
+// records the version for flotilla_build_info, which the hub and agent commands of root serve.
 func AddVersionFlag(root *cobra.Command) {
+	v := GetVersion()
+	metrics.SetBuild(v.Flotilla, v.GitCommit)
 	root.Version = Version
 	root.Flags().Bool("version", false, "print the version and quit (the version command has -o json|yaml)")
 	root.SetVersionTemplate(root.Name() + " " + strings.ReplaceAll(GetVersion().String(), "{{", "") + "\n")
