@@ -87,13 +87,14 @@ $(CONTROLLER_GEN):
 	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/controller-gen $(CONTROLLER_GEN)
 
-## generate: deepcopy functions and CRD YAML from the api/ types
+## generate: deepcopy functions and CRD YAML from the api/ types; the charts' README.md and values.schema.json
 generate: $(CONTROLLER_GEN)
 	cd api && $(CONTROLLER_GEN) object paths=./... crd:crdVersions=v1 output:crd:artifacts:config=crds
+	$(GO) run ./hack/chartdoc
 
 ## verify: generated files are current, code is gofmt'ed and vetted
 verify: generate
-	@git diff --exit-code --stat -- api/ || { echo "generated files are stale: run make generate and commit"; exit 1; }
+	@git diff --exit-code --stat -- api/ charts/ || { echo "generated files are stale: run make generate and commit"; exit 1; }
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	cd api && $(GO) vet ./...

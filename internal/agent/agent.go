@@ -232,8 +232,8 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	hubConfig.QPS, hubConfig.Burst = 100, 200
 	namespace := clusterv1alpha1.ClusterNamespace(cluster)
 	mgr, err := ctrl.NewManager(hubConfig, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Scheme: scheme.New(),
+		Cache:  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
 		// Run serves the metrics, once for every period's manager (serveMetrics).
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -1,14 +1,21 @@
 package helmchart
 
 import (
+	"encoding/json"
+	"io/fs"
 	"maps"
+	"os"
+	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-helpers/auth/rbac/validation"
 
@@ -187,6 +194,126 @@ func TestAgentNotes(t *testing.T) {
 		for _, want := range tt.want {
 			if !strings.Contains(notes, want) {
 				t.Errorf("the agent chart's notes lack %q:\n%s", want, notes)
+			}
+		}
+	}
+}
+
+// TestHubChartMonitoring: the hub chart renders the Grafana dashboard (a ConfigMap labelled for Grafana's
+// sidecar) and the PrometheusRule of the alerts only when asked, each with its extra labels.
+func TestHubChartMonitoring(t *testing.T) {
+	c, err := Load(charts.Hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Render(c, "hub", "flotilla", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		if obj.GetKind() == "PrometheusRule" || obj.GetLabels()["grafana_dashboard"] != "" {
+			t.Errorf("the hub chart renders %s %s by default", obj.GetKind(), obj.GetName())
+		}
+	}
+
+	objs, err = Render(c, "hub", "flotilla", map[string]any{"monitoring": map[string]any{
+		"grafanaDashboard": map[string]any{"enabled": true, "namespace": "grafana", "labels": map[string]any{"team": "platform"}},
+		"prometheusRule":   map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dashboard *corev1.ConfigMap
+	var rule *unstructured.Unstructured
+	for _, obj := range objs {
+		switch {
+		case obj.GetKind() == "ConfigMap" && obj.GetLabels()["grafana_dashboard"] == "1":
+			dashboard = &corev1.ConfigMap{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, dashboard); err != nil {
+				t.Fatal(err)
+			}
+		case obj.GetKind() == "PrometheusRule":
+			rule = obj
+		}
+	}
+	if dashboard == nil || rule == nil {
+		t.Fatalf("with both enabled the hub chart renders dashboard %v, rule %v", dashboard != nil, rule != nil)
+	}
+	if dashboard.Namespace != "grafana" || dashboard.Labels["team"] != "platform" {
+		t.Errorf("dashboard ConfigMap in %q with labels %v, want namespace grafana and label team", dashboard.Namespace, dashboard.Labels)
+	}
+	var board struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Targets []struct{ Expr string } `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(dashboard.Data["flotilla-dashboard.json"]), &board); err != nil || board.UID != "flotilla" || len(board.Panels) == 0 {
+		t.Fatalf("the ConfigMap's dashboard: uid %q, %d panels, %v", board.UID, len(board.Panels), err)
+	}
+	if rule.GetNamespace() != "flotilla" || rule.GetLabels()["release"] != "prometheus" {
+		t.Errorf("PrometheusRule in %q with labels %v, want namespace flotilla and label release", rule.GetNamespace(), rule.GetLabels())
+	}
+	groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups")
+	var alerts []string
+	for _, g := range groups {
+		rules, _, _ := unstructured.NestedSlice(g.(map[string]any), "rules")
+		for _, r := range rules {
+			alert, _, _ := unstructured.NestedString(r.(map[string]any), "alert")
+			alerts = append(alerts, alert)
+		}
+	}
+	for _, want := range []string{"FlotillaClusterUnreachable", "FlotillaClusterHeartbeatLate", "FlotillaSchedulingErrors", "FlotillaQueueBacklog"} {
+		if !slices.Contains(alerts, want) {
+			t.Errorf("the PrometheusRule has no alert %s: %v", want, alerts)
+		}
+	}
+}
+
+// TestChartsRefuseValuesOfTheWrongType: values.schema.json makes Helm refuse a value of the wrong type, and a
+// misspelt key, before anything renders.
+func TestChartsRefuseValuesOfTheWrongType(t *testing.T) {
+	for _, tt := range []struct {
+		chart  string
+		values map[string]any
+		want   string
+	}{
+		{charts.Hub, map[string]any{"service": map[string]any{"port": "https"}}, "port"},
+		{charts.Hub, map[string]any{"monitoring": map[string]any{"grafanaDashboard": map[string]any{"enabled": "yes"}}}, "enabled"},
+		{charts.Hub, map[string]any{"monitoring": map[string]any{"grafanaDashbord": map[string]any{"enabled": true}}}, "grafanaDashbord"},
+		{charts.Agent, agentValues(map[string]any{"rbac": map[string]any{"impersonate": "false"}}), "impersonate"},
+		{charts.Agent, agentValues(map[string]any{"extraArgs": "--v=2"}), "extraArgs"},
+	} {
+		c, err := Load(tt.chart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Render(c, "r", "flotilla", tt.values)
+		if err == nil || !strings.Contains(err.Error(), "schema") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("chart %s with %v: error = %v, want the schema to refuse %s", tt.chart, tt.values, err, tt.want)
+		}
+	}
+}
+
+// TestMonitoringUsesDocumentedSeries: every flotilla_* series the dashboard and the alerts query is one
+// docs/operations.md lists, so a renamed metric cannot leave them querying nothing.
+func TestMonitoringUsesDocumentedSeries(t *testing.T) {
+	docs, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := regexp.MustCompile(`flotilla_[a-z_]+`)
+	for _, file := range []string{"files/flotilla-dashboard.json", "files/alerts.yaml"} {
+		raw, err := fs.ReadFile(charts.FS, path.Join(charts.Hub, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range series.FindAllString(string(raw), -1) {
+			for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+				name = strings.TrimSuffix(name, suffix)
+			}
+			if !strings.Contains(string(docs), "`"+name+"`") {
+				t.Errorf("%s queries %s, which docs/operations.md does not list", file, name)
 			}
 		}
 	}

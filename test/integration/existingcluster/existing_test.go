@@ -5,6 +5,10 @@ package existingcluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +30,8 @@ var env *testenv.Env
 func TestMain(m *testing.M) { testenv.MainCluster(m, &env) }
 
 // TestHubAdoptsExistingCluster runs the hub against a cluster that has never seen Flotilla: the CRDs appear
-// and become Established, the hub leads its controllers there, and a restarted hub repairs a changed CRD.
+// and become Established, the hub leads its controllers there, serves its metrics and probes on a port of its
+// own, and a restarted hub repairs a changed CRD.
 func TestHubAdoptsExistingCluster(t *testing.T) {
 	ctx := context.Background()
 	crdNames := []string{}
@@ -70,6 +75,8 @@ func TestHubAdoptsExistingCluster(t *testing.T) {
 		}
 		return nil
 	})
+
+	servesMetricsAndProbes(t, p)
 
 	// This API server has no AgentAuthorizer: a Pull agent's rights on its own Cluster are RBAC's.
 	pull, err := registration.EnsureClusterObjects(ctx, env.Client, &clusterv1alpha1.Cluster{
@@ -116,4 +123,45 @@ func startAdoptingHub(t *testing.T) *testenv.Process {
 		return nil
 	})
 	return p
+}
+
+// servesMetricsAndProbes scrapes the metrics of hub process p at the address it printed: flotilla_build_info,
+// the fleet's gauges and controller-runtime's series under Flotilla's names, and a ready /readyz.
+func servesMetricsAndProbes(t *testing.T, p *testenv.Process) {
+	t.Helper()
+	m := regexp.MustCompile(`metrics at (http://\S+)/metrics`).FindStringSubmatch(p.Output())
+	if m == nil {
+		t.Fatalf("the hub did not print where it serves its metrics:\n%s", p.Output())
+	}
+	testenv.Eventually(t, time.Minute, "the hub's metrics and probes", func() error {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if code, body := httpGet(m[1] + path); code != http.StatusOK {
+				return fmt.Errorf("%s: %d %s", path, code, body)
+			}
+		}
+		code, body := httpGet(m[1] + "/metrics")
+		if code != http.StatusOK {
+			return fmt.Errorf("/metrics: %d %s", code, body)
+		}
+		for _, want := range []string{"flotilla_build_info{", `flotilla_clusters{ready="True"}`, "flotilla_controller_reconcile_total{", "flotilla_workqueue_depth{"} {
+			if !strings.Contains(body, want) {
+				return fmt.Errorf("/metrics has no %s", want)
+			}
+		}
+		if strings.Contains(body, "\ncontroller_runtime_") || strings.Contains(body, "\nworkqueue_") {
+			return errors.New("/metrics serves controller-runtime's series under their own names too")
+		}
+		return nil
+	})
+}
+
+// httpGet returns the status and body of url, or 0 and the error.
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
