@@ -22,7 +22,8 @@ func newUpCommand() *cobra.Command {
 		Short: "Run a local fleet: a hub and member clusters, joined and Ready, until Ctrl-C",
 		Long: `Run a local fleet: a hub and --members member clusters (real control planes with simulated
 nodes), each a child process of this command. By default (--mode mixed) member1 and member2 join
-through agents (pull) and every third member in push mode; each member has its own region and zone. Writes DATA_DIR/hub.kubeconfig and
+through agents (pull) and every third member in push mode. Members get a region and zone each in turn:
+eu-west-1 (zones a and b), us-east-1, ap-south-1. Writes DATA_DIR/hub.kubeconfig and
 DATA_DIR/members/NAME.kubeconfig, then stays in the foreground until Ctrl-C. Running it again on the
 same --data-dir brings the same fleet back with everything in it.`,
 		Args: cobra.NoArgs,
