@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -93,7 +94,7 @@ func TestAgentInstalledInMember(t *testing.T) {
 	if probe := deploy.Spec.Template.Spec.Containers[0].ReadinessProbe; probe == nil || probe.HTTPGet.Path != "/readyz" {
 		t.Fatalf("the chart's agent has no readiness probe on /readyz: %+v", probe)
 	}
-	args := append(chartArgs, "--cert-ttl", "10m", "--renew-before", "9m50s")
+	args := append(chartArgs, "--cert-ttl", "10m", "--renew-before", "9m50s", "--metrics-bind-address=127.0.0.1:0")
 	agentProcess := testenv.StartProcessEnv(t, append(podEnv, "FLOTILLA_TOKEN="+string(bootstrap.Data["token"])), "agent", args...)
 	waitOutput(t, agentProcess, time.Minute, "agent of cluster "+name+" reporting")
 	waitReady(t, agentProcess)
@@ -123,6 +124,7 @@ func TestAgentInstalledInMember(t *testing.T) {
 		return env.Kube.Discovery().RESTClient().Get().AbsPath(proxyv1alpha1.ClusterProxyPath(name), "api/v1/namespaces/default").Do(ctx).Error()
 	})
 	waitWorkApplied(t, m, name, "before-restart")
+	servesMetricsUnderHubNames(t, agentProcess)
 	waitOutput(t, agentProcess, time.Minute, "hub certificate renewed")
 	renewed := credential()
 	if renewed.SerialNumber.Cmp(first.SerialNumber) == 0 {
@@ -167,6 +169,37 @@ func TestAgentInstalledInMember(t *testing.T) {
 	if _, err := m.kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
 		t.Errorf("the uninstall removed the namespace: %v", err)
 	}
+}
+
+// servesMetricsUnderHubNames scrapes agent process p at the metrics address it printed: its build, and its
+// Work execution's reconciles and queue under the names the hub serves its own controllers' (never
+// controller-runtime's own names), so one dashboard query reads both.
+func servesMetricsUnderHubNames(t *testing.T, p *testenv.Process) {
+	t.Helper()
+	m := regexp.MustCompile(`metrics served at (http://\S+)/metrics`).FindStringSubmatch(p.Output())
+	if m == nil {
+		t.Fatalf("the agent did not print where it serves its metrics:\n%s", p.Output())
+	}
+	testenv.Eventually(t, time.Minute, "the agent's metrics", func() error {
+		resp, err := http.Get(m[1] + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"flotilla_build_info{", `flotilla_controller_reconcile_total{controller="execution"`, `flotilla_workqueue_depth{controller="execution"`, "rest_client_requests_total{"} {
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("/metrics has no %s", want)
+			}
+		}
+		if strings.Contains(string(body), "\ncontroller_runtime_") || strings.Contains(string(body), "\nworkqueue_") {
+			return errors.New("/metrics serves controller-runtime's series under their own names")
+		}
+		return nil
+	})
 }
 
 // waitReady waits until the agent process p answers its readiness probe, at the address it printed.

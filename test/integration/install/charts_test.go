@@ -52,8 +52,8 @@ func TestChartsLint(t *testing.T) {
 	}
 }
 
-// TestHubChartAppliesToMember renders the hub chart with external etcd and extra SANs and applies it with
-// server-side dry-run to a real member API server: every object is valid there. The serving certificate
+// TestHubChartAppliesToMember renders the hub chart with external etcd, extra SANs and the Grafana dashboard,
+// and applies it with server-side dry-run to a real member API server: every object is valid there. The serving certificate
 // covers the Service's DNS names.
 func TestHubChartAppliesToMember(t *testing.T) {
 	ctx := context.Background()
@@ -65,6 +65,8 @@ func TestHubChartAppliesToMember(t *testing.T) {
 	objs, err := helmchart.Render(c, "hub", "flotilla", map[string]any{
 		"extraTLSSANs": []any{"hub.example.com"},
 		"etcd":         map[string]any{"servers": []any{"https://etcd-0:2379", "https://etcd-1:2379"}, "tlsSecret": "etcd-client"},
+		// The PrometheusRule needs the Prometheus Operator's CRD, which this member has not.
+		"monitoring": map[string]any{"grafanaDashboard": map[string]any{"enabled": true}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +95,7 @@ func TestHubChartAppliesToMember(t *testing.T) {
 			}
 		}
 	}
-	for _, kind := range []string{"StatefulSet", "Service"} {
+	for _, kind := range []string{"StatefulSet", "Service", "ConfigMap"} {
 		if !kinds[kind] {
 			t.Errorf("the hub chart renders no %s: %v", kind, kinds)
 		}
