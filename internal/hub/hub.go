@@ -81,7 +81,8 @@ type Hub struct {
 	webhook *admission.Webhook
 	// ops serves the metrics and probes of a hub over an existing cluster (metrics.go); nil for the embedded
 	// hub, whose API server serves them.
-	ops *metrics.Server
+	ops     *metrics.Server
+	stopOps context.CancelFunc
 }
 
 // Start brings the hub up to the point where its API serves every Flotilla kind and, for the embedded hub,
@@ -364,6 +365,9 @@ func (h *Hub) stop() {
 	}
 	if h.webhook != nil {
 		h.webhook.Stop()
+	}
+	if h.stopOps != nil {
+		h.stopOps()
 	}
 	if h.controlPlane != nil {
 		h.controlPlane.Stop()

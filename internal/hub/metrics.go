@@ -24,7 +24,7 @@ import (
 // advance, so registering them twice would serve every series twice.
 //
 // A hub over an existing cluster has no API server of its own: it serves them at /metrics on --metrics-port,
-// with the probes /healthz and /readyz, over plain HTTP, until ctx ends.
+// with the probes /healthz and /readyz, over plain HTTP, until ctx ends or the hub stops.
 func (h *Hub) serveMetrics(ctx context.Context, o *Options, cache client.Reader) error {
 	metrics.RegisterHub()
 	fleet := metrics.Fleet{Reader: cache}
@@ -43,6 +43,7 @@ func (h *Hub) serveMetrics(ctx context.Context, o *Options, cache client.Reader)
 	if err != nil {
 		return err
 	}
+	ctx, h.stopOps = context.WithCancel(ctx)
 	h.ops, err = metrics.Serve(ctx, net.JoinHostPort(o.BindAddress, strconv.Itoa(o.MetricsPort)), "--metrics-port",
 		metrics.Endpoints{Metrics: served, Probes: true, NotReady: "the hub has not started its controllers"})
 	return err
