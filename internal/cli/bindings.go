@@ -12,8 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -23,33 +25,22 @@ import (
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 )
 
-// printBindings prints bindings as a table: where each template runs, how it is doing, and which clusters it
-// is leaving; wide adds what each of those evictions waits for.
-func printBindings(out io.Writer, bindings []workv1alpha1.Binding, table printers.PrintOptions, now time.Time) error {
-	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	wide := table.Wide
-	header := "NAMESPACE\tNAME\tRESOURCE\tSCHEDULED\tAPPLIED\tHEALTHY\tCLUSTERS\tEVICTING"
-	if wide {
-		header += "\tWAITING-FOR"
-	}
-	if !table.NoHeaders {
-		fmt.Fprintln(w, header)
-	}
+// bindingTable is the table of flotilla get bindings: where each template runs, how it is doing, and which
+// clusters it is leaving; wide adds what each of those evictions waits for.
+func bindingTable(bindings []workv1alpha1.Binding, now time.Time) *metav1.Table {
+	t := newTable("Namespace", "Name", "Resource", "Scheduled", "Applied", "Healthy", "Clusters", "Evicting", "Waiting-For+")
 	for _, b := range bindings {
 		spec, status := b.BindingSpec(), b.BindingStatus()
 		var clusters []string
 		for _, c := range spec.Clusters {
 			clusters = append(clusters, fmt.Sprintf("%s(%d)", c.Name, c.Replicas))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%s", orDash(b.GetNamespace()), b.GetName(), spec.Resource.Kind, spec.Resource.Name,
+		addRow(t, b, orDash(b.GetNamespace()), b.GetName(), spec.Resource.Kind+"/"+spec.Resource.Name,
 			conditionStatus(status, workv1alpha1.ConditionScheduled), conditionStatus(status, workv1alpha1.ConditionFullyApplied),
-			conditionStatus(status, workv1alpha1.ConditionHealthy), orDash(strings.Join(clusters, ",")), evictingColumn(spec.GracefulEvictionTasks, now))
-		if wide {
-			fmt.Fprintf(w, "\t%s", waitingForColumn(b, now))
-		}
-		fmt.Fprintln(w)
+			conditionStatus(status, workv1alpha1.ConditionHealthy), orDash(strings.Join(clusters, ",")), evictingColumn(spec.GracefulEvictionTasks, now),
+			waitingForColumn(b, now))
 	}
-	return w.Flush()
+	return t
 }
 
 // bindingQuery is what flotilla get bindings lists, as kubectl get would: the kinds (rb, crb or both), one
@@ -61,38 +52,80 @@ type bindingQuery struct {
 	names     []string
 }
 
+// bindingList is what listBindings read, with the resourceVersions of its lists for a watch from there.
+type bindingList struct {
+	items                 []workv1alpha1.Binding
+	rbVersion, crbVersion string
+}
+
 // listBindings lists the bindings of q, the cluster-scoped ones first. A namespace leaves out the
 // cluster-scoped bindings, which are in none.
-func listBindings(ctx context.Context, c client.Client, q bindingQuery) ([]workv1alpha1.Binding, error) {
+func listBindings(ctx context.Context, c client.Client, q bindingQuery) (bindingList, error) {
 	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: q.selector}}
-	var all []workv1alpha1.Binding
-	if q.resource != "rb" && q.namespace == "" {
+	var all bindingList
+	if q.withCRB() {
 		crbs := &workv1alpha1.ClusterResourceBindingList{}
 		if err := c.List(ctx, crbs, opts...); err != nil {
-			return nil, err
+			return all, err
 		}
 		for i := range crbs.Items {
-			all = append(all, &crbs.Items[i])
+			all.items = append(all.items, &crbs.Items[i])
 		}
+		all.crbVersion = crbs.ResourceVersion
 	}
-	if q.resource != "crb" {
+	if q.withRB() {
 		rbs := &workv1alpha1.ResourceBindingList{}
 		if err := c.List(ctx, rbs, append(opts, client.InNamespace(q.namespace))...); err != nil {
-			return nil, err
+			return all, err
 		}
 		for i := range rbs.Items {
-			all = append(all, &rbs.Items[i])
+			all.items = append(all.items, &rbs.Items[i])
 		}
+		all.rbVersion = rbs.ResourceVersion
 	}
 	if len(q.names) > 0 {
-		all = slices.DeleteFunc(all, func(b workv1alpha1.Binding) bool { return !slices.Contains(q.names, b.GetName()) })
+		all.items = slices.DeleteFunc(all.items, func(b workv1alpha1.Binding) bool { return !slices.Contains(q.names, b.GetName()) })
 	}
 	return all, nil
 }
 
+func (q bindingQuery) withCRB() bool { return q.resource != "rb" && q.namespace == "" }
+func (q bindingQuery) withRB() bool  { return q.resource != "crb" }
+
+// watchBindings watches the bindings of q from where listed left off.
+func watchBindings(ctx context.Context, cfg *rest.Config, c client.Client, q bindingQuery, listed bindingList) ([]watch.Interface, error) {
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: c.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	var watches []watch.Interface
+	add := func(list client.ObjectList, version string, opts ...client.ListOption) error {
+		w, err := wc.Watch(ctx, list, append(watchOptions(version, q.selector, q.names), opts...)...)
+		if err != nil {
+			for _, w := range watches {
+				w.Stop()
+			}
+			return err
+		}
+		watches = append(watches, w)
+		return nil
+	}
+	if q.withCRB() {
+		if err := add(&workv1alpha1.ClusterResourceBindingList{}, listed.crbVersion); err != nil {
+			return nil, err
+		}
+	}
+	if q.withRB() {
+		if err := add(&workv1alpha1.ResourceBindingList{}, listed.rbVersion, client.InNamespace(q.namespace)); err != nil {
+			return nil, err
+		}
+	}
+	return watches, nil
+}
+
 // printBindingObjects prints bindings as yaml or json with their apiVersion and kind, which a typed read
 // leaves empty: as a List, or (one binding asked for by name) as the object.
-func printBindingObjects(out io.Writer, format string, c client.Client, asList bool, bindings ...workv1alpha1.Binding) error {
+func printBindingObjects(out io.Writer, o listOutput, c client.Client, list bool, bindings ...workv1alpha1.Binding) error {
 	items := make([]any, 0, len(bindings))
 	for _, b := range bindings {
 		gvk, err := apiutil.GVKForObject(b, c.Scheme())
@@ -102,10 +135,10 @@ func printBindingObjects(out io.Writer, format string, c client.Client, asList b
 		b.GetObjectKind().SetGroupVersionKind(gvk)
 		items = append(items, b)
 	}
-	if !asList && len(items) == 1 {
-		return printObject(out, format, items[0])
+	if !list && len(items) == 1 {
+		return o.printObjects(out, items[0])
 	}
-	return printObject(out, format, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	return o.printObjects(out, asList(items))
 }
 
 func conditionStatus(s *workv1alpha1.ResourceBindingStatus, t string) string {
@@ -155,7 +188,7 @@ func newStatusCommand() *cobra.Command {
 				return err
 			}
 			if output != "" {
-				return printBindingObjects(cmd.OutOrStdout(), output, c, false, b)
+				return printBindingObjects(cmd.OutOrStdout(), listOutput{format: output}, c, false, b)
 			}
 			works := &workv1alpha1.WorkList{}
 			if err := c.List(cmd.Context(), works, client.MatchingLabels{workv1alpha1.LabelBindingName: b.GetName(),

@@ -4,118 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 )
-
-func newGetCommand() *cobra.Command {
-	var hub cmdutil.HubFlags
-	var output, namespace, selector, clusterList string
-	var allNamespaces, noHeaders bool
-	var clusterTimeout time.Duration
-	cmd := &cobra.Command{
-		Use:   "get clusters|bindings|rb|crb [NAME...] | get KIND [NAME] [--clusters a,b|all]",
-		Short: "List member clusters, bindings, or any kind in the member clusters through the hub",
-		Long: `flotilla get clusters|bindings|rb|crb lists the hub's clusters and bindings. Any other kind is read in the
-member clusters through the hub's proxy, as the caller: all clusters at once, each within --cluster-timeout,
-printed as each member's API server prints it with a CLUSTER column first; a cluster that fails gets an error
-line and does not fail the others.`,
-		Example: `  flotilla get clusters -o wide
-  flotilla get bindings                  # every namespace, and the cluster-scoped bindings
-  flotilla get rb -n shop -l app=web -o wide
-  flotilla get pods -A --clusters all
-  flotilla get deploy web -n shop --clusters m1,m2 -o yaml`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateOutput(output); err != nil {
-				return err
-			}
-			sel, err := labels.Parse(selector)
-			if err != nil {
-				return fmt.Errorf("--selector %q: %w", selector, err)
-			}
-			if bad := validation.IsDNS1123Label(namespace); namespace != "" && len(bad) > 0 {
-				return fmt.Errorf("--namespace %q: %s", namespace, strings.Join(bad, "; "))
-			}
-			if allNamespaces {
-				namespace = "" // as kubectl: --all-namespaces wins over --namespace
-			}
-			var resource string
-			switch args[0] {
-			case "clusters", "cluster", "fc":
-				resource = "clusters"
-			case "bindings", "binding":
-				resource = "bindings"
-			case "rb", "crb":
-				resource = args[0]
-			default:
-				return fleetGet(cmd, hub, args, fleetQuery{kind: args[0], namespace: namespace, allNamespaces: allNamespaces,
-					selector: sel, output: output, noHeaders: noHeaders, timeout: clusterTimeout}, clusterList)
-			}
-			if resource == "crb" && namespace != "" {
-				return fmt.Errorf("--namespace %q: cluster-scoped bindings (crb) are in no namespace", namespace)
-			}
-			_, c, _, err := hub.Clients()
-			if err != nil {
-				return err
-			}
-			table := printers.PrintOptions{Wide: output == "wide", NoHeaders: noHeaders}
-			if resource == "clusters" {
-				clusters, err := listClusters(cmd.Context(), c, args[1:], sel)
-				if err != nil {
-					return err
-				}
-				if !tableOutput(output) {
-					return printObject(cmd.OutOrStdout(), output, clusters)
-				}
-				return printClusters(cmd.Context(), cmd.OutOrStdout(), c, clusters.Items, table)
-			}
-			bindings, err := listBindings(cmd.Context(), c, bindingQuery{resource: resource, namespace: namespace, selector: sel, names: args[1:]})
-			if err != nil {
-				return err
-			}
-			for _, name := range args[1:] {
-				if !slices.ContainsFunc(bindings, func(b workv1alpha1.Binding) bool { return b.GetName() == name }) {
-					return fmt.Errorf("binding %q not found", name)
-				}
-			}
-			if !tableOutput(output) {
-				return printBindingObjects(cmd.OutOrStdout(), output, c, len(args) != 2, bindings...)
-			}
-			return printBindings(cmd.OutOrStdout(), bindings, table, time.Now())
-		},
-	}
-	hub.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: "+outputFormats)
-	cmd.Flags().BoolVar(&noHeaders, "no-headers", false, "print tables without their header line")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the bindings of this namespace (default: every namespace); for other kinds, the namespace in the members (default: default)")
-	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "the bindings of every namespace, and the cluster-scoped ones (the default); for other kinds, every namespace of the members")
-	cmd.Flags().StringVar(&clusterList, "clusters", "all", "for kinds read in the members: the clusters to read, comma-separated, or all")
-	cmd.Flags().DurationVar(&clusterTimeout, "cluster-timeout", 10*time.Second, "for kinds read in the members: how long to wait for each cluster")
-	cmd.Flags().StringVarP(&selector, "selector", "l", "", "label selector, for example app=web,tier!=cache")
-	return cmd
-}
 
 func listClusters(ctx context.Context, c client.Client, names []string, sel labels.Selector) (*clusterv1alpha1.ClusterList, error) {
 	list := &clusterv1alpha1.ClusterList{}
@@ -141,17 +47,13 @@ func listClusters(ctx context.Context, c client.Client, names []string, sel labe
 	return list, nil
 }
 
-func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters []clusterv1alpha1.Cluster, table printers.PrintOptions) error {
-	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	wide := table.Wide
-	header := "NAME\tMODE\tREADY\tVERSION\tNODES\tCPU\tMEMORY\tAGE\tLAST-SEEN"
-	if wide {
-		header += "\tTUNNEL\tPROVIDER\tREGION\tZONES\tTAINTS"
-	}
-	if !table.NoHeaders {
-		fmt.Fprintln(w, header)
-	}
-	for _, cl := range clusters {
+// clusterTable is the table of flotilla get clusters; seen are the clusters' last heartbeats, nil when they
+// could not be read (LAST-SEEN is then <unknown>, never "never").
+func clusterTable(clusters []clusterv1alpha1.Cluster, seen map[string]time.Time) *metav1.Table {
+	t := newTable("Name", "Mode", "Ready", "Version", "Nodes", "CPU", "Memory", "Age", "Last-Seen",
+		"Tunnel+", "Provider+", "Region+", "Zones+", "Taints+")
+	for i := range clusters {
+		cl := &clusters[i]
 		ready := "Unknown"
 		if cond := meta.FindStatusCondition(cl.Status.Conditions, clusterv1alpha1.ClusterConditionReady); cond != nil {
 			ready = string(cond.Status)
@@ -164,19 +66,40 @@ func printClusters(ctx context.Context, out io.Writer, c client.Client, clusters
 			cpu = usage(r, corev1.ResourceCPU)
 			memory = usage(r, corev1.ResourceMemory)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", cl.Name, cl.Spec.SyncMode, ready, orDash(cl.Status.KubernetesVersion),
-			nodes, cpu, memory, age(cl.CreationTimestamp.Time), lastSeen(ctx, c, cl.Name))
-		if wide {
-			var taints []string
-			for _, t := range cl.Spec.Taints {
-				taints = append(taints, taintString(t))
-			}
-			fmt.Fprintf(w, "\t%s\t%s\t%s\t%s\t%s", tunnelState(&cl), orDash(cl.Spec.Provider), orDash(cl.Spec.Region),
-				orDash(strings.Join(cl.Spec.Zones, ",")), orDash(strings.Join(taints, ",")))
+		var taints []string
+		for _, t := range cl.Spec.Taints {
+			taints = append(taints, taintString(t))
 		}
-		fmt.Fprintln(w)
+		addRow(t, cl, cl.Name, string(cl.Spec.SyncMode), ready, orDash(cl.Status.KubernetesVersion), nodes, cpu, memory,
+			age(cl.CreationTimestamp.Time), lastSeen(seen, cl.Name),
+			tunnelState(cl), orDash(cl.Spec.Provider), orDash(cl.Spec.Region), orDash(strings.Join(cl.Spec.Zones, ",")), orDash(strings.Join(taints, ",")))
 	}
-	return w.Flush()
+	return t
+}
+
+// lastSeen is how long ago a cluster renewed its Lease, from its last renewals (nil: they could not be read).
+func lastSeen(seen map[string]time.Time, cluster string) string {
+	if seen == nil {
+		return "<unknown>"
+	}
+	if renewed, ok := seen[cluster]; ok {
+		return age(renewed) + " ago"
+	}
+	return "never"
+}
+
+// lastRenewals reads the heartbeats of clusters with one LIST of Leases (narrowed to the name when there is
+// one cluster); nil when they cannot be read, which the table shows as <unknown>.
+func lastRenewals(ctx context.Context, c client.Reader, clusters []clusterv1alpha1.Cluster) map[string]time.Time {
+	var opts []client.ListOption
+	if len(clusters) == 1 {
+		opts = append(opts, client.MatchingFields{"metadata.name": clusters[0].Name})
+	}
+	seen, err := clusterstatus.LastRenewals(ctx, c, opts...)
+	if err != nil {
+		return nil
+	}
+	return seen
 }
 
 // tunnelState is a Pull cluster's TunnelConnected status ("Unknown" before the hub wrote it) and "-" for a
@@ -199,15 +122,6 @@ func usage(r *clusterv1alpha1.ResourceSummary, name corev1.ResourceName) string 
 		return gi(allocated) + "/" + gi(allocatable) + "Gi"
 	}
 	return allocated.String() + "/" + allocatable.String()
-}
-
-// lastSeen is how long ago the cluster's Lease was renewed.
-func lastSeen(ctx context.Context, c client.Client, cluster string) string {
-	lease := &coordinationv1.Lease{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: cluster}, lease); err != nil || lease.Spec.RenewTime == nil {
-		return "never"
-	}
-	return age(lease.Spec.RenewTime.Time) + " ago"
 }
 
 func age(t time.Time) string { return duration.HumanDuration(time.Since(t)) }

@@ -2,10 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,7 +20,8 @@ import (
 // bindings of namespaces and the clusters each grants (what a tenant who may not list Clusters can read).
 func newClusterSetGetCommand() *cobra.Command {
 	var hub cmdutil.HubFlags
-	var output, namespace string
+	var output listOutput
+	var namespace string
 	var allNamespaces bool
 	cmd := &cobra.Command{
 		Use:   "get [NAME...] [-n NAMESPACE | -A]",
@@ -30,7 +30,7 @@ func newClusterSetGetCommand() *cobra.Command {
   flotilla clusterset get -n team-a -o wide    # where team-a may place
   flotilla clusterset get -A`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := validateOutput(output); err != nil {
+			if err := output.validate(); err != nil {
 				return err
 			}
 			if bad := validation.IsDNS1123Label(namespace); namespace != "" && len(bad) > 0 {
@@ -40,20 +40,17 @@ func newClusterSetGetCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctx, out := cmd.Context(), cmd.OutOrStdout()
+			ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 			if namespace == "" && !allNamespaces {
 				sets := &clusterv1alpha1.ClusterSetList{}
 				if err := c.List(ctx, sets); err != nil {
 					return err
 				}
 				sets.Items = slices.DeleteFunc(sets.Items, func(s clusterv1alpha1.ClusterSet) bool { return len(args) > 0 && !slices.Contains(args, s.Name) })
-				if !tableOutput(output) {
-					for i := range sets.Items {
-						sets.Items[i].TypeMeta = metav1.TypeMeta{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "ClusterSet"}
-					}
-					return printObject(out, output, map[string]any{"apiVersion": "v1", "kind": "List", "items": sets.Items})
+				for i := range sets.Items {
+					sets.Items[i].TypeMeta = metav1.TypeMeta{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "ClusterSet"}
 				}
-				return printClusterSets(out, sets.Items, output == "wide")
+				return output.print(out, errOut, asList(sets.Items), func() *metav1.Table { return clusterSetTable(sets.Items) })
 			}
 			if allNamespaces {
 				namespace = ""
@@ -65,57 +62,41 @@ func newClusterSetGetCommand() *cobra.Command {
 			bindings.Items = slices.DeleteFunc(bindings.Items, func(b clusterv1alpha1.ClusterSetBinding) bool {
 				return len(args) > 0 && !slices.Contains(args, b.Spec.ClusterSet)
 			})
-			if !tableOutput(output) {
-				for i := range bindings.Items {
-					bindings.Items[i].TypeMeta = metav1.TypeMeta{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "ClusterSetBinding"}
-				}
-				return printObject(out, output, map[string]any{"apiVersion": "v1", "kind": "List", "items": bindings.Items})
-			}
-			if len(bindings.Items) == 0 && namespace != "" {
-				fmt.Fprintf(out, "No ClusterSet is bound to namespace %s.\n", namespace)
+			if output.table() && len(bindings.Items) == 0 && namespace != "" {
+				fmt.Fprintf(errOut, "No ClusterSet is bound to namespace %s.\n", namespace)
 				return nil
 			}
-			return printClusterSetBindings(out, bindings.Items, output == "wide")
+			for i := range bindings.Items {
+				bindings.Items[i].TypeMeta = metav1.TypeMeta{APIVersion: clusterv1alpha1.GroupVersion.String(), Kind: "ClusterSetBinding"}
+			}
+			return output.print(out, errOut, asList(bindings.Items), func() *metav1.Table { return clusterSetBindingTable(bindings.Items) })
 		},
 	}
 	hub.AddFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: "+outputFormats)
+	output.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "list this namespace's bindings and the clusters they grant")
 	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "list the bindings of every namespace")
 	return cmd
 }
 
-// printClusterSets prints sets as a table; wide adds the selector.
-func printClusterSets(out io.Writer, sets []clusterv1alpha1.ClusterSet, wide bool) error {
-	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	header := "NAME\tSELECTOR-TYPE\tCLUSTERS\tEMPTY\tAGE"
-	if wide {
-		header += "\tSELECTOR"
-	}
-	fmt.Fprintln(w, header)
+// clusterSetTable is the table of ClusterSets; wide adds the selector.
+func clusterSetTable(sets []clusterv1alpha1.ClusterSet) *metav1.Table {
+	t := newTable("Name", "Selector-Type", "Clusters", "Empty", "Age", "Selector+")
 	for i := range sets {
 		s := &sets[i]
 		empty := "-"
 		if c := meta.FindStatusCondition(s.Status.Conditions, clusterv1alpha1.ClusterSetConditionEmpty); c != nil {
 			empty = string(c.Status)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s", s.Name, s.Spec.ClusterSelector.SelectorType, s.Status.ClusterCount, empty, age(s.CreationTimestamp.Time))
-		if wide {
-			fmt.Fprintf(w, "\t%s", selectorString(s))
-		}
-		fmt.Fprintln(w)
+		addRow(t, s, s.Name, string(s.Spec.ClusterSelector.SelectorType), strconv.Itoa(int(s.Status.ClusterCount)), empty,
+			age(s.CreationTimestamp.Time), selectorString(s))
 	}
-	return w.Flush()
+	return t
 }
 
-// printClusterSetBindings prints bindings as a table; wide adds the clusters each grants.
-func printClusterSetBindings(out io.Writer, bindings []clusterv1alpha1.ClusterSetBinding, wide bool) error {
-	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	header := "NAMESPACE\tCLUSTERSET\tBOUND\tCLUSTERS\tAGE"
-	if wide {
-		header += "\tGRANTED"
-	}
-	fmt.Fprintln(w, header)
+// clusterSetBindingTable is the table of ClusterSetBindings; wide adds the clusters each grants.
+func clusterSetBindingTable(bindings []clusterv1alpha1.ClusterSetBinding) *metav1.Table {
+	t := newTable("Namespace", "ClusterSet", "Bound", "Clusters", "Age", "Granted+")
 	for i := range bindings {
 		b := &bindings[i]
 		bound := "-"
@@ -125,15 +106,11 @@ func printClusterSetBindings(out io.Writer, bindings []clusterv1alpha1.ClusterSe
 				bound += " (" + c.Reason + ")"
 			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d\t%s", b.Namespace, b.Spec.ClusterSet, bound, b.Status.ClusterCount, age(b.CreationTimestamp.Time))
-		if wide {
-			granted := strings.Join(b.Status.Clusters, ",")
-			if n := int(b.Status.ClusterCount) - len(b.Status.Clusters); n > 0 {
-				granted += fmt.Sprintf(" and %d more", n)
-			}
-			fmt.Fprintf(w, "\t%s", orDash(granted))
+		granted := strings.Join(b.Status.Clusters, ",")
+		if n := int(b.Status.ClusterCount) - len(b.Status.Clusters); n > 0 {
+			granted += fmt.Sprintf(" and %d more", n)
 		}
-		fmt.Fprintln(w)
+		addRow(t, b, b.Namespace, b.Spec.ClusterSet, bound, strconv.Itoa(int(b.Status.ClusterCount)), age(b.CreationTimestamp.Time), orDash(granted))
 	}
-	return w.Flush()
+	return t
 }

@@ -50,7 +50,7 @@ func newDescribeCommand() *cobra.Command {
 				fmt.Fprintf(w, "Dropped at join:\t%s (asked for by the join, not allowed by its token)\n", dropped)
 			}
 			fmt.Fprintf(w, "Version:\t%s (%s), agent %s\n", orDash(cl.Status.KubernetesVersion), orDash(cl.Status.Platform), orDash(cl.Status.AgentVersion))
-			fmt.Fprintf(w, "Last seen:\t%s\n", lastSeen(ctx, c, cl.Name))
+			fmt.Fprintf(w, "Last seen:\t%s\n", lastSeen(lastRenewals(ctx, c, []clusterv1alpha1.Cluster{*cl}), cl.Name))
 			if h := cl.Status.Health; h != nil {
 				fmt.Fprintf(w, "Health:\tlivez=%s readyz=%s\n", h.Livez, h.Readyz)
 			}
@@ -64,7 +64,7 @@ func newDescribeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			printFailover(w, cl, bindings, now)
+			printFailover(w, cl, bindings.items, now)
 			if n := cl.Status.NodeSummary; n != nil {
 				fmt.Fprintf(w, "Nodes:\t%d ready of %d\n", n.ReadyNum, n.TotalNum)
 			}

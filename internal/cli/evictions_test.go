@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/utils/ptr"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -137,7 +136,11 @@ func TestPrintBindings(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := printBindings(&out, []workv1alpha1.Binding{settled, moving}, printers.PrintOptions{Wide: tt.wide}, now); err != nil {
+			format := ""
+			if tt.wide {
+				format = "wide"
+			}
+			if err := (listOutput{format: format}).tablePrinter().PrintObj(bindingTable([]workv1alpha1.Binding{settled, moving}, now), &out); err != nil {
 				t.Fatal(err)
 			}
 			if got := collapsedLines(out.String()); strings.Join(got, "\n") != strings.Join(tt.want, "\n") {

@@ -10,7 +10,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -45,5 +44,6 @@ that run a hub, a fleet or an agent (up, hub, dev, bench, join, agent and unjoin
 // PrintClusterTable prints clusters as `flotilla get clusters -o wide` does; flotilla up shows the fleet it
 // started with it.
 func PrintClusterTable(ctx context.Context, out io.Writer, c client.Client, clusters []clusterv1alpha1.Cluster) error {
-	return printClusters(ctx, out, c, clusters, printers.PrintOptions{Wide: true})
+	table := clusterTable(clusters, lastRenewals(ctx, c, clusters))
+	return (listOutput{format: "wide"}).tablePrinter().PrintObj(table, out)
 }

@@ -79,3 +79,20 @@ func (l *LeaseRenewer) renew(ctx context.Context) error {
 	}
 	return nil
 }
+
+// LastRenewals reads every cluster's heartbeat with one LIST of Leases across namespaces (a cluster's Lease
+// is named after it, in its namespace), not one GET per cluster: the last renewal of each cluster that has
+// renewed. opts narrow the LIST, for example to one cluster's name with a field selector.
+func LastRenewals(ctx context.Context, c client.Reader, opts ...client.ListOption) (map[string]time.Time, error) {
+	leases := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, leases, opts...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]time.Time, len(leases.Items))
+	for _, l := range leases.Items {
+		if name, ok := clusterv1alpha1.ClusterOfNamespace(l.Namespace); ok && name == l.Name && l.Spec.RenewTime != nil {
+			out[name] = l.Spec.RenewTime.Time
+		}
+	}
+	return out, nil
+}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 )
 
 // tile is one cluster as the fleet page shows it.
@@ -93,17 +93,11 @@ func boolRank(b bool) int {
 
 // heartbeats are the last renewals of the clusters' Leases; none when the person may not list Leases.
 func heartbeats(r *http.Request, c client.Client) map[string]time.Time {
-	out := map[string]time.Time{}
-	leases := &coordinationv1.LeaseList{}
-	if err := c.List(r.Context(), leases); err != nil {
-		return out
+	seen, err := clusterstatus.LastRenewals(r.Context(), c)
+	if err != nil {
+		return map[string]time.Time{}
 	}
-	for _, l := range leases.Items {
-		if name, ok := clusterv1alpha1.ClusterOfNamespace(l.Namespace); ok && name == l.Name && l.Spec.RenewTime != nil {
-			out[name] = l.Spec.RenewTime.Time
-		}
-	}
-	return out
+	return seen
 }
 
 func newTile(c *clusterv1alpha1.Cluster, seen map[string]time.Time, now time.Time) tile {

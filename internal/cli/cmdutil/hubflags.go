@@ -78,6 +78,9 @@ func (f *HubFlags) RestConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, kubeconfigError(err)
 	}
+	// client-go's default of 5 requests a second, bursts of 10, throttles a command that reads a fleet of
+	// thousands of clusters; kubectl allows 50, and bursts of 300 for discovery.
+	cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
 	return cfg, nil
 }
 
@@ -105,6 +108,11 @@ func kubeconfigError(err error) error {
 	}
 	return fmt.Errorf("hub kubeconfig: %w", err)
 }
+// ClientQPS and ClientBurst are the client-side rate limit of the hub commands.
+const (
+	ClientQPS   = 50
+	ClientBurst = 300
+)
 
 // Clients returns a controller-runtime client (every Flotilla kind) and a typed client for the hub.
 func (f *HubFlags) Clients() (*rest.Config, client.Client, kubernetes.Interface, error) {
