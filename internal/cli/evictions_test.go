@@ -220,11 +220,13 @@ func TestGetAndDescribeRefuseBadFlags(t *testing.T) {
 		{[]string{"get", "bindings", "-l", "app=web=x"}, `--selector "app=web=x"`},
 		{[]string{"get", "bindings", "-n", "Shop"}, `--namespace "Shop"`},
 		{[]string{"get", "crb", "-n", "shop"}, "cluster-scoped bindings (crb) are in no namespace"},
-		// Other kinds are read in the members: their flags are checked before anything is read too.
-		{[]string{"get", "pods", "a", "b"}, "takes at most one NAME"},
+		// With --clusters, kinds are read in the members: their flags are checked before anything is read too.
+		{[]string{"get", "pods", "a", "b", "--clusters", "all"}, "takes at most one NAME"},
 		{[]string{"get", "pods", "--clusters", "m1,M2"}, `--clusters "m1,M2": cluster "M2"`},
-		{[]string{"get", "pods", "--cluster-timeout", "0s"}, "--cluster-timeout 0s: must be positive"},
-		{[]string{"get", "pods", "web", "-A"}, "cannot be read with --all-namespaces"},
+		{[]string{"get", "pods", "--cluster-timeout", "0s", "--clusters", "all"}, "--cluster-timeout 0s: must be positive"},
+		{[]string{"get", "pods", "web", "-A", "--clusters", "all"}, "cannot be read with --all-namespaces"},
+		{[]string{"get", "pods", "-w", "--clusters", "all"}, "--watch: flotilla get watches the hub's clusters and bindings"},
+		{[]string{"get", "clusters", "-o", "custom-columns=NAME"}, `column "NAME": want HEADER:PATH`},
 		{[]string{"get", "bindings", "-o", "table"}, `--output "table"`},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -172,24 +173,50 @@ func getInCluster(ctx context.Context, hubConfig *rest.Config, cluster string, q
 		res.err = err
 		return res
 	}
+	mapping, err := resolveKind(disco, q.kind)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	res.table, res.items, res.err = readKind(ctx, disco.RESTClient(), mapping, q)
+	markCluster(res.items, cluster)
+	return res
+}
+
+// markCluster marks each object with the cluster it was read in.
+func markCluster(items []unstructured.Unstructured, cluster string) {
+	for i := range items {
+		a := items[i].GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[clusterv1alpha1.AnnotationCluster] = cluster
+		items[i].SetAnnotations(a)
+	}
+}
+
+// resolveKind finds a kind named on the command line (plural, singular, kind or short name) with a server's
+// discovery, so the short names are the server's own (a CRD's shortNames).
+func resolveKind(disco discovery.DiscoveryInterface, kind string) (*meta.RESTMapping, error) {
 	cached := memory.NewMemCacheClient(disco)
 	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Resource: strings.ToLower(q.kind)})
+	gvr, err := mapper.ResourceFor(schema.GroupVersionResource{Resource: strings.ToLower(kind)})
 	if err != nil {
-		res.err = err
-		return res
+		return nil, err
 	}
-	mapping, err := mapper.RESTMapping(schema.GroupKind{Group: gvr.Group, Kind: mustKind(mapper, gvr)}, gvr.Version)
-	if err != nil {
-		res.err = err
-		return res
-	}
+	return mapper.RESTMapping(schema.GroupKind{Group: gvr.Group, Kind: mustKind(mapper, gvr)}, gvr.Version)
+}
+
+// readKind reads q's objects of mapping from a server: as the server's table (with the objects' metadata,
+// for the namespace and label columns) for a table output, or as objects.
+func readKind(ctx context.Context, rc rest.Interface, mapping *meta.RESTMapping, q fleetQuery) (*metav1.Table, []unstructured.Unstructured, error) {
+	gvr := mapping.Resource
 	path := []string{"/api"}
 	if gvr.Group != "" {
 		path = []string{"/apis", gvr.Group}
 	}
 	path = append(path, gvr.Version)
-	namespaced := mapping.Scope.Name() == "namespace"
+	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	if namespaced && !q.allNamespaces {
 		path = append(path, "namespaces", q.namespace)
 	}
@@ -197,7 +224,7 @@ func getInCluster(ctx context.Context, hubConfig *rest.Config, cluster string, q
 	if q.name != "" {
 		path = append(path, q.name)
 	}
-	req := disco.RESTClient().Get().AbsPath(path...)
+	req := rc.Get().AbsPath(path...)
 	if q.name == "" && !q.selector.Empty() {
 		req = req.Param("labelSelector", q.selector.String())
 	}
@@ -206,18 +233,25 @@ func getInCluster(ctx context.Context, hubConfig *rest.Config, cluster string, q
 	}
 	raw, err := req.DoRaw(ctx)
 	if err != nil {
-		res.err = err
-		return res
+		return nil, nil, err
 	}
 	if !tableOutput(q.output) {
-		res.items, res.err = annotatedItems(raw, cluster)
-		return res
+		items, err := decodeItems(raw)
+		return nil, items, err
 	}
-	res.table = &metav1.Table{}
-	if err := json.Unmarshal(raw, res.table); err != nil || res.table.Kind != "Table" {
-		res.err = fmt.Errorf("the member did not answer with a table: %v", err)
+	table := &metav1.Table{}
+	if err := json.Unmarshal(raw, table); err != nil || table.Kind != "Table" {
+		return nil, nil, fmt.Errorf("the server did not answer with a table: %v", err)
 	}
-	return res
+	for i, row := range table.Rows {
+		if row.Object.Raw != nil {
+			m := &metav1.PartialObjectMetadata{}
+			if err := json.Unmarshal(row.Object.Raw, m); err == nil {
+				table.Rows[i].Object.Object = m
+			}
+		}
+	}
+	return table, nil, nil
 }
 
 // mustKind returns the kind of a resource, or "" (which RESTMapping then reports as the error).
@@ -228,31 +262,20 @@ func mustKind(mapper interface {
 	return gvk.Kind
 }
 
-// annotatedItems decodes a list or a single object and marks each object with its cluster.
-func annotatedItems(raw []byte, cluster string) ([]unstructured.Unstructured, error) {
+// decodeItems decodes a list or a single object.
+func decodeItems(raw []byte) ([]unstructured.Unstructured, error) {
 	obj := &unstructured.Unstructured{}
 	if err := json.Unmarshal(raw, &obj.Object); err != nil {
 		return nil, err
 	}
-	var items []unstructured.Unstructured
-	if obj.IsList() {
-		list, err := obj.ToList()
-		if err != nil {
-			return nil, err
-		}
-		items = list.Items
-	} else {
-		items = []unstructured.Unstructured{*obj}
+	if !obj.IsList() {
+		return []unstructured.Unstructured{*obj}, nil
 	}
-	for i := range items {
-		a := items[i].GetAnnotations()
-		if a == nil {
-			a = map[string]string{}
-		}
-		a[clusterv1alpha1.AnnotationCluster] = cluster
-		items[i].SetAnnotations(a)
+	list, err := obj.ToList()
+	if err != nil {
+		return nil, err
 	}
-	return items, nil
+	return list.Items, nil
 }
 
 // printFleetTable prints the clusters' tables as one: CLUSTER, NAMESPACE with -A for namespaced kinds, then

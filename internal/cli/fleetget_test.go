@@ -53,17 +53,18 @@ func TestPrintFleetTable(t *testing.T) {
 	}
 }
 
-func TestAnnotatedItems(t *testing.T) {
+func TestMarkCluster(t *testing.T) {
 	for _, raw := range []string{
 		`{"apiVersion":"v1","kind":"ConfigMapList","items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}]}`,
 		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":{"x":"y"}}}`,
 	} {
-		items, err := annotatedItems([]byte(raw), "m1")
+		items, err := decodeItems([]byte(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
+		markCluster(items, "m1")
 		if len(items) != 1 || items[0].GetName() != "a" || items[0].GetAnnotations()[clusterv1alpha1.AnnotationCluster] != "m1" {
-			t.Fatalf("annotatedItems(%s) = %v", raw, items)
+			t.Fatalf("decodeItems and markCluster(%s) = %v", raw, items)
 		}
 	}
 }

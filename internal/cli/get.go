@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -37,27 +38,33 @@ type getOptions struct {
 func newGetCommand() *cobra.Command {
 	o := &getOptions{}
 	cmd := &cobra.Command{
-		Use:   "get clusters|bindings|rb|crb [NAME...] | get KIND [NAME] [--clusters a,b|all]",
-		Short: "List member clusters, bindings, or any kind in the member clusters through the hub",
-		Long: `flotilla get clusters|bindings|rb|crb lists the hub's clusters and bindings; -w prints the table, then a
-row per change until interrupted. Any other kind is read in the member clusters through the hub's proxy, as
-the caller: all clusters at once, each within --cluster-timeout, printed as each member's API server prints
-it with a CLUSTER column first; a cluster that fails gets an error line and does not fail the others.`,
+		Use:   "get KIND [NAME...] | get KIND [NAME] --clusters a,b|all",
+		Short: "List Flotilla's kinds on the hub, or any kind in the member clusters with --clusters",
+		Long: `flotilla get KIND reads the hub for Flotilla's own kinds: ` + hubKinds + `.
+KIND is a plural, a singular, a kind or a short name, resolved with the hub's discovery so that the short
+names are the CRDs' own. clusters and bindings (rb and crb together) get Flotilla's tables, and -w prints
+the table, then a row per change until interrupted; the other kinds are printed with their CRD's columns.
+
+With --clusters, KIND is read in the member clusters through the hub's proxy instead, as the caller: the
+clusters named (or all) at once, each within --cluster-timeout, printed as each member's API server prints
+it with a CLUSTER column first; a cluster that fails gets an error line and does not fail the others.
+Without --clusters, a kind that is not Flotilla's (pods, deployments …) is an error that says so.`,
 		Example: `  flotilla get clusters -o wide
   flotilla get clusters --show-labels -w
   flotilla get clusters -o custom-columns=NAME:.metadata.name,REGION:.spec.region
   flotilla get bindings                  # every namespace, and the cluster-scoped bindings
   flotilla get rb -n shop -l app=web -o wide
-  flotilla get pods -A --clusters all
+  flotilla get pp -A                     # PropagationPolicies on the hub
+  flotilla get pods -A --clusters all    # Pods in every member cluster
   flotilla get deploy web -n shop --clusters m1,m2 -o yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	o.hub.AddFlags(cmd.Flags())
 	o.output.addFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "only the bindings of this namespace (default: every namespace); for other kinds, the namespace in the members (default: default)")
-	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "the bindings of every namespace, and the cluster-scoped ones (the default); for other kinds, every namespace of the members")
-	cmd.Flags().StringVar(&o.clusterList, "clusters", "all", "for kinds read in the members: the clusters to read, comma-separated, or all")
+	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "bindings: only this namespace's (default: every namespace); other namespaced kinds: the namespace to read (default: the kubeconfig context's)")
+	cmd.Flags().BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "every namespace (for bindings, the default, with the cluster-scoped ones)")
+	cmd.Flags().StringVar(&o.clusterList, "clusters", "", "read KIND in these member clusters through the hub, comma-separated, or all (without it, flotilla get reads the hub's Flotilla kinds)")
 	cmd.Flags().DurationVar(&o.clusterTimeout, "cluster-timeout", 10*time.Second, "for kinds read in the members: how long to wait for each cluster")
 	cmd.Flags().StringVarP(&o.selector, "selector", "l", "", "label selector, for example app=web,tier!=cache")
 	cmd.Flags().BoolVarP(&o.watch, "watch", "w", false, "clusters and bindings: after the listing, print a row per change until interrupted")
@@ -79,29 +86,48 @@ func (o *getOptions) run(cmd *cobra.Command, args []string) error {
 	if o.allNamespaces {
 		namespace = "" // as kubectl: --all-namespaces wins over --namespace
 	}
-	var resource string
-	switch args[0] {
-	case "clusters", "cluster", "fc":
-		resource = "clusters"
-	case "bindings", "binding":
-		resource = "bindings"
-	case "rb", "crb":
-		resource = args[0]
-	default:
+	if cmd.Flags().Changed("clusters") {
 		if o.watch {
-			return fmt.Errorf("--watch: flotilla get watches clusters and bindings only, not %s", args[0])
+			return fmt.Errorf("--watch: flotilla get watches the hub's clusters and bindings, not kinds in the members")
 		}
 		return fleetGet(cmd, o.hub, args, fleetQuery{kind: args[0], namespace: namespace, allNamespaces: o.allNamespaces,
 			selector: sel, output: o.output.format, noHeaders: o.output.noHeaders, timeout: o.clusterTimeout}, o.clusterList)
 	}
+	var resource string
+	switch args[0] {
+	case "clusters", "cluster":
+		resource = "clusters"
+	case "bindings", "binding":
+		resource = "bindings" // not a kind of the API: both rb and crb
+	case "rb", "crb":
+		resource = args[0]
+	}
 	if resource == "crb" && namespace != "" {
 		return fmt.Errorf("--namespace %q: cluster-scoped bindings (crb) are in no namespace", namespace)
 	}
-	cfg, c, _, err := o.hub.Clients()
+	cfg, c, kube, err := o.hub.Clients()
 	if err != nil {
 		return err
 	}
+	if resource == "" {
+		var mapping *meta.RESTMapping
+		if resource, mapping, err = hubResource(kube.Discovery(), args[0]); err != nil {
+			return err
+		}
+		if mapping != nil {
+			return o.hubGet(cmd, kube.Discovery(), mapping, args, fleetQuery{kind: args[0], namespace: namespace,
+				allNamespaces: o.allNamespaces, selector: sel, output: o.output.format})
+		}
+		if resource == "crb" && namespace != "" {
+			return fmt.Errorf("--namespace %q: cluster-scoped bindings (crb) are in no namespace", namespace)
+		}
+	}
 	ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if o.watch {
+		var stop context.CancelFunc
+		ctx, stop = untilInterrupted(ctx)
+		defer stop()
+	}
 	if resource == "clusters" {
 		clusters, err := listClusters(ctx, c, args[1:], sel)
 		if err != nil {
@@ -120,7 +146,7 @@ func (o *getOptions) run(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return err
 		}
-		return follow(ctx, out, o.output, c, []watch.Interface{w}, args[1:], func(obj client.Object) *metav1.Table {
+		return follow(ctx, out, o.output.afterListing(len(clusters.Items)), c, []watch.Interface{w}, args[1:], func(obj client.Object) *metav1.Table {
 			cl := obj.(*clusterv1alpha1.Cluster)
 			items := []clusterv1alpha1.Cluster{*cl}
 			return clusterTable(items, lastRenewals(ctx, c, items))
@@ -149,9 +175,23 @@ func (o *getOptions) run(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	return follow(ctx, out, o.output, c, watches, args[1:], func(obj client.Object) *metav1.Table {
+	return follow(ctx, out, o.output.afterListing(len(bindings.items)), c, watches, args[1:], func(obj client.Object) *metav1.Table {
 		return bindingTable([]workv1alpha1.Binding{obj.(workv1alpha1.Binding)}, time.Now())
 	})
+}
+
+// untilInterrupted ends with ctx or on the first SIGINT or SIGTERM, which ends a watch without an error.
+func untilInterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
+	signalled, stopSignals := cmdutil.SignalContext()
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-signalled.Done():
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	return ctx, func() { cancel(); stopSignals() }
 }
 
 // watchOptions watch from the listing's resourceVersion, so no change between the listing and the watch is
@@ -162,6 +202,13 @@ func watchOptions(resourceVersion string, sel labels.Selector, names []string) [
 		opts = append(opts, client.MatchingFields{"metadata.name": names[0]})
 	}
 	return opts
+}
+
+// afterListing are the output flags of the changes that follow a listing of n objects: without the header
+// the listing printed.
+func (o listOutput) afterListing(n int) listOutput {
+	o.noHeaders = o.noHeaders || n > 0
+	return o
 }
 
 // follow prints, until ctx ends, each change the watches report of the objects named (all when none), as

@@ -25,6 +25,8 @@ type listOutput struct {
 	noHeaders         bool
 	showLabels        bool
 	showManagedFields bool
+	// withNamespace adds a NAMESPACE column from each row's object: for a namespaced kind with -A.
+	withNamespace bool
 }
 
 func (o *listOutput) addFlags(fs *pflag.FlagSet) {
@@ -48,7 +50,7 @@ func (o listOutput) validate() error {
 // tablePrinter is cli-runtime's table printer with the flags' options. One printer prints the headers once:
 // a watch keeps it and prints each change as a table of one row.
 func (o listOutput) tablePrinter() printers.ResourcePrinter {
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.format == "wide", NoHeaders: o.noHeaders, ShowLabels: o.showLabels})
+	return printers.NewTablePrinter(printers.PrintOptions{Wide: o.format == "wide", NoHeaders: o.noHeaders, ShowLabels: o.showLabels, WithNamespace: o.withNamespace})
 }
 
 // print prints a listing: a table made by table, or the objects (a List or one object carrying apiVersion
