@@ -16,7 +16,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchMCSCommand(), newBenchDashboardCommand(), newBenchRolloutCommand(), newBenchPlotCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchGetClustersCommand(), newBenchMCSCommand(), newBenchDashboardCommand(), newBenchRolloutCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -73,6 +73,23 @@ func newBenchFleetListCommand() *cobra.Command {
 	cmd.Flags().IntSliceVar(&o.Clusters, "clusters", []int{1, 10}, "fleet sizes to time: clusters read by one list")
 	cmd.Flags().IntVar(&o.Objects, "objects", 20, "ConfigMaps in the member, all returned by each cluster's read")
 	cmd.Flags().IntVar(&o.Requests, "requests", 200, "lists timed per size")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
+func newBenchGetClustersCommand() *cobra.Command {
+	o := bench.GetClustersOptions{}
+	cmd := &cobra.Command{
+		Use:   "get-clusters",
+		Short: "Wall time of flotilla get clusters (table and wide) on a hub with N hollow clusters",
+		Args:  cobra.NoArgs,
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunGetClusters(ctx, o, out, progress)
+		}),
+	}
+	cmd.Flags().IntVar(&o.Clusters, "clusters", 1000, "hollow clusters on the hub")
+	cmd.Flags().IntVar(&o.Requests, "requests", 5, "runs timed per output")
+	cmd.Flags().StringVar(&o.Compare, "compare", "", "another flotilla binary (an earlier build) to time the same way on the same fleet")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd
 }
