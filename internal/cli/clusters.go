@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,21 +24,33 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 )
 
+// listClusters reads the clusters named (all when none) that sel matches with one LIST, narrowed to the name
+// when there is one, so that the list's resourceVersion is where a watch goes on from. A name that is not
+// there is an error.
 func listClusters(ctx context.Context, c client.Client, names []string, sel labels.Selector) (*clusterv1alpha1.ClusterList, error) {
 	list := &clusterv1alpha1.ClusterList{}
-	if len(names) == 0 {
-		if err := c.List(ctx, list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return nil, err
-		}
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}}
+	if len(names) == 1 {
+		opts = append(opts, client.MatchingFields{"metadata.name": names[0]})
 	}
-	for _, name := range names {
-		cluster := &clusterv1alpha1.Cluster{}
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, cluster); err != nil {
-			return nil, err
+	if err := c.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
+	if len(names) > 0 {
+		all := &clusterv1alpha1.ClusterList{}
+		if !sel.Empty() { // a name the selector leaves out is there, but not listed
+			if err := c.List(ctx, all, opts[1:]...); err != nil {
+				return nil, err
+			}
+		} else {
+			all = list
 		}
-		if sel.Matches(labels.Set(cluster.Labels)) {
-			list.Items = append(list.Items, *cluster)
+		for _, name := range names {
+			if !slices.ContainsFunc(all.Items, func(cl clusterv1alpha1.Cluster) bool { return cl.Name == name }) {
+				return nil, fmt.Errorf("cluster %q not found", name)
+			}
 		}
+		list.Items = slices.DeleteFunc(list.Items, func(cl clusterv1alpha1.Cluster) bool { return !slices.Contains(names, cl.Name) })
 	}
 	list.APIVersion, list.Kind = clusterv1alpha1.GroupVersion.String(), "ClusterList"
 	for i := range list.Items {

@@ -27,7 +27,10 @@ func newExplainCommand() *cobra.Command {
 		Short: "Say, for each cluster, whether a template is placed there (with its replicas) or why not",
 		Long: `Explain prints, for each cluster, whether the template runs there and with how many replicas, or every
 reason the scheduler gave for leaving the cluster out at its last pass: a filter (ClusterAffinity,
-TaintToleration, APIEnablement, FailoverRecords), the spread constraints, the replica division or capacity.`,
+TaintToleration, APIEnablement, FailoverRecords), the spread constraints, the replica division or capacity.
+
+It is not kubectl explain: kubectl's prints a kind's schema and works against the hub as against any API
+server (kubectl explain propagationpolicy.spec.placement); flotilla explain explains a placement.`,
 		Example: "  flotilla explain deployment/web -n shop\n  flotilla explain deployment/web -n shop --cluster member3",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

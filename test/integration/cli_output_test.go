@@ -60,6 +60,12 @@ func TestGetOutputFormats(t *testing.T) {
 	if got := lines("get", "bindings", "-n", ns, "-o", "name"); strings.Join(got, "\n") != "resourcebinding.work.flotilla.io/"+b.Name {
 		t.Errorf("get bindings -n %s -o name: %q", ns, got)
 	}
+	if out, err := runFlotilla(ctx, "get", "clusters", "cli-output-a", "cli-output-nosuch"); err == nil || !strings.Contains(err.Error(), `cluster "cli-output-nosuch" not found`) {
+		t.Errorf("get clusters with a name that is not there: %v\n%s", err, out)
+	}
+	if got := lines("get", "clusters", "cli-output-a", "-l", "tier=silver"); len(got) != 1 || got[0] != "No resources found" {
+		t.Errorf("get clusters NAME with a selector that leaves it out: %q", got)
+	}
 	if out, err := runFlotilla(ctx, "get", "clusters", "-o", "custom"); err == nil || !strings.Contains(err.Error(), `--output "custom": want wide, name`) {
 		t.Errorf("get clusters -o custom: %v\n%s", err, out)
 	}
