@@ -21,7 +21,7 @@ type GetClustersOptions struct {
 	// Requests is how many times the command is timed.
 	Requests int
 	// Compare, if set, is another flotilla binary (an earlier build, say) timed the same way on the same
-	// fleet, for a before and after.
+	// fleet (the table only), for a before and after.
 	Compare string
 	// Out, if set, receives the results as JSON.
 	Out string
@@ -39,7 +39,7 @@ func (o GetClustersOptions) Validate() error {
 }
 
 // GetClustersResult is what `flotilla bench get-clusters` measured: the command's wall time in seconds,
-// from process start to exit, for the table and for -o wide (and the same for the compared binary).
+// from process start to exit, for the table and for -o wide (and the table of the compared binary).
 type GetClustersResult struct {
 	Clusters int                           `json:"clusters"`
 	Requests int                           `json:"requests"`
@@ -66,8 +66,7 @@ func RunGetClusters(ctx context.Context, o GetClustersOptions, out io.Writer, pr
 	result := GetClustersResult{Clusters: o.Clusters, Requests: o.Requests, Seconds: map[string]map[string]float64{}}
 	runs := []struct{ name, binary, output string }{{"table", self, ""}, {"wide", self, "wide"}}
 	if o.Compare != "" {
-		runs = append(runs, struct{ name, binary, output string }{"compare-table", o.Compare, ""},
-			struct{ name, binary, output string }{"compare-wide", o.Compare, "wide"})
+		runs = append(runs, struct{ name, binary, output string }{"compare-table", o.Compare, ""})
 	}
 	for _, run := range runs {
 		args := []string{"get", "clusters", "--kubeconfig", kubeconfig, "--no-headers"}

@@ -3,8 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
@@ -52,12 +52,11 @@ func history(revs []appsv1.ControllerRevision, status *workv1alpha1.RolloutStatu
 
 func printHistory(out io.Writer, name string, entries []historyEntry) error {
 	fmt.Fprintf(out, "%s\n", name)
-	w := tabwriter.NewWriter(out, 0, 8, 3, ' ', 0)
-	fmt.Fprintln(w, "REVISION\tHASH\tROLLOUT\tCHANGE-CAUSE")
+	t := newTable("Revision", "Hash", "Rollout", "Change-Cause")
 	for _, e := range entries {
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\n", e.Revision, orDash(e.Hash), orDash(e.Rollout), orDash(e.ChangeCause))
+		addRow(t, nil, strconv.FormatInt(e.Revision, 10), orDash(e.Hash), orDash(e.Rollout), orDash(e.ChangeCause))
 	}
-	return w.Flush()
+	return listOutput{}.tablePrinter().PrintObj(t, out)
 }
 
 // revisionNumbered returns the revision numbered n, or an error listing the numbers there are.

@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 
@@ -198,6 +199,7 @@ address (a Service's DNS name, a load balancer, while you use a port-forward), g
 
 func newTokenListCommand() *cobra.Command {
 	var hub cmdutil.HubFlags
+	var output listOutput
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the bootstrap tokens (without their secrets)",
@@ -211,16 +213,16 @@ func newTokenListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 8, 3, ' ', 0)
-			fmt.Fprintln(w, "ID\tEXPIRES\tTTL\tCLUSTER\tSINGLE-USE\tDESCRIPTION")
+			table := newTable("ID", "Expires", "TTL", "Cluster", "Single-Use", "Description")
 			for _, t := range tokens {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%t\t%s\n", t.ID, t.Expires.Format(time.RFC3339), time.Until(t.Expires).Round(time.Minute),
-					orDash(t.Grant.ClusterName), t.Grant.SingleUse, t.Description)
+				addRow(table, nil, t.ID, t.Expires.Format(time.RFC3339), time.Until(t.Expires).Round(time.Minute).String(),
+					orDash(t.Grant.ClusterName), strconv.FormatBool(t.Grant.SingleUse), t.Description)
 			}
-			return w.Flush()
+			return output.print(cmd.OutOrStdout(), cmd.ErrOrStderr(), nil, func() *metav1.Table { return table })
 		},
 	}
 	hub.AddFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&output.noHeaders, "no-headers", false, "print the table without its header line")
 	return cmd
 }
 

@@ -89,7 +89,7 @@ func newBenchGetClustersCommand() *cobra.Command {
 	}
 	cmd.Flags().IntVar(&o.Clusters, "clusters", 1000, "hollow clusters on the hub")
 	cmd.Flags().IntVar(&o.Requests, "requests", 5, "runs timed per output")
-	cmd.Flags().StringVar(&o.Compare, "compare", "", "another flotilla binary (an earlier build) to time the same way on the same fleet")
+	cmd.Flags().StringVar(&o.Compare, "compare", "", "another flotilla binary (an earlier build) whose table to time the same way on the same fleet")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd
 }
