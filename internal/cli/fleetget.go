@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
@@ -41,8 +40,7 @@ type fleetQuery struct {
 	allNamespaces bool
 	selector      labels.Selector
 	clusters      []string // empty: every cluster
-	output        string
-	noHeaders     bool
+	output        listOutput
 	timeout       time.Duration
 }
 
@@ -117,12 +115,12 @@ func runFleetGet(ctx context.Context, out, errOut io.Writer, hubConfig *rest.Con
 			answered++
 		}
 	}
-	if !tableOutput(q.output) {
+	if !q.output.table() {
 		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
 		for _, r := range results {
 			list.Items = append(list.Items, r.items...)
 		}
-		if err := printObject(out, q.output, list); err != nil {
+		if err := q.output.printObjects(out, list); err != nil {
 			return err
 		}
 	} else if err := printFleetTable(out, results, q); err != nil {
@@ -228,14 +226,14 @@ func readKind(ctx context.Context, rc rest.Interface, mapping *meta.RESTMapping,
 	if q.name == "" && !q.selector.Empty() {
 		req = req.Param("labelSelector", q.selector.String())
 	}
-	if tableOutput(q.output) {
+	if q.output.table() {
 		req = req.SetHeader("Accept", tableAccept).Param("includeObject", "Metadata")
 	}
 	raw, err := req.DoRaw(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	if !tableOutput(q.output) {
+	if !q.output.table() {
 		items, err := decodeItems(raw)
 		return nil, items, err
 	}
@@ -293,7 +291,7 @@ func printFleetTable(out io.Writer, results []clusterResult, q fleetQuery) error
 		for _, row := range r.table.Rows {
 			ns := rowNamespace(row)
 			withNamespace = withNamespace || (q.allNamespaces && ns != "")
-			merged.Rows = append(merged.Rows, metav1.TableRow{Cells: append([]any{r.cluster, ns}, row.Cells...)})
+			merged.Rows = append(merged.Rows, metav1.TableRow{Cells: append([]any{r.cluster, ns}, row.Cells...), Object: row.Object})
 		}
 	}
 	if merged.ColumnDefinitions == nil {
@@ -314,7 +312,7 @@ func printFleetTable(out io.Writer, results []clusterResult, q fleetQuery) error
 		}
 	}
 	merged.ColumnDefinitions = cols
-	return printers.NewTablePrinter(printers.PrintOptions{Wide: q.output == "wide", NoHeaders: q.noHeaders}).PrintObj(merged, out)
+	return q.output.tablePrinter().PrintObj(merged, out)
 }
 
 // rowNamespace is the namespace of a row's object (the server includes its metadata on request).

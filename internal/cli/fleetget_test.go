@@ -34,7 +34,7 @@ func TestPrintFleetTable(t *testing.T) {
 	}{
 		{"one namespace", fleetQuery{}, "CLUSTER   NAME    READY\nm1        web-1   1/1\nm3        web-2   1/1\n"},
 		{"every namespace", fleetQuery{allNamespaces: true}, "CLUSTER   NAMESPACE   NAME    READY\nm1        shop        web-1   1/1\nm3        blog        web-2   1/1\n"},
-		{"wide", fleetQuery{output: "wide"}, "CLUSTER   NAME    READY   NODE\nm1        web-1   1/1     n1\nm3        web-2   1/1     n1\n"},
+		{"wide", fleetQuery{output: listOutput{format: "wide"}}, "CLUSTER   NAME    READY   NODE\nm1        web-1   1/1     n1\nm3        web-2   1/1     n1\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

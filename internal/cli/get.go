@@ -91,7 +91,7 @@ func (o *getOptions) run(cmd *cobra.Command, args []string) error {
 			return fmt.Errorf("--watch: flotilla get watches the hub's clusters and bindings, not kinds in the members")
 		}
 		return fleetGet(cmd, o.hub, args, fleetQuery{kind: args[0], namespace: namespace, allNamespaces: o.allNamespaces,
-			selector: sel, output: o.output.format, noHeaders: o.output.noHeaders, timeout: o.clusterTimeout}, o.clusterList)
+			selector: sel, output: o.output, timeout: o.clusterTimeout}, o.clusterList)
 	}
 	var resource string
 	switch args[0] {
@@ -116,7 +116,7 @@ func (o *getOptions) run(cmd *cobra.Command, args []string) error {
 		}
 		if mapping != nil {
 			return o.hubGet(cmd, kube.Discovery(), mapping, args, fleetQuery{kind: args[0], namespace: namespace,
-				allNamespaces: o.allNamespaces, selector: sel, output: o.output.format})
+				allNamespaces: o.allNamespaces, selector: sel, output: o.output})
 		}
 		if resource == "crb" && namespace != "" {
 			return fmt.Errorf("--namespace %q: cluster-scoped bindings (crb) are in no namespace", namespace)
