@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestCommandsUseContextNamespace: status, explain and rebalance read a template in the namespace of the
+// TestCommandsUseContextNamespace: status, explain, rebalance and get pp read in the namespace of the
 // kubeconfig's context when -n is not given, as kubectl does; -n still wins, and --as impersonates on the hub.
 func TestCommandsUseContextNamespace(t *testing.T) {
 	ctx := context.Background()
@@ -28,6 +28,7 @@ func TestCommandsUseContextNamespace(t *testing.T) {
 		{[]string{"status", "configmap/web"}, "ConfigMap/web in " + ns},
 		{[]string{"explain", "configmap/web"}, "cli-context-a"},
 		{[]string{"rebalance", "configmap/web", "-o", "yaml"}, "namespace: " + ns},
+		{[]string{"get", "pp", "-o", "name"}, "propagationpolicy.policy.flotilla.io/web"},
 	} {
 		out, err := runFlotillaAs(ctx, kubeconfig, tt.args...)
 		if err != nil || !strings.Contains(out, tt.want) {
