@@ -40,7 +40,8 @@ func newGetCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get KIND [NAME...] | get KIND [NAME] --clusters a,b|all",
 		Short: "List Flotilla's kinds on the hub, or any kind in the member clusters with --clusters",
-		Long: `flotilla get KIND reads the hub for Flotilla's own kinds: ` + hubKinds + `.
+		Long: `flotilla get KIND reads the hub for Flotilla's own kinds:
+` + hubKinds + `.
 KIND is a plural, a singular, a kind or a short name, resolved with the hub's discovery so that the short
 names are the CRDs' own. clusters and bindings (rb and crb together) get Flotilla's tables, and -w prints
 the table, then a row per change until interrupted; the other kinds are printed with their CRD's columns.
