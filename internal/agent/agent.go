@@ -43,6 +43,9 @@ type Options struct {
 	DataDir string
 	// ClusterKubeconfig reaches the member cluster; empty means the in-cluster configuration.
 	ClusterKubeconfig string
+	// ClusterContext is the context of ClusterKubeconfig that reaches the member; empty means its current
+	// context.
+	ClusterContext string
 	// CredentialSecret names the Secret of the agent's namespace that keeps its hub credential when it runs
 	// in the member.
 	CredentialSecret string
@@ -67,7 +70,9 @@ func (o *Options) MemberConfig() (*rest.Config, error) {
 	var cfg *rest.Config
 	var err error
 	if o.ClusterKubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.ClusterKubeconfig)
+		if cfg, err = MemberKubeconfig(o.ClusterKubeconfig, o.ClusterContext).ClientConfig(); err != nil {
+			return nil, fmt.Errorf("member kubeconfig %s: %w", o.ClusterKubeconfig, err)
+		}
 	} else if cfg, err = inClusterConfig(); err != nil {
 		return nil, fmt.Errorf("--cluster-kubeconfig is required outside a cluster: %w", err)
 	}
@@ -76,6 +81,12 @@ func (o *Options) MemberConfig() (*rest.Config, error) {
 	}
 	cfg.Timeout = clusterstatus.HeartbeatPeriod
 	return cfg, nil
+}
+
+// MemberKubeconfig is the member's kubeconfig file at path, with context (empty: its current context).
+func MemberKubeconfig(path, context string) clientcmd.ClientConfig {
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: path},
+		&clientcmd.ConfigOverrides{CurrentContext: context})
 }
 
 // InCluster reports whether the agent runs in the member: no --cluster-kubeconfig, and the environment a

@@ -165,11 +165,13 @@ func labelsString(l map[string]string) string {
 
 func newTaintCommand() *cobra.Command {
 	var hub cmdutil.HubFlags
+	var dryRun cmdutil.DryRun
 	cmd := &cobra.Command{
 		Use:   "taint cluster NAME KEY[=VALUE]:EFFECT | KEY:EFFECT-",
 		Short: "Add or remove a taint on a cluster",
 		Example: `  flotilla taint cluster m1 dedicated=gpu:NoSchedule
-  flotilla taint cluster m1 dedicated:NoSchedule-`,
+  flotilla taint cluster m1 dedicated:NoSchedule-
+  flotilla taint cluster m1 maintenance:NoExecute --dry-run=server`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "cluster" && args[0] != "clusters" {
@@ -203,7 +205,10 @@ func newTaintCommand() *cobra.Command {
 					kept = append(kept, taint)
 				}
 				cl.Spec.Taints = kept
-				return c.Update(cmd.Context(), cl)
+				if dryRun == cmdutil.DryRunClient {
+					return nil
+				}
+				return c.Update(cmd.Context(), cl, &client.UpdateOptions{DryRun: dryRun.Options()})
 			})
 			if err != nil {
 				return err
@@ -212,11 +217,12 @@ func newTaintCommand() *cobra.Command {
 			if remove {
 				verb = "untainted"
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s %s\n", cl.Name, verb)
+			fmt.Fprintf(cmd.OutOrStdout(), "cluster %s %s%s\n", cl.Name, verb, dryRun.Suffix())
 			return nil
 		},
 	}
 	hub.AddFlags(cmd.Flags())
+	cmdutil.AddDryRunFlag(cmd.Flags(), &dryRun, "the result")
 	return cmd
 }
 

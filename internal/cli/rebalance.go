@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
@@ -61,6 +62,7 @@ type rebalanceOptions struct {
 	namespace string
 	output    string
 	ttl       int32
+	dryRun    cmdutil.DryRun
 	targets   []kindName
 }
 
@@ -91,8 +93,9 @@ func newRebalanceCommand() *cobra.Command {
 		Long: "Creates a Rebalancer that asks the scheduler to place the named templates as if they ran nowhere yet:\n" +
 			"clusterAffinities groups are tried from the first and divided replicas are shared out from scratch.\n" +
 			"Prints the Rebalancer's name; `kubectl get rebalancer NAME -o yaml` shows each template's result.",
-		Example: "  flotilla rebalance deployment/web -n shop\n  flotilla rebalance deploy/web deploy/api -n shop -o yaml",
-		Args:    cobra.MinimumNArgs(1),
+		Example: "  flotilla rebalance deployment/web -n shop\n  flotilla rebalance deploy/web deploy/api -n shop -o yaml\n" +
+			"  flotilla rebalance deploy/web -n shop --dry-run=server -o yaml",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(args); err != nil {
 				return err
@@ -121,20 +124,27 @@ func newRebalanceCommand() *cobra.Command {
 				}
 				rb.Spec.Workloads = append(rb.Spec.Workloads, ref)
 			}
-			if err := c.Create(cmd.Context(), rb); err != nil {
-				return fmt.Errorf("creating the Rebalancer: %w", err)
+			if o.dryRun != cmdutil.DryRunClient {
+				if err := c.Create(cmd.Context(), rb, &client.CreateOptions{DryRun: o.dryRun.Options()}); err != nil {
+					return fmt.Errorf("creating the Rebalancer: %w", err)
+				}
 			}
 			if o.output != "" {
 				rb.APIVersion, rb.Kind = workv1alpha1.GroupVersion.String(), "Rebalancer"
 				return printObject(cmd.OutOrStdout(), o.output, rb)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), rb.Name)
+			name := rb.Name
+			if name == "" {
+				name = rb.GenerateName + "(generated)"
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), name+o.dryRun.Suffix())
 			return nil
 		},
 	}
 	o.hub.AddFlags(cmd.Flags())
 	o.hub.AddNamespaceFlag(cmd.Flags(), "namespace of namespaced templates")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "print the created Rebalancer as yaml or json instead of its name")
+	cmdutil.AddDryRunFlag(cmd.Flags(), &o.dryRun, "the Rebalancer")
 	cmd.Flags().Int32Var(&o.ttl, "ttl", 300, "seconds the Rebalancer stays after it finished, so its results can be read")
 	return cmd
 }

@@ -29,8 +29,9 @@ func AgentObjects(release, namespace string, v install.AgentValues) ([]*unstruct
 
 // InstallAgent applies the agent chart's objects to the member of cfg with server-side apply, creating
 // namespace first when it is missing (and leaving it to UninstallAgent's caller: a namespace is never
-// deleted without being asked).
-func InstallAgent(ctx context.Context, cfg *rest.Config, release, namespace string, v install.AgentValues, progress func(string)) error {
+// deleted without being asked). With dryRun ([All]) the member's API server checks every write and persists
+// none; the objects of a namespace that does not exist yet cannot be checked then, and progress says so.
+func InstallAgent(ctx context.Context, cfg *rest.Config, release, namespace string, v install.AgentValues, dryRun []string, progress func(string)) error {
 	objs, err := AgentObjects(release, namespace, v)
 	if err != nil {
 		return err
@@ -39,23 +40,37 @@ func InstallAgent(ctx context.Context, cfg *rest.Config, release, namespace stri
 	if err != nil {
 		return err
 	}
+	suffix := ""
+	if len(dryRun) > 0 {
+		suffix = " (server dry run)"
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	err = c.Create(ctx, ns, &client.CreateOptions{DryRun: dryRun})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s in the member: %w", namespace, err)
 	}
+	missing := err == nil && len(dryRun) > 0
+	if err == nil {
+		progress(fmt.Sprintf("created Namespace %s%s", namespace, suffix))
+	}
 	for _, obj := range objs {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(install.FieldManager), client.ForceOwnership); err != nil {
+		if missing && obj.GetNamespace() != "" {
+			progress(fmt.Sprintf("not checked: %s %s (namespace %s does not exist yet)", obj.GetKind(), objectName(obj), namespace))
+			continue
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(install.FieldManager), client.ForceOwnership,
+			&client.ApplyOptions{DryRun: dryRun}); err != nil {
 			return fmt.Errorf("applying %s %s to the member: %w", obj.GetKind(), obj.GetName(), err)
 		}
-		progress(fmt.Sprintf("applied %s %s", obj.GetKind(), objectName(obj)))
+		progress(fmt.Sprintf("applied %s %s%s", obj.GetKind(), objectName(obj), suffix))
 	}
 	return nil
 }
 
 // UninstallAgent deletes from the member of cfg the objects of the agent chart's release in namespace: the
 // kinds the chart renders, selected by the chart's release labels, and nothing else. It returns what it
-// deleted.
-func UninstallAgent(ctx context.Context, cfg *rest.Config, release, namespace string) ([]string, error) {
+// deleted. With dryRun ([All]) the member's API server checks each delete and persists none.
+func UninstallAgent(ctx context.Context, cfg *rest.Config, release, namespace string, dryRun []string) ([]string, error) {
 	// The kinds come from the chart itself, rendered with placeholder values.
 	objs, err := AgentObjects(release, namespace, install.AgentValues{
 		HubURL: "https://hub:6443", CACertHashes: []string{"sha256:0"}, ClusterName: "placeholder", Token: "placeholder", CertTTL: time.Hour,
@@ -87,7 +102,7 @@ func UninstallAgent(ctx context.Context, cfg *rest.Config, release, namespace st
 		}
 		for i := range list.Items {
 			item := &list.Items[i]
-			if err := c.Delete(ctx, item, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			if err := c.Delete(ctx, item, client.PropagationPolicy(metav1.DeletePropagationBackground), &client.DeleteOptions{DryRun: dryRun}); client.IgnoreNotFound(err) != nil {
 				return deleted, fmt.Errorf("deleting %s %s from the member: %w", item.GetKind(), objectName(item), err)
 			}
 			deleted = append(deleted, item.GetKind()+" "+objectName(item))

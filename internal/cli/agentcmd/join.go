@@ -38,6 +38,7 @@ type joinOptions struct {
 	agent                    agent.Options
 	hub                      cmdutil.HubFlags
 	install                  installOptions
+	dryRun                   cmdutil.DryRun
 }
 
 // tokenEnv holds the bootstrap token when neither --token nor --token-file is given: unlike a flag, it is
@@ -60,11 +61,13 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	o.hub.AddFlags(fs)
 	if o.install.installer != nil {
 		o.install.addFlags(fs)
+		cmdutil.AddDryRunFlag(fs, &o.dryRun, "the objects --install would apply, as YAML,")
 	}
 }
 
 func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 	fs.StringVar(&o.ClusterKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the member cluster (default: in-cluster)")
+	fs.StringVar(&o.ClusterContext, "cluster-context", "", "context of --cluster-kubeconfig that reaches the member (default: its current context)")
 	fs.StringVar(&o.DataDir, "agent-data-dir", "", "where the agent keeps its hub credential outside the member (default $HOME/.flotilla/agents/CLUSTER)")
 	fs.StringVar(&o.CredentialSecret, "credential-secret", "flotilla-agent-credential", "in the member (in-cluster, no --cluster-kubeconfig): the Secret of the agent's namespace that keeps its hub credential")
 	fs.DurationVar(&o.CertTTL, "cert-ttl", 7*24*time.Hour, "lifetime the agent asks for its hub certificate (at least 10m)")
@@ -75,6 +78,9 @@ func addAgentFlags(fs *pflag.FlagSet, o *agent.Options) {
 }
 
 func validateAgentOptions(o *agent.Options, cluster string) error {
+	if o.ClusterContext != "" && o.ClusterKubeconfig == "" {
+		return errors.New("--cluster-context needs --cluster-kubeconfig: the kubeconfig the context is in")
+	}
 	if o.InCluster() {
 		if o.DataDir != "" {
 			return errors.New("--agent-data-dir: in the member the agent keeps its credential in --credential-secret")
@@ -144,12 +150,18 @@ func (o *joinOptions) validate(args []string) error {
 		if o.install.enabled && o.agent.ClusterKubeconfig == "" {
 			errs = append(errs, errors.New("--install needs --cluster-kubeconfig: the member to install the agent into"))
 		}
+		if o.dryRun.Enabled() && !o.install.enabled {
+			errs = append(errs, errors.New("--dry-run is for --install: it prints the objects the install would apply (a join without --install runs the agent here)"))
+		}
 	case "push":
 		if len(args) > 0 || o.token != "" || o.tokenFile != "" || len(o.caCertHashes) > 0 {
 			errs = append(errs, errors.New("push mode takes no hub URL, --token, --token-file or --ca-cert-hash: the hub is --kubeconfig"))
 		}
 		if o.agent.ClusterKubeconfig == "" {
 			errs = append(errs, errors.New("push mode needs --cluster-kubeconfig: the hub stores it to reach the member"))
+		}
+		if o.dryRun.Enabled() {
+			errs = append(errs, errors.New("--dry-run is for --install: it prints the objects the install would apply"))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("--mode %q: want pull or push", o.mode))
@@ -211,12 +223,16 @@ approves the new request.
 With --install (flotilla only, not flotilla-agent), the agent runs in the member instead: the objects of the flotilla-agent chart (a
 Deployment, its ServiceAccount and RBAC, the token in a Secret) are applied through --cluster-kubeconfig,
 and the agent joins from there, keeping its credential in a Secret. flotilla unjoin --uninstall removes them.
+--dry-run=client prints those objects as YAML without applying them; --dry-run=server prints them too, once
+the member's API server has checked each (a server-side dry-run apply, nothing persisted).
 
 Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub reach the member itself.`,
 		Example: `  FLOTILLA_TOKEN=abcdef.0123456789abcdef flotilla join https://hub:6443 --ca-cert-hash sha256:... \
     --cluster-name m1 --cluster-kubeconfig /tmp/m1/kubeconfig --labels env=prod --region eu-west-1
   flotilla join https://hub.example.com:6443 --install --cluster-kubeconfig m2.kubeconfig --token-file token \
     --ca-cert-hash sha256:... --cluster-name m2
+  flotilla join https://hub.example.com:6443 --install --dry-run=server --cluster-kubeconfig ~/.kube/config \
+    --cluster-context m2 --token-file token --ca-cert-hash sha256:... --cluster-name m2
   flotilla join --mode push --cluster-name m3 --cluster-kubeconfig /tmp/m3/kubeconfig --kubeconfig hub.kubeconfig`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -245,7 +261,7 @@ Push: store the member's kubeconfig on the hub (--kubeconfig) and let the hub re
 				return o.joinPush(cmd, member, clusterID, p)
 			}
 			if o.install.enabled {
-				return o.installAgent(ctx, memberConfig, p)
+				return o.installAgent(ctx, memberConfig, cmd.OutOrStdout(), cmd.ErrOrStderr(), p)
 			}
 			if o.agent.Health, err = agent.ServeHealth(ctx, o.agent.HealthProbeBindAddress); err != nil {
 				return err
@@ -322,6 +338,13 @@ func (o *joinOptions) joinPush(cmd *cobra.Command, member kubernetes.Interface, 
 	memberKubeconfig, err := clientcmd.LoadFromFile(o.agent.ClusterKubeconfig)
 	if err != nil {
 		return err
+	}
+	if ctx := o.agent.ClusterContext; ctx != "" {
+		// The hub stores the kubeconfig flattened to its current context: the one asked for.
+		if _, ok := memberKubeconfig.Contexts[ctx]; !ok {
+			return fmt.Errorf("--cluster-context %q: no such context in %s", ctx, o.agent.ClusterKubeconfig)
+		}
+		memberKubeconfig.CurrentContext = ctx
 	}
 	lbls, _ := labels.ConvertSelectorToLabelsMap(o.labels)
 	cluster, err := registration.JoinPush(cmd.Context(), hub, registration.PushRequest{

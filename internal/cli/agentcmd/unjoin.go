@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/cli/cmdutil"
 	"github.com/flotilla-io/flotilla/internal/registration"
 )
@@ -28,12 +29,17 @@ type unjoinOptions struct {
 	timeout          time.Duration
 	uninstall        bool
 	memberKubeconfig string
+	memberContext    string
 	install          installOptions
+	dryRun           cmdutil.DryRun
 }
 
 func (o *unjoinOptions) validate() error {
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout %s: must be positive", o.timeout)
+	}
+	if o.memberContext != "" && o.memberKubeconfig == "" {
+		return errors.New("--cluster-context needs --cluster-kubeconfig: the kubeconfig the context is in")
 	}
 	if o.uninstall {
 		if o.memberKubeconfig == "" {
@@ -67,7 +73,11 @@ PersistentVolumeClaims stay unless their template opted in. The hub waits for th
 --timeout if the agent does not do it, and unjoin without --delete-resources then leaves the objects in the
 member and finishes.
 
-Running unjoin again follows an unjoin that was interrupted.`,
+Running unjoin again follows an unjoin that was interrupted.
+
+--dry-run=client says what unjoin would mark and delete, and writes nothing; --dry-run=server has the hub
+check the mark and the delete (and, with --uninstall, the member check each delete) without persisting them.
+Neither follows a removal, since none starts.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -79,7 +89,7 @@ Running unjoin again follows an unjoin that was interrupted.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 			defer cancel()
-			if err := unjoin(ctx, c, args[0], o.deleteResources, cmd.OutOrStdout()); err != nil || !o.uninstall {
+			if err := unjoin(ctx, c, args[0], o.deleteResources, o.dryRun, cmd.OutOrStdout()); err != nil || !o.uninstall {
 				return err
 			}
 			return o.uninstallAgent(ctx, cmd.OutOrStdout())
@@ -90,8 +100,10 @@ Running unjoin again follows an unjoin that was interrupted.`,
 	if installer != nil {
 		cmd.Flags().BoolVar(&o.uninstall, "uninstall", false, "then remove the agent flotilla join --install put in the member (its release's objects only; the namespace stays)")
 		cmd.Flags().StringVar(&o.memberKubeconfig, "cluster-kubeconfig", "", "kubeconfig of the member, for --uninstall")
+		cmd.Flags().StringVar(&o.memberContext, "cluster-context", "", "context of --cluster-kubeconfig that reaches the member (default: its current context)")
 		o.install.addTargetFlags(cmd.Flags())
 	}
+	cmdutil.AddDryRunFlag(cmd.Flags(), &o.dryRun, "what unjoin would mark and delete")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to follow the hub's removal of the cluster (the member objects deleted, the cluster's namespace gone)")
 	return cmd
 }
@@ -99,7 +111,10 @@ Running unjoin again follows an unjoin that was interrupted.`,
 // unjoin asks the hub to remove cluster name and shows how it goes: it records on the Cluster what becomes of
 // the member objects (AnnotationUnjoin), deletes the Cluster, and prints each step of the hub's
 // deregistration (the Cluster's Deleting condition) until the Cluster and its namespace are gone.
-func unjoin(ctx context.Context, c client.Client, name string, deleteResources bool, out io.Writer) error {
+//
+// A dry run stops after markAndDelete, which then writes nothing (client) or has the hub check its writes
+// without persisting them (server).
+func unjoin(ctx context.Context, c client.Client, name string, deleteResources bool, dryRun cmdutil.DryRun, out io.Writer) error {
 	p := cmdutil.NewProgress(out)
 	cluster := &clusterv1alpha1.Cluster{}
 	err := c.Get(ctx, client.ObjectKey{Name: name}, cluster)
@@ -119,9 +134,12 @@ func unjoin(ctx context.Context, c client.Client, name string, deleteResources b
 	case err != nil:
 		return err
 	default:
-		if err := markAndDelete(ctx, c, cluster, deleteResources, p); err != nil {
+		if err := markAndDelete(ctx, c, cluster, deleteResources, dryRun, p); err != nil {
 			return err
 		}
+	}
+	if dryRun.Enabled() {
+		return nil
 	}
 	if err := follow(ctx, c, name, p); err != nil {
 		return err
@@ -137,7 +155,7 @@ func unjoin(ctx context.Context, c client.Client, name string, deleteResources b
 // markAndDelete records on the Cluster what becomes of the member objects, then deletes it. A Cluster already
 // being removed may still be told to keep them, never to delete them once it keeps them: its Works may be
 // released already.
-func markAndDelete(ctx context.Context, c client.Client, cluster *clusterv1alpha1.Cluster, deleteResources bool, p *cmdutil.Progress) error {
+func markAndDelete(ctx context.Context, c client.Client, cluster *clusterv1alpha1.Cluster, deleteResources bool, dryRun cmdutil.DryRun, p *cmdutil.Progress) error {
 	mode, what := clusterv1alpha1.UnjoinKeepResources, "keep"
 	if deleteResources {
 		mode, what = clusterv1alpha1.UnjoinDeleteResources, "delete"
@@ -154,18 +172,25 @@ func markAndDelete(ctx context.Context, c client.Client, cluster *clusterv1alpha
 			cluster.Name, clusterv1alpha1.FinalizerDeregistration)
 	}
 	if current != mode {
-		patch := client.MergeFrom(cluster.DeepCopy())
-		metav1.SetMetaDataAnnotation(&cluster.ObjectMeta, clusterv1alpha1.AnnotationUnjoin, mode)
-		if err := c.Patch(ctx, cluster, patch); err != nil {
-			return err
+		if dryRun != cmdutil.DryRunClient {
+			patch := client.MergeFrom(cluster.DeepCopy())
+			metav1.SetMetaDataAnnotation(&cluster.ObjectMeta, clusterv1alpha1.AnnotationUnjoin, mode)
+			if err := c.Patch(ctx, cluster, patch, &client.PatchOptions{DryRun: dryRun.Options()}); err != nil {
+				return err
+			}
 		}
-		p.Step(fmt.Sprintf("cluster %s: marked to %s the objects Flotilla placed in it", cluster.Name, what))
+		p.Step(fmt.Sprintf("cluster %s: marked to %s the objects Flotilla placed in it%s", cluster.Name, what, dryRun.Suffix()))
 	}
 	if cluster.DeletionTimestamp == nil {
-		if err := client.IgnoreNotFound(c.Delete(ctx, cluster)); err != nil {
-			return err
+		if dryRun != cmdutil.DryRunClient {
+			if err := client.IgnoreNotFound(c.Delete(ctx, cluster, &client.DeleteOptions{DryRun: dryRun.Options()})); err != nil {
+				return err
+			}
 		}
-		p.Step(fmt.Sprintf("cluster %s: deleted; the hub takes it off", cluster.Name))
+		p.Step(fmt.Sprintf("cluster %s: deleted; the hub takes it off%s", cluster.Name, dryRun.Suffix()))
+	}
+	if dryRun.Enabled() {
+		return dryRunWorks(ctx, c, cluster.Name, deleteResources, p)
 	}
 	return nil
 }
@@ -209,4 +234,22 @@ func follow(ctx context.Context, c client.Client, name string, p *cmdutil.Progre
 		return fmt.Errorf("cluster %s did not go in time; the hub keeps removing it, and flotilla unjoin %s follows it again", name, name)
 	}
 	return fmt.Errorf("cluster %s: namespace %s did not go in time; the hub keeps removing it, and flotilla unjoin %s follows it again", name, ns, name)
+}
+
+// dryRunWorks says, for a dry run, what the hub's removal would do with the Works of cluster name: delete the
+// objects they placed in the member, or release them and leave the objects running.
+func dryRunWorks(ctx context.Context, c client.Client, name string, deleteResources bool, p *cmdutil.Progress) error {
+	works := &workv1alpha1.WorkList{}
+	if err := c.List(ctx, works, client.InNamespace(clusterv1alpha1.ClusterNamespace(name))); err != nil {
+		return err
+	}
+	what := "released, their objects left running in the member"
+	if deleteResources {
+		what = "deleted with the objects they placed in the member"
+	}
+	p.Step(fmt.Sprintf("cluster %s: %d Works would be %s", name, len(works.Items), what))
+	for _, w := range works.Items {
+		p.Step("  work " + w.Name)
+	}
+	return nil
 }

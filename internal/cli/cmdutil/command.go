@@ -1,6 +1,6 @@
 // Package cmdutil is the command-line plumbing every flotilla command shares, in flotilla and in
-// flotilla-agent alike: kubectl's connection flags for the hub (HubFlags) and the check of a hub URL
-// (ValidateHubURL), running a root command (Execute), shutting down in order on a signal (SignalContext) and
+// flotilla-agent alike: kubectl's connection flags for the hub (HubFlags), kubectl's --dry-run (DryRun) and the
+// check of a hub URL (ValidateHubURL), running a root command (Execute), shutting down in order on a signal (SignalContext) and
 // progress lines with the time since the command started (Progress). It links no control plane and no controller, so the agent binary stays small.
 package cmdutil
 

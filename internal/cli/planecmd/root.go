@@ -23,7 +23,7 @@ func NewRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "log verbosity of the embedded Kubernetes components")
-	installer := &agentcmd.Installer{Install: helmchart.InstallAgent, Uninstall: helmchart.UninstallAgent}
+	installer := &agentcmd.Installer{Objects: helmchart.AgentObjects, Install: helmchart.InstallAgent, Uninstall: helmchart.UninstallAgent}
 	root.AddCommand(newUpCommand(), newHubCommand(&verbosity), agentcmd.NewJoinCommand(&verbosity, installer), agentcmd.NewAgentCommand(&verbosity),
 		agentcmd.NewUnjoinCommand(installer), newDevCommand(&verbosity), newBenchCommand())
 	cli.AddUserCommands(root)
