@@ -10,6 +10,7 @@ import (
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/metrics"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // Reconcile claims or releases one template and keeps its binding.
@@ -34,7 +35,7 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	policy := Choose(t, policies, claimOf(t))
+	policy := selection.Choose(t, policies, claimOf(t))
 	if policy == nil {
 		return reconcile.Result{}, d.release(ctx, t)
 	}
