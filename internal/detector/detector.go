@@ -37,6 +37,7 @@ import (
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // Key identifies a template. GVK's version is the one the hub watches the kind under (see scopes).
@@ -164,20 +165,20 @@ func (d *Detector) templateEvents(gvk schema.GroupVersionKind) handler.TypedEven
 	return handler.TypedFuncs[*unstructured.Unstructured, Key]{
 		CreateFunc: func(ctx context.Context, e event.TypedCreateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			add(e.Object, q)
-			d.notifyStatus(ctx, claimOf(e.Object))
+			d.notifyStatus(ctx, selection.ClaimOf(e.Object))
 		},
 		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			if ContentChanged(e.ObjectOld, e.ObjectNew) {
 				add(e.ObjectNew, q)
 			}
-			if before, after := claimOf(e.ObjectOld), claimOf(e.ObjectNew); !samePolicy(before, after) {
+			if before, after := selection.ClaimOf(e.ObjectOld), selection.ClaimOf(e.ObjectNew); !samePolicy(before, after) {
 				d.notifyStatus(ctx, before)
 				d.notifyStatus(ctx, after)
 			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*unstructured.Unstructured], q workqueue.TypedRateLimitingInterface[Key]) {
 			add(e.Object, q)
-			d.notifyStatus(ctx, claimOf(e.Object))
+			d.notifyStatus(ctx, selection.ClaimOf(e.Object))
 		},
 	}
 }
@@ -255,7 +256,7 @@ func (d *Detector) examineAll(ctx context.Context, gvk schema.GroupVersionKind, 
 	}
 	for i := range list.Items {
 		item := &list.Items[i]
-		if !now.covers(item.GetNamespace()) && claimOf(item) == nil {
+		if !now.covers(item.GetNamespace()) && selection.ClaimOf(item) == nil {
 			b := newBinding(item)
 			if err := d.client.Get(ctx, client.ObjectKeyFromObject(b), b); apierrors.IsNotFound(err) {
 				continue

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/selection"
 )
 
 // lazyMark returns what the binding of template t records under a Lazy policy p: a hash of the template's
@@ -40,6 +41,6 @@ func lazyMark(t *unstructured.Unstructured, p *Policy) (string, error) {
 
 // claimedBy reports whether template t's claim labels name policy p.
 func claimedBy(t *unstructured.Unstructured, p *Policy) bool {
-	c := claimOf(t)
+	c := selection.ClaimOf(t)
 	return c != nil && c.Namespace == p.Namespace && c.Name == p.Name
 }

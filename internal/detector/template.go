@@ -35,7 +35,7 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	policy := selection.Choose(t, policies, claimOf(t))
+	policy := selection.Choose(t, policies, selection.ClaimOf(t))
 	if policy == nil {
 		return reconcile.Result{}, d.release(ctx, t)
 	}
@@ -54,18 +54,6 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 		return result, err
 	}
 	return reconcile.Result{}, d.claim(ctx, t, policy)
-}
-
-// claimOf reads the policy that claimed a template from its labels.
-func claimOf(t *unstructured.Unstructured) *Policy {
-	l := t.GetLabels()
-	if name := l[policyv1alpha1.LabelClusterPropagationPolicy]; name != "" {
-		return &Policy{Name: name}
-	}
-	if name := l[policyv1alpha1.LabelPropagationPolicyName]; name != "" {
-		return &Policy{Namespace: l[policyv1alpha1.LabelPropagationPolicyNamespace], Name: name}
-	}
-	return nil
 }
 
 // claim records the policy on the template's labels.

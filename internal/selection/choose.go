@@ -76,3 +76,15 @@ func boolRank(b bool) int {
 	}
 	return 0
 }
+
+// ClaimOf reads the policy that claimed template t from its labels (the detector's claim), nil when none did.
+func ClaimOf(t *unstructured.Unstructured) *Propagation {
+	l := t.GetLabels()
+	if name := l[policyv1alpha1.LabelClusterPropagationPolicy]; name != "" {
+		return &Propagation{Name: name}
+	}
+	if name := l[policyv1alpha1.LabelPropagationPolicyName]; name != "" {
+		return &Propagation{Namespace: l[policyv1alpha1.LabelPropagationPolicyNamespace], Name: name}
+	}
+	return nil
+}
