@@ -34,20 +34,7 @@ const deletingRetry = time.Second
 // A customization whose replicaResource fails leaves the replicas as the binding has them (none for a new
 // binding): the binding-status controller reports the failure on the binding, and nothing else stops.
 func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured, p *Policy, current workv1alpha1.Binding) (workv1alpha1.ResourceBindingSpec, error) {
-	want := workv1alpha1.ResourceBindingSpec{
-		Resource: workv1alpha1.ObjectReference{
-			APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Namespace: t.GetNamespace(), Name: t.GetName(), UID: t.GetUID(),
-		},
-		PropagateDeps:               p.Spec.PropagateDeps,
-		Placement:                   p.Spec.Placement.DeepCopy(),
-		SchedulerName:               p.Spec.SchedulerName,
-		Failover:                    p.Spec.Failover.DeepCopy(),
-		Rollout:                     p.Spec.Rollout.DeepCopy(),
-		PlacementRef:                p.Spec.PlacementRef.DeepCopy(),
-		ConflictResolution:          p.Spec.ConflictResolution,
-		Suspension:                  p.Spec.Suspension.DeepCopy(),
-		PreserveResourcesOnDeletion: p.Spec.PreserveResourcesOnDeletion,
-	}
+	want := p.BindingSpec(t)
 	priority, err := d.schedulePriority(ctx, p)
 	if err != nil {
 		return want, err

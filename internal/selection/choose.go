@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // Propagation is a PropagationPolicy or ClusterPropagationPolicy, seen the same way.
@@ -87,4 +88,24 @@ func ClaimOf(t *unstructured.Unstructured) *Propagation {
 		return &Propagation{Namespace: l[policyv1alpha1.LabelPropagationPolicyNamespace], Name: name}
 	}
 	return nil
+}
+
+// BindingSpec is what policy p puts in the binding of template t: the template's reference and the policy's
+// placement, failover, rollout and the rest. Replicas, their requests and the schedule priority come from
+// elsewhere (the interpreter, the PriorityClass), and clusters from the scheduler.
+func (p Propagation) BindingSpec(t *unstructured.Unstructured) workv1alpha1.ResourceBindingSpec {
+	return workv1alpha1.ResourceBindingSpec{
+		Resource: workv1alpha1.ObjectReference{
+			APIVersion: t.GetAPIVersion(), Kind: t.GetKind(), Namespace: t.GetNamespace(), Name: t.GetName(), UID: t.GetUID(),
+		},
+		PropagateDeps:               p.Spec.PropagateDeps,
+		Placement:                   p.Spec.Placement.DeepCopy(),
+		SchedulerName:               p.Spec.SchedulerName,
+		Failover:                    p.Spec.Failover.DeepCopy(),
+		Rollout:                     p.Spec.Rollout.DeepCopy(),
+		PlacementRef:                p.Spec.PlacementRef.DeepCopy(),
+		ConflictResolution:          p.Spec.ConflictResolution,
+		Suspension:                  p.Spec.Suspension.DeepCopy(),
+		PreserveResourcesOnDeletion: p.Spec.PreserveResourcesOnDeletion,
+	}
 }
