@@ -209,7 +209,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			err = r.writeStatus(ctx, b, template, len(overrides) > 0, overrideErrs, w)
 		}
 	}()
-	divided := division(spec)
+	divided := Division(spec)
 	// Works are written a few at a time: one binding may place its template on a thousand clusters.
 	var mu sync.Mutex
 	writes, writesCtx := errgroup.WithContext(ctx)
@@ -220,7 +220,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			if !ok {
 				return nil
 			}
-			m, err := render(writesCtx, r.Interpreter, from, target, divided)
+			m, err := RenderInterpreted(writesCtx, r.Interpreter, from, target, divided)
 			if failed := (*interpreter.Error)(nil); errors.As(err, &failed) {
 				return nil // this cluster's Work keeps its last good version; the status controller says why
 			}

@@ -51,12 +51,12 @@ func customizationEvents(c client.Client, namespaced bool) handler.EventHandler 
 	})
 }
 
-// render is Render for one cluster with what the kind's customization says: the cluster's share of the
+// RenderInterpreted is Render for one cluster with what the kind's customization says: the cluster's share of the
 // replicas written where the customization says, and the fields members own listed in the manifest's
 // retained-fields annotation. They are not removed here: the executor leaves them out only where the
 // member object has them, and first hands over a field only Flotilla owned, which server-side apply would
 // otherwise delete.
-func render(ctx context.Context, interp *interpreter.Interpreter, template *unstructured.Unstructured, target workv1alpha1.TargetCluster, division []workv1alpha1.TargetCluster) (*unstructured.Unstructured, error) {
+func RenderInterpreted(ctx context.Context, interp *interpreter.Interpreter, template *unstructured.Unstructured, target workv1alpha1.TargetCluster, division []workv1alpha1.TargetCluster) (*unstructured.Unstructured, error) {
 	m := Render(template, target, division)
 	if division != nil {
 		if err := interp.ReviseReplicas(ctx, m, target.Replicas); err != nil {
@@ -100,7 +100,7 @@ func interpretationErrors(ctx context.Context, interp *interpreter.Interpreter, 
 		return nil, err
 	}
 	for _, target := range spec.Clusters {
-		if _, err := render(ctx, interp, template, target, division(spec)); note(err) != nil {
+		if _, err := RenderInterpreted(ctx, interp, template, target, Division(spec)); note(err) != nil {
 			return nil, err
 		}
 	}

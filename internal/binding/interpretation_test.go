@@ -54,7 +54,7 @@ func TestRenderWithCustomization(t *testing.T) {
 			if tc.divided {
 				division = []workv1alpha1.TargetCluster{target, {Name: "m2", Replicas: 4}}
 			}
-			m, err := render(ctx, interp, parse(t, tc.template), target, division)
+			m, err := RenderInterpreted(ctx, interp, parse(t, tc.template), target, division)
 			if err != nil {
 				t.Fatal(err)
 			}

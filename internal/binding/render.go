@@ -61,9 +61,9 @@ func Render(template *unstructured.Unstructured, target workv1alpha1.TargetClust
 	return m
 }
 
-// division is the placement a binding divides its replicas over, nil when every cluster runs the whole
+// Division is the placement a binding divides its replicas over, nil when every cluster runs the whole
 // template.
-func division(spec *workv1alpha1.ResourceBindingSpec) []workv1alpha1.TargetCluster {
+func Division(spec *workv1alpha1.ResourceBindingSpec) []workv1alpha1.TargetCluster {
 	if spec.Placement == nil || spec.Placement.ReplicaScheduling == nil ||
 		spec.Placement.ReplicaScheduling.ReplicaSchedulingType != policyv1alpha1.ReplicaSchedulingDivided {
 		return nil

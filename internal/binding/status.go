@@ -125,7 +125,7 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.aggregateTemplate(ctx, template, interpreter.Fleet{Members: sum.members, Divided: division(b.BindingSpec()) != nil,
+	return ctrl.Result{}, r.aggregateTemplate(ctx, template, interpreter.Fleet{Members: sum.members, Divided: Division(b.BindingSpec()) != nil,
 		CaughtUp: sum.caughtUp, Applied: sum.applied, Healthy: sum.healthy, Now: time.Now(), Schema: schema})
 }
 
