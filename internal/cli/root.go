@@ -19,7 +19,7 @@ import (
 // AddUserCommands adds the users' verbs and version to root.
 func AddUserCommands(root *cobra.Command) {
 	root.AddCommand(newTokenCommand(), newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(),
-		newStatusCommand(), newRolloutCommand(), newExplainCommand(), newDashboardCommand(), newRebalanceCommand(),
+		newStatusCommand(), newRolloutCommand(), newExplainCommand(), newDiffCommand(), newDashboardCommand(), newRebalanceCommand(),
 		newTaintCommand(), newClusterSetCommand(), newKubeconfigCommand(), newKubectlCommand(), agentcmd.NewVersionCommand())
 }
 

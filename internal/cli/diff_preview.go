@@ -1,0 +1,429 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/binding"
+	"github.com/flotilla-io/flotilla/internal/clusterset"
+	"github.com/flotilla-io/flotilla/internal/interpreter"
+	"github.com/flotilla-io/flotilla/internal/override"
+	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/selection"
+)
+
+// hubView reads the hub for flotilla diff; it writes nothing.
+type hubView struct {
+	client  client.Client
+	dynamic dynamic.Interface
+	mapper  meta.RESTMapper
+}
+
+// policySet is the propagation and override policies of the hub, before or after the change.
+type policySet struct {
+	propagation []selection.Propagation
+	overrides   []override.Policy
+}
+
+// templatePair is a template before the change (nil: not on the hub) and after it (nil: not in the file and
+// gone... never: a template is only removed by deleting it, which diff does not preview).
+type templatePair struct {
+	before, after *unstructured.Unstructured
+}
+
+// placement is where one version of a template goes and what each cluster receives.
+type placement struct {
+	policy    *selection.Propagation
+	targets   []workv1alpha1.TargetCluster
+	manifests map[string]string
+	// note says why the placement is not the scheduler's own answer here; err why nothing could be placed.
+	note string
+	err  error
+}
+
+// templatePreview is what the change does to one template.
+type templatePreview struct {
+	name          string
+	before, after placement
+}
+
+// preview runs the detector's choice, the scheduler and the overrides on the hub's policies before and after
+// the changes, for every template the changes touch.
+func (h *hubView) preview(ctx context.Context, changes []change) ([]templatePreview, error) {
+	before, err := h.policies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	after, err := before.with(changes)
+	if err != nil {
+		return nil, err
+	}
+	templates, order, err := h.touched(ctx, changes, before, after)
+	if err != nil {
+		return nil, err
+	}
+	clusters := &clusterv1alpha1.ClusterList{}
+	if err := h.client.List(ctx, clusters); err != nil {
+		return nil, fmt.Errorf("listing clusters: %w", err)
+	}
+	interp := interpreter.New(h.client)
+	var out []templatePreview
+	for _, key := range order {
+		pair := templates[key]
+		current, err := h.binding(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		p := templatePreview{name: describeObject(pair.after)}
+		if p.before, err = h.place(ctx, interp, pair.before, before, current, clusters.Items, true); err != nil {
+			return nil, err
+		}
+		if p.after, err = h.place(ctx, interp, pair.after, after, current, clusters.Items, false); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// policies lists every propagation and override policy of the hub.
+func (h *hubView) policies(ctx context.Context) (policySet, error) {
+	var s policySet
+	pps, cpps := &policyv1alpha1.PropagationPolicyList{}, &policyv1alpha1.ClusterPropagationPolicyList{}
+	ops, cops := &policyv1alpha1.OverridePolicyList{}, &policyv1alpha1.ClusterOverridePolicyList{}
+	for _, list := range []client.ObjectList{pps, cpps, ops, cops} {
+		if err := h.client.List(ctx, list); err != nil {
+			return s, fmt.Errorf("listing policies: %w", err)
+		}
+	}
+	for i := range pps.Items {
+		s.propagation = append(s.propagation, selection.Propagation{Namespace: pps.Items[i].Namespace, Name: pps.Items[i].Name, Spec: &pps.Items[i].Spec})
+	}
+	for i := range cpps.Items {
+		s.propagation = append(s.propagation, selection.Propagation{Name: cpps.Items[i].Name, Spec: &cpps.Items[i].Spec})
+	}
+	for i := range ops.Items {
+		s.overrides = append(s.overrides, override.Policy{Namespace: ops.Items[i].Namespace, Name: ops.Items[i].Name, Spec: &ops.Items[i].Spec})
+	}
+	for i := range cops.Items {
+		s.overrides = append(s.overrides, override.Policy{Name: cops.Items[i].Name, Spec: &cops.Items[i].Spec})
+	}
+	return s, nil
+}
+
+// policyKinds are the kinds of policy diff previews, by their Kind in policy.flotilla.io.
+var policyKinds = map[string]bool{"PropagationPolicy": true, "ClusterPropagationPolicy": true, "OverridePolicy": true, "ClusterOverridePolicy": true}
+
+func isPolicy(obj *unstructured.Unstructured) bool {
+	return obj.GroupVersionKind().Group == policyv1alpha1.GroupVersion.Group && policyKinds[obj.GetKind()]
+}
+
+// with is the set with the changed policies in place of (or beside) the hub's.
+func (s policySet) with(changes []change) (policySet, error) {
+	out := policySet{propagation: slices.Clone(s.propagation), overrides: slices.Clone(s.overrides)}
+	for _, c := range changes {
+		if !isPolicy(c.after) {
+			continue
+		}
+		ns, name := c.after.GetNamespace(), c.after.GetName()
+		switch c.after.GetKind() {
+		case "PropagationPolicy", "ClusterPropagationPolicy":
+			spec := &policyv1alpha1.PropagationSpec{}
+			if err := specOf(c.after, spec); err != nil {
+				return out, err
+			}
+			out.propagation = slices.DeleteFunc(out.propagation, func(p selection.Propagation) bool { return p.Namespace == ns && p.Name == name })
+			out.propagation = append(out.propagation, selection.Propagation{Namespace: ns, Name: name, Spec: spec})
+		default:
+			spec := &policyv1alpha1.OverrideSpec{}
+			if err := specOf(c.after, spec); err != nil {
+				return out, err
+			}
+			out.overrides = slices.DeleteFunc(out.overrides, func(p override.Policy) bool { return p.Namespace == ns && p.Name == name })
+			out.overrides = append(out.overrides, override.Policy{Namespace: ns, Name: name, Spec: spec})
+		}
+	}
+	return out, nil
+}
+
+func specOf(obj *unstructured.Unstructured, spec any) error {
+	fields, _, err := unstructured.NestedMap(obj.Object, "spec")
+	if err != nil {
+		return fmt.Errorf("%s: %w", describeObject(obj), err)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(fields, spec); err != nil {
+		return fmt.Errorf("%s: %w", describeObject(obj), err)
+	}
+	return nil
+}
+
+// touched are the templates the changes may move or change, in the order found: those of the file, those a
+// changed propagation policy selects (before or after), and those of the bindings a changed override policy
+// applies to.
+func (h *hubView) touched(ctx context.Context, changes []change, before, after policySet) (map[objectKey]*templatePair, []objectKey, error) {
+	templates := map[objectKey]*templatePair{}
+	var order []objectKey
+	add := func(before, after *unstructured.Unstructured) {
+		key := keyOf(after)
+		if _, ok := templates[key]; !ok {
+			order = append(order, key)
+		}
+		templates[key] = &templatePair{before: before, after: after}
+	}
+	for _, c := range changes {
+		if !isPolicy(c.after) && !selection.FlotillaGroup(c.after.GroupVersionKind().Group) {
+			add(c.before, c.after)
+		}
+	}
+	for _, c := range changes {
+		if !isPolicy(c.after) {
+			continue
+		}
+		ns, name := c.after.GetNamespace(), c.after.GetName()
+		var found []*unstructured.Unstructured
+		var err error
+		switch c.after.GetKind() {
+		case "PropagationPolicy", "ClusterPropagationPolicy":
+			found, err = h.selectedBy(ctx, ns, name, before, after)
+		default:
+			found, err = h.overridden(ctx, ns, name, before, after)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, t := range found {
+			if _, ok := templates[keyOf(t)]; !ok {
+				add(t, t)
+			}
+		}
+	}
+	return templates, order, nil
+}
+
+// selectedBy lists the hub's templates the propagation policy ns/name selects before or after the change.
+func (h *hubView) selectedBy(ctx context.Context, ns, name string, sets ...policySet) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	seen := map[objectKey]bool{}
+	for _, s := range sets {
+		i := slices.IndexFunc(s.propagation, func(p selection.Propagation) bool { return p.Namespace == ns && p.Name == name })
+		if i < 0 {
+			continue
+		}
+		p := s.propagation[i]
+		for _, sel := range p.Spec.ResourceSelectors {
+			gv, err := schema.ParseGroupVersion(sel.APIVersion)
+			if err != nil {
+				continue // admission refuses such a selector
+			}
+			mapping, err := h.mapper.RESTMapping(gv.WithKind(sel.Kind).GroupKind(), gv.Version)
+			if meta.IsNoMatchError(err) {
+				continue // a kind the hub does not serve (yet) has no template
+			} else if err != nil {
+				return nil, err
+			}
+			listNS := p.Namespace
+			if listNS == "" {
+				listNS = sel.Namespace
+			}
+			list, err := h.dynamic.Resource(mapping.Resource).Namespace(listNS).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("listing the %s policy %s selects: %w", sel.Kind, name, err)
+			}
+			for j := range list.Items {
+				t := &list.Items[j]
+				if !seen[keyOf(t)] && selection.Policy(p.Namespace, p.Spec.ResourceSelectors, t) != selection.NoMatch {
+					seen[keyOf(t)] = true
+					out = append(out, t)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// overridden lists the templates of the hub's bindings the override policy ns/name applies to, before or
+// after the change: only a placed template has copies for an override to change.
+func (h *hubView) overridden(ctx context.Context, ns, name string, sets ...policySet) ([]*unstructured.Unstructured, error) {
+	var refs []workv1alpha1.ObjectReference
+	rbs := &workv1alpha1.ResourceBindingList{}
+	if err := h.client.List(ctx, rbs, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	for _, b := range rbs.Items {
+		refs = append(refs, b.Spec.Resource)
+	}
+	if ns == "" {
+		crbs := &workv1alpha1.ClusterResourceBindingList{}
+		if err := h.client.List(ctx, crbs); err != nil {
+			return nil, err
+		}
+		for _, b := range crbs.Items {
+			refs = append(refs, b.Spec.Resource)
+		}
+	}
+	var out []*unstructured.Unstructured
+	for _, ref := range refs {
+		t, err := h.template(ctx, ref)
+		if err != nil || t == nil {
+			return nil, err
+		}
+		for _, s := range sets {
+			i := slices.IndexFunc(s.overrides, func(p override.Policy) bool { return p.Namespace == ns && p.Name == name })
+			if i >= 0 && s.overrides[i].Selects(t) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// template reads the template a binding refers to; nil when it is gone.
+func (h *hubView) template(ctx context.Context, ref workv1alpha1.ObjectReference) (*unstructured.Unstructured, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, err
+	}
+	mapping, err := h.mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return nil, err
+	}
+	t, err := h.dynamic.Resource(mapping.Resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return t, err
+}
+
+// binding is the template's binding on the hub, nil when it has none.
+func (h *hubView) binding(ctx context.Context, key objectKey) (workv1alpha1.Binding, error) {
+	var b workv1alpha1.Binding = &workv1alpha1.ClusterResourceBinding{}
+	if key.namespace != "" {
+		b = &workv1alpha1.ResourceBinding{}
+	}
+	err := h.client.Get(ctx, client.ObjectKey{Namespace: key.namespace, Name: workv1alpha1.BindingName(key.gk, key.name)}, b)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// place says where template t goes under the policies: now (current), the binding's placement as the hub
+// holds it; after the change, the scheduler's answer when what the policy puts in the binding changed, and the
+// binding's placement when it did not (the scheduler keeps a placement its input did not change).
+func (h *hubView) place(ctx context.Context, interp *interpreter.Interpreter, t *unstructured.Unstructured, policies policySet,
+	current workv1alpha1.Binding, clusters []clusterv1alpha1.Cluster, now bool) (placement, error) {
+	var p placement
+	if t == nil {
+		return p, nil
+	}
+	if p.policy = selection.Choose(t, policies.propagation, selection.ClaimOf(t)); p.policy == nil {
+		return p, nil
+	}
+	spec := p.policy.BindingSpec(t)
+	if replicas, requests, ok, err := interp.Replicas(ctx, t); err != nil {
+		return p, fmt.Errorf("%s: %w", describeObject(t), err)
+	} else if ok {
+		spec.Replicas = replicas
+		if requests != nil {
+			spec.ReplicaRequirements = &workv1alpha1.ReplicaRequirements{ResourceRequest: requests, Namespace: t.GetNamespace()}
+		}
+	}
+	var status *workv1alpha1.ResourceBindingStatus
+	if current != nil {
+		spec.Clusters, status = current.BindingSpec().Clusters, current.BindingStatus()
+	} else {
+		status = &workv1alpha1.ResourceBindingStatus{}
+	}
+	switch {
+	case current != nil && (now || unchangedInput(current.BindingSpec(), &spec)):
+		p.targets = spec.Clusters
+	case spec.PlacementRef != nil:
+		p.targets, p.note = spec.Clusters, fmt.Sprintf("placed by the decisions of Placement %s, which diff does not preview", spec.PlacementRef.Name)
+	case spec.SchedulerName != "" && spec.SchedulerName != policyv1alpha1.DefaultSchedulerName:
+		p.targets, p.note = spec.Clusters, fmt.Sprintf("placed by scheduler %s, which diff does not preview", spec.SchedulerName)
+	default:
+		f, err := h.framework(ctx, t, p.policy)
+		if err != nil {
+			return p, err
+		}
+		result, err := f.ScheduleBinding(&spec, status, clusters)
+		if err != nil {
+			p.err = err
+			return p, nil
+		}
+		p.targets = result.Clusters
+	}
+	spec.Clusters = p.targets
+	p.manifests = map[string]string{}
+	for _, target := range p.targets {
+		m, err := binding.RenderInterpreted(ctx, interp, t, target, binding.Division(&spec))
+		if err != nil {
+			return p, fmt.Errorf("%s for cluster %s: %w", describeObject(t), target.Name, err)
+		}
+		if i := slices.IndexFunc(clusters, func(c clusterv1alpha1.Cluster) bool { return c.Name == target.Name }); i >= 0 {
+			if _, err := override.Apply(m, &clusters[i], overridesOf(policies.overrides, t.GetNamespace())); err != nil {
+				return p, fmt.Errorf("%s for cluster %s: %w", describeObject(t), target.Name, err)
+			}
+		}
+		data, err := yaml.Marshal(m.Object)
+		if err != nil {
+			return p, err
+		}
+		p.manifests[target.Name] = string(data)
+	}
+	return p, nil
+}
+
+// unchangedInput reports whether a binding would get the same placement input it has: the policy's
+// placement and the replicas with their requests.
+func unchangedInput(current, want *workv1alpha1.ResourceBindingSpec) bool {
+	return equality.Semantic.DeepEqual(current.Placement, want.Placement) && current.Replicas == want.Replicas &&
+		equality.Semantic.DeepEqual(current.ReplicaRequirements, want.ReplicaRequirements)
+}
+
+// overridesOf are the override policies that apply in namespace, in the order they apply (as the binding
+// controller lists them: every ClusterOverridePolicy, and the OverridePolicies of the namespace).
+func overridesOf(all []override.Policy, namespace string) []override.Policy {
+	var out []override.Policy
+	for _, p := range all {
+		if p.Namespace == "" || (namespace != "" && p.Namespace == namespace) {
+			out = append(out, p)
+		}
+	}
+	override.Sort(out)
+	return out
+}
+
+// framework is the scheduler as the hub runs it for a binding of policy p: confined to the namespace's
+// ClusterSets when a PropagationPolicy places it.
+func (h *hubView) framework(ctx context.Context, t *unstructured.Unstructured, p *selection.Propagation) (*scheduler.Framework, error) {
+	f := scheduler.Default()
+	if t.GetNamespace() == "" || p.Cluster() {
+		return f, nil
+	}
+	mode, err := clusterset.ReadMode(ctx, h.client)
+	if err != nil {
+		return nil, err
+	}
+	grant, err := clusterset.Lookup(ctx, h.client, t.GetNamespace(), mode)
+	if err != nil {
+		return nil, err
+	}
+	return f.Confined(grant), nil
+}
