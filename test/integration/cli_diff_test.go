@@ -132,6 +132,7 @@ data: {a: b}
 	if err != nil {
 		t.Fatalf("flotilla diff: %v\n%s", err, out)
 	}
+	t.Logf("flotilla diff -f %s:\n%s", changed, out)
 	for _, want := range []string{
 		"Deployment cli-diff/web: placed by PropagationPolicy cli-diff/web",
 		"+ cluster diff-b (2 replicas)",
