@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 
@@ -83,7 +84,7 @@ func printPreview(out io.Writer, p templatePreview) error {
 			from = "/dev/null"
 		}
 		diff, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-			A: difflib.SplitLines(b.manifests[n]), B: difflib.SplitLines(a.manifests[n]),
+			A: lines(b.manifests[n]), B: lines(a.manifests[n]),
 			FromFile: from, ToFile: n + "/" + p.name, Context: 3,
 		})
 		if err != nil {
@@ -101,7 +102,16 @@ func replicaNote(n int32) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (%d replicas)", n)
+	return fmt.Sprintf(" (replicas %d)", n)
+}
+
+// lines splits YAML into lines, each with its newline (difflib.SplitLines adds an empty last line).
+func lines(s string) []string {
+	out := strings.SplitAfter(s, "\n")
+	if out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out
 }
 
 // policyChange says which policy places the template, before and after.

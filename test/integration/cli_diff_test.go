@@ -135,7 +135,7 @@ data: {a: b}
 	t.Logf("flotilla diff -f %s:\n%s", changed, out)
 	for _, want := range []string{
 		"Deployment cli-diff/web: placed by PropagationPolicy cli-diff/web",
-		"+ cluster diff-b (2 replicas)",
+		"+ cluster diff-b (replicas 2)",
 		"~ cluster diff-a: replicas 4 -> 2",
 		"+++ diff-a/Deployment cli-diff/web",
 		"--- /dev/null",
