@@ -40,8 +40,8 @@ type policySet struct {
 	overrides   []override.Policy
 }
 
-// templatePair is a template before the change (nil: not on the hub) and after it (nil: not in the file and
-// gone... never: a template is only removed by deleting it, which diff does not preview).
+// templatePair is a template before the change (nil: not on the hub yet) and after it. diff previews applies,
+// not deletions, so a template is never missing after the change.
 type templatePair struct {
 	before, after *unstructured.Unstructured
 }
@@ -279,8 +279,11 @@ func (h *hubView) overridden(ctx context.Context, ns, name string, sets ...polic
 	var out []*unstructured.Unstructured
 	for _, ref := range refs {
 		t, err := h.template(ctx, ref)
-		if err != nil || t == nil {
+		if err != nil {
 			return nil, err
+		}
+		if t == nil {
+			continue // the template is being deleted with its binding
 		}
 		for _, s := range sets {
 			i := slices.IndexFunc(s.overrides, func(p override.Policy) bool { return p.Namespace == ns && p.Name == name })
