@@ -1,7 +1,9 @@
 // Package selection says whether a selector picks an object: a policy's resource selectors a template (Policy,
 // with the rules that keep Flotilla's own objects and the kube-* namespaces on the hub; used by the detector
 // for propagation policies and by override for override policies), a cluster affinity a cluster (used by the
-// scheduler and by override rules). It is pure: no client, no cache, so every user matches the same way.
+// scheduler and by override rules), and which of several propagation policies claims a template (Choose,
+// ClaimOf, and the policy's part of its binding, Propagation.BindingSpec; used by the detector and by
+// flotilla diff). It is pure: no client, no cache, so every user matches the same way.
 package selection
 
 import (
