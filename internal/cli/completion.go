@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,8 +24,8 @@ import (
 // word cluster (taint cluster NAME, describe cluster NAME).
 var clusterArgs = map[string]bool{"unjoin": true, "kubeconfig": true, "kubectl": true, "taint": false, "describe": false}
 
-// kindArgs are the commands whose arguments are KIND/NAME (completed to KIND/) or, for get, KIND (and
-// cluster names after get clusters).
+// kindArgs are the commands whose arguments are KIND/NAME (completed to KIND/, then to the names of the
+// hub's objects of KIND) or, for get, KIND (and cluster names after get clusters).
 var kindArgs = map[string]bool{"explain": true, "status": true, "rebalance": true, "history": true, "undo": true, "pause": true, "resume": true, "restart": true, "get": false}
 
 // addCompletions gives every command of root its completions: positional arguments by the tables above,
@@ -65,17 +67,18 @@ func walk(cmd *cobra.Command, f func(*cobra.Command)) {
 	}
 }
 
-// hubOf is the hub as the command line being completed names it.
-func hubOf(cmd *cobra.Command) (client.Client, *cmdutil.HubFlags, error) {
+// hubOf is the hub as the command line being completed names it so far: --kubeconfig, --context and, where
+// the command has it, -n.
+func hubOf(cmd *cobra.Command) *cmdutil.HubFlags {
 	h := &cmdutil.HubFlags{}
 	h.Kubeconfig, _ = cmd.Flags().GetString("kubeconfig")
 	h.Overrides.CurrentContext, _ = cmd.Flags().GetString("context")
-	_, c, _, err := h.Clients()
-	return c, h, err
+	h.Overrides.Context.Namespace, _ = cmd.Flags().GetString("namespace")
+	return h
 }
 
 func clusterNamesOf(cmd *cobra.Command) []string {
-	c, _, err := hubOf(cmd)
+	_, c, _, err := hubOf(cmd).Clients()
 	if err != nil {
 		return nil
 	}
@@ -118,16 +121,13 @@ func completeKinds(slash bool) cobra.CompletionFunc {
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		if strings.Contains(toComplete, "/") {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		_, h, err := hubOf(cmd)
+		h := hubOf(cmd)
+		_, c, kube, err := h.Clients()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		_, _, kube, err := h.Clients()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+		if kind, _, ok := strings.Cut(toComplete, "/"); ok {
+			return objectNames(cmd, h, c, kube, kind), cobra.ShellCompDirectiveNoFileComp
 		}
 		lists, _ := kube.Discovery().ServerPreferredResources() // a group that fails to answer leaves out its kinds
 		var kinds []string
@@ -153,9 +153,36 @@ func completeKinds(slash bool) cobra.CompletionFunc {
 	}
 }
 
+// objectNames completes KIND/NAME with the names of the hub's objects of kind, in the namespace of the
+// command line (or its kubeconfig context) when the kind is namespaced.
+func objectNames(cmd *cobra.Command, h *cmdutil.HubFlags, c client.Client, kube kubernetes.Interface, kind string) []string {
+	gvk, namespaced, err := templateKind(kube.Discovery(), kind)
+	if err != nil {
+		return nil
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	var opts []client.ListOption
+	if namespaced {
+		ns, err := h.Namespace()
+		if err != nil {
+			return nil
+		}
+		opts = append(opts, client.InNamespace(ns))
+	}
+	if err := c.List(cmd.Context(), list, opts...); err != nil {
+		return nil
+	}
+	var out []string
+	for _, item := range list.Items {
+		out = append(out, kind+"/"+item.GetName())
+	}
+	return out
+}
+
 // completeNamespaces completes the hub's namespaces.
 func completeNamespaces(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
-	c, _, err := hubOf(cmd)
+	_, c, _, err := hubOf(cmd).Clients()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

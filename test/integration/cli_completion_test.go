@@ -9,13 +9,14 @@ import (
 )
 
 // TestShellCompletion: cobra's __complete (what the scripts of flotilla completion bash|zsh|fish call)
-// completes cluster names, kinds, namespaces and contexts from the hub and the kubeconfig the command line
+// completes cluster names, kinds (and KIND/NAME), namespaces and contexts from the hub and the kubeconfig the command line
 // names so far; the bash script itself is printed.
 func TestShellCompletion(t *testing.T) {
 	ctx := context.Background()
 	placeableCluster(t, "complete-a", nil)
 	placeableCluster(t, "complete-b", nil)
 	createNamespace(t, "complete-ns")
+	create(t, configMap("complete-ns", "settings", nil))
 	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +33,7 @@ func TestShellCompletion(t *testing.T) {
 		{[]string{"get", "--kubeconfig", env.Kubeconfig, ""}, []string{"clusters\n", "deployments\n", "propagationpolicies\n"}},
 		{[]string{"rollout", "status", "--kubeconfig", env.Kubeconfig, ""}, []string{"deployments/\n"}},
 		{[]string{"status", "--kubeconfig", env.Kubeconfig, "-n", ""}, []string{"complete-ns\n", "default\n"}},
+		{[]string{"explain", "--kubeconfig", env.Kubeconfig, "-n", "complete-ns", "configmap/"}, []string{"configmap/settings\n"}},
 		{[]string{"get", "--kubeconfig", env.Kubeconfig, "--context", ""}, []string{cfg.CurrentContext + "\n"}},
 		{[]string{"join", "--cluster-kubeconfig", member, "--cluster-context", ""}, []string{"member\n", "nowhere\n"}},
 	} {
