@@ -28,9 +28,9 @@ var clusterArgs = map[string]bool{"unjoin": true, "kubeconfig": true, "kubectl":
 // hub's objects of KIND) or, for get, KIND (and cluster names after get clusters).
 var kindArgs = map[string]bool{"explain": true, "status": true, "rebalance": true, "history": true, "undo": true, "pause": true, "resume": true, "restart": true, "get": false}
 
-// addCompletions gives every command of root its completions: positional arguments by the tables above,
+// AddCompletions gives every command of root its completions: positional arguments by the tables above,
 // --context and --cluster-context from the kubeconfig, -n/--namespace, --cluster and --clusters from the hub.
-func addCompletions(root *cobra.Command) {
+func AddCompletions(root *cobra.Command) {
 	walk(root, func(cmd *cobra.Command) {
 		if cmd.ValidArgsFunction == nil && cmd.Parent() != nil && cmd.Parent().Name() != "dev" && cmd.Parent().Name() != "bench" {
 			if fromFirst, ok := clusterArgs[cmd.Name()]; ok && (cmd.Parent() == root) {

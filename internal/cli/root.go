@@ -38,7 +38,7 @@ that run a hub, a fleet or an agent (up, hub, dev, bench, join, agent and unjoin
 	}
 	AddUserCommands(root)
 	agentcmd.AddVersionFlag(root)
-	addCompletions(root)
+	AddCompletions(root)
 	return root
 }
 

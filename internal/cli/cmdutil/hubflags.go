@@ -108,6 +108,7 @@ func kubeconfigError(err error) error {
 	}
 	return fmt.Errorf("hub kubeconfig: %w", err)
 }
+
 // ClientQPS and ClientBurst are the client-side rate limit of the hub commands.
 const (
 	ClientQPS   = 50

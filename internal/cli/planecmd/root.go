@@ -28,6 +28,7 @@ func NewRoot() *cobra.Command {
 		agentcmd.NewUnjoinCommand(installer), newDevCommand(&verbosity), newBenchCommand())
 	cli.AddUserCommands(root)
 	agentcmd.AddVersionFlag(root)
+	cli.AddCompletions(root)
 	// The embedded kube-apiserver registers its own --version (verflag) on pflag's global set, which cobra
 	// shows under every command; it would set the version the embedded components report and print nothing.
 	if f := pflag.CommandLine.Lookup("version"); f != nil {
