@@ -21,7 +21,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/cli/planecmd"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -152,7 +152,7 @@ data: {a: b}
 		t.Errorf("flotilla diff says a cluster loses the template:\n%s", out)
 	}
 
-	root := cli.NewRoot()
+	root := planecmd.NewRoot()
 	data, err := os.ReadFile(changed)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
-	"github.com/flotilla-io/flotilla/internal/cli"
+	"github.com/flotilla-io/flotilla/internal/cli/planecmd"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -185,7 +185,7 @@ func startWatch(t *testing.T, args ...string) *watchRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &watchRun{cancel: cancel, done: make(chan error, 1)}
-	root := cli.NewRoot()
+	root := planecmd.NewRoot()
 	root.SetOut(w)
 	root.SetErr(w)
 	root.SetArgs(append(args, "--kubeconfig", env.Kubeconfig))
