@@ -375,23 +375,25 @@ func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *u
 	return nil
 }
 
-// recordTransitions puts an event on the template when it becomes (or stops being) applied or healthy
-// everywhere.
+// recordTransitions puts an event on the template when it stops being applied or healthy everywhere at the
+// generation it was so at: a loss, which a person would want to know of. Becoming applied or healthy is the
+// ordinary course of every template (the conditions say it, with their transition times), and so is a new
+// generation rolling out: an event for each would cost the hub two writes per object of every burst.
 func (r *StatusController[T]) recordTransitions(template *unstructured.Unstructured, before, after []metav1.Condition) {
 	if r.Recorder == nil {
 		return
 	}
 	for _, c := range after {
-		previous := meta.FindStatusCondition(before, c.Type)
-		if previous != nil && previous.Status == c.Status || previous == nil && c.Status != metav1.ConditionTrue {
-			continue // not a transition; a new binding not yet applied or healthy is no news
+		if lost(meta.FindStatusCondition(before, c.Type), c) {
+			r.Recorder.Eventf(template, nil, corev1.EventTypeWarning, c.Reason, c.Type, c.Message)
 		}
-		eventType := corev1.EventTypeNormal
-		if c.Status != metav1.ConditionTrue {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Eventf(template, nil, eventType, c.Reason, c.Type, c.Message)
 	}
+}
+
+// lost reports whether condition c, True before at the generation it describes, is False now at the same one.
+func lost(before *metav1.Condition, c metav1.Condition) bool {
+	return before != nil && before.Status == metav1.ConditionTrue && c.Status != metav1.ConditionTrue &&
+		before.ObservedGeneration == c.ObservedGeneration
 }
 
 // Bounds of the per-cluster status summary a binding keeps.

@@ -209,3 +209,30 @@ func TestLargeBindingsAreSummedAtMostEveryInterval(t *testing.T) {
 		t.Fatalf("a forgotten binding waits %s, want 0", wait)
 	}
 }
+
+// TestOnlyLossesAreEvents: an event is recorded when a condition that was True at a generation turns False at
+// that same generation; becoming True, and a new generation rolling out, are no event.
+func TestOnlyLossesAreEvents(t *testing.T) {
+	cond := func(status metav1.ConditionStatus, generation int64) *metav1.Condition {
+		return &metav1.Condition{Type: workv1alpha1.ConditionHealthy, Status: status, ObservedGeneration: generation}
+	}
+	tests := []struct {
+		name   string
+		before *metav1.Condition
+		now    *metav1.Condition
+		want   bool
+	}{
+		{"a new binding not yet healthy", nil, cond(metav1.ConditionFalse, 1), false},
+		{"a new binding healthy at once", nil, cond(metav1.ConditionTrue, 1), false},
+		{"becoming healthy", cond(metav1.ConditionFalse, 1), cond(metav1.ConditionTrue, 1), false},
+		{"a new generation rolling out", cond(metav1.ConditionTrue, 1), cond(metav1.ConditionFalse, 2), false},
+		{"healthy no longer at the same generation", cond(metav1.ConditionTrue, 2), cond(metav1.ConditionFalse, 2), true},
+		{"unknown at the same generation", cond(metav1.ConditionTrue, 2), cond(metav1.ConditionUnknown, 2), true},
+		{"still healthy", cond(metav1.ConditionTrue, 2), cond(metav1.ConditionTrue, 2), false},
+	}
+	for _, tt := range tests {
+		if got := lost(tt.before, *tt.now); got != tt.want {
+			t.Errorf("%s: lost = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
