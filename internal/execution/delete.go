@@ -132,12 +132,13 @@ func (e *Executor) unjoining(ctx context.Context, w *workv1alpha1.Work) (string,
 	if !ok {
 		return "", nil
 	}
-	clusters := e.Clusters
-	if clusters == nil {
-		clusters = e.Hub
-	}
 	cluster := &clusterv1alpha1.Cluster{}
-	err := clusters.Get(ctx, client.ObjectKey{Name: name}, cluster)
+	var err error
+	if e.Clusters == nil {
+		err = e.Hub.Get(ctx, client.ObjectKey{Name: name}, cluster)
+	} else {
+		cluster, err = e.clusterReads.get(ctx, e.Clusters, name) // live, shared by the Works finalized now
+	}
 	if apierrors.IsNotFound(err) {
 		return clusterv1alpha1.UnjoinKeepResources, nil
 	}

@@ -87,6 +87,8 @@ type Executor struct {
 	// Resync is how often a Work is looked at again when nothing changed (steadyPeriod when zero).
 	Resync time.Duration
 
+	// clusterReads shares the live reads of Clusters (Clusters) among the Works finalized at once.
+	clusterReads clusterReads
 	// queue is the controller's work queue, once it started: Notify adds to it.
 	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 
