@@ -48,7 +48,9 @@ func newExecutor(t *testing.T, hub client.Client, memberConfig *rest.Config) *ex
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &execution.Executor{Hub: hub, HubID: hubID, MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
+	// Clusters as the agent has it: its Cluster read from the API server (hub reads it live), shared by the
+	// Works finalized at once.
+	return &execution.Executor{Hub: hub, Clusters: hub, HubID: hubID, MemberFor: func(context.Context, string) (*execution.Member, error) { return member, nil }}
 }
 
 func manifest(t *testing.T, obj client.Object) workv1alpha1.Manifest {
