@@ -20,11 +20,9 @@ func (d *Detector) Reconcile(ctx context.Context, key Key) (reconcile.Result, er
 	// The watch covering the template, or the API server when none does: a template whose watch stopped
 	// is read from the API server, never taken for gone.
 	if err := d.templates.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: key.Name}, t); apierrors.IsNotFound(err) {
-		// The template is gone: its binding goes now. (Its owner reference lets the garbage collector do the
-		// same, but only seconds later.)
 		t.SetNamespace(key.Namespace)
 		t.SetName(key.Name)
-		return reconcile.Result{}, client.IgnoreNotFound(d.client.Delete(ctx, newBinding(t)))
+		return reconcile.Result{}, d.deleteBinding(ctx, t)
 	} else if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -91,4 +89,20 @@ func (d *Detector) patchLabels(ctx context.Context, t *unstructured.Unstructured
 		return err
 	}
 	return d.client.Patch(ctx, t, client.RawPatch("application/merge-patch+json", data), client.FieldOwner(fieldManager))
+}
+
+// deleteBinding deletes the binding of a template that is gone, unless the cached binding has an owner
+// reference: then the garbage collector deletes it (in a burst of deletes it came first almost every time, and
+// the detector's delete of a binding being deleted already was one write per object for nothing). A binding
+// not cached (it may be new) is deleted all the same.
+func (d *Detector) deleteBinding(ctx context.Context, t *unstructured.Unstructured) error {
+	binding := newBinding(t)
+	err := d.client.Get(ctx, client.ObjectKeyFromObject(binding), binding)
+	if err == nil && (binding.GetDeletionTimestamp() != nil || len(binding.GetOwnerReferences()) > 0) {
+		return nil
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return client.IgnoreNotFound(d.client.Delete(ctx, binding))
 }
