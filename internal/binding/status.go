@@ -376,9 +376,11 @@ func (r *StatusController[T]) aggregateTemplate(ctx context.Context, template *u
 }
 
 // recordTransitions puts an event on the template when it stops being applied or healthy everywhere at the
-// generation it was so at: a loss, which a person would want to know of. Becoming applied or healthy is the
-// ordinary course of every template (the conditions say it, with their transition times), and so is a new
-// generation rolling out: an event for each would cost the hub two writes per object of every burst.
+// binding generation it was so at: a loss, which a person would want to know of. Becoming applied or healthy
+// is the ordinary course of every template (the conditions say it, with their transition times), and so is a
+// new placement (a new binding generation): an event for each cost the hub two writes per object of every
+// burst. A new version of the template leaves the binding's generation as it was, so a rollout's pods not
+// yet healthy still count as a loss.
 func (r *StatusController[T]) recordTransitions(template *unstructured.Unstructured, before, after []metav1.Condition) {
 	if r.Recorder == nil {
 		return
