@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -27,6 +28,7 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/metrics"
 	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // Reasons of the Ready condition.
@@ -47,20 +49,40 @@ type HealthMonitor struct {
 	Recorder    events.EventRecorder
 	GracePeriod time.Duration
 	Failover    FailoverOptions
-	now         func() time.Time
-	heartbeats  heartbeats
-	limiter     *rate.Limiter
+	// Shard says which clusters this hub replica watches over (nil: all of them); with sharding, the fleet
+	// view of the mass-failure guard and the failover rate are this replica's share of the fleet.
+	Shard      *shard.Group
+	now        func() time.Time
+	heartbeats heartbeats
+	limiter    *rate.Limiter
 	// started is when this monitor first reconciled: when its hub started leading.
 	started   time.Time
 	startOnce sync.Once
 }
 
-// SetupHealthMonitor registers the monitor with the manager.
-func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration, failover FailoverOptions) error {
+// SetupHealthMonitor registers the monitor with the manager. With a shard group it runs on every hub replica
+// and watches over the clusters its replica owns.
+func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration, failover FailoverOptions, group *shard.Group) error {
 	m := NewHealthMonitor(mgr.GetClient(), mgr.GetEventRecorder("flotilla-cluster-health"), grace, failover, time.Now)
-	return ctrl.NewControllerManagedBy(mgr).Named("cluster-health").
-		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(healthInputsChanged)).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster)).
+	m.Shard = group
+	owned := group.Filter(func(o client.Object) (string, bool) { return o.GetName(), true })
+	ownedLease := group.Filter(func(o client.Object) (string, bool) {
+		return o.GetName(), len(leaseToCluster(context.Background(), o)) > 0
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("cluster-health").WithOptions(group.Options(controller.Options{})).
+		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(healthInputsChanged, owned)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster), builder.WithPredicates(ownedLease)).
+		WatchesRawSource(group.Requeue(func(ctx context.Context) ([]reconcile.Request, error) {
+			clusters := &clusterv1alpha1.ClusterList{}
+			if err := mgr.GetClient().List(ctx, clusters); err != nil {
+				return nil, err
+			}
+			requests := make([]reconcile.Request, len(clusters.Items))
+			for i, c := range clusters.Items {
+				requests[i].Name = c.Name
+			}
+			return requests, nil
+		}, func(r reconcile.Request) (string, bool) { return r.Name, true })).
 		Complete(m)
 }
 
@@ -81,6 +103,12 @@ func leaseToCluster(_ context.Context, o client.Object) []reconcile.Request {
 // Reconcile evaluates one cluster.
 func (m *HealthMonitor) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	m.startOnce.Do(func() { m.started = m.now() })
+	if !m.Shard.Owns(req.Name) {
+		// Another hub replica watches over it now (or will, once the shard group settles).
+		m.heartbeats.forget(req.Name)
+		metrics.ForgetHeartbeat(req.Name)
+		return ctrl.Result{}, nil
+	}
 	cluster := &clusterv1alpha1.Cluster{}
 	if err := m.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -176,6 +204,9 @@ func (m *HealthMonitor) setLeaseDuration(ctx context.Context, lease *coordinatio
 // fleet says how many clusters are unreachable, from the heartbeats the monitor saw, and how long the hub
 // is still starting.
 func (m *HealthMonitor) fleet(now time.Time) fleetView {
+	if m.Shard != nil {
+		m.heartbeats.keep(m.Shard.Owns) // clusters another replica took over are its to count
+	}
 	unreachable, total := m.heartbeats.unreachable(now, m.GracePeriod)
 	return fleetView{unreachable: unreachable, total: total, startingFor: max(0, m.started.Add(m.GracePeriod).Sub(now))}
 }
@@ -326,6 +357,17 @@ func (h *heartbeats) unreachable(now time.Time, grace time.Duration) (n, total i
 		}
 	}
 	return n, len(h.seen)
+}
+
+// keep forgets the clusters owns says no.
+func (h *heartbeats) keep(owns func(cluster string) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for cluster := range h.seen {
+		if !owns(cluster) {
+			delete(h.seen, cluster)
+		}
+	}
 }
 
 func (h *heartbeats) forget(cluster string) {

@@ -86,6 +86,10 @@ type Executor struct {
 	HubID string
 	// Resync is how often a Work is looked at again when nothing changed (steadyPeriod when zero).
 	Resync time.Duration
+	// Shard, when set, passes only the events of Works this executor serves, and Requeue queues the Works it
+	// comes to serve (the hub's shard group, internal/shard); MemberFor still decides.
+	Shard   predicate.Predicate
+	Requeue source.Source
 
 	// clusterReads shares the live reads of Clusters (Clusters) among the Works finalized at once.
 	clusterReads clusterReads
@@ -122,13 +126,20 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager, name string, opts controll
 		predicate.Funcs{UpdateFunc: func(u event.UpdateEvent) bool {
 			return (u.ObjectOld.GetDeletionTimestamp() == nil) != (u.ObjectNew.GetDeletionTimestamp() == nil)
 		}})
-	return ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(opts).
-		For(&workv1alpha1.Work{}, builder.WithPredicates(changed)).
+	predicates := []predicate.Predicate{changed}
+	if e.Shard != nil {
+		predicates = append(predicates, e.Shard)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(opts).
+		For(&workv1alpha1.Work{}, builder.WithPredicates(predicates...)).
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			e.queue.Store(&q)
 			return nil
-		})).
-		Complete(e)
+		}))
+	if e.Requeue != nil {
+		b = b.WatchesRawSource(e.Requeue)
+	}
+	return b.Complete(e)
 }
 
 // Notify queues a Work whose object changed in the member.

@@ -37,6 +37,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/shard"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
@@ -375,7 +376,7 @@ func (h *Hub) stop() {
 }
 
 // newManager builds the controller manager: every selected controller, leader election on a Lease in
-// flotilla-system held under this hub's identity, no metrics listener of its own: the hub serves its metrics
+// flotilla-system held under this hub's identity, with --shard this hub's member of the shard group, no metrics listener of its own: the hub serves its metrics
 // (metrics.go).
 func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manager, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -410,6 +411,16 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 	}
 	if s.Templates, err = detector.NewTemplates(mgr); err != nil {
 		return nil, err
+	}
+	if s.Shard {
+		group, err := shard.NewGroup(kube.CoordinationV1().Leases(clusterv1alpha1.SystemNamespace), s.Identity, s.ShardLeaseDuration)
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(group); err != nil {
+			return nil, err
+		}
+		s.Group = group
 	}
 	for _, c := range controllers {
 		if err := c.Setup(mgr, s); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // Options configure `flotilla hub`.
@@ -93,6 +94,12 @@ type Options struct {
 	// ClusterSetMode, when set, is recorded as the hub's cluster-set mode at start (clusterset.RecordMode);
 	// unset, the recorded mode stays, and a hub without a record gets RequireBindings (Open when upgraded).
 	ClusterSetMode clusterset.Mode
+	// Shard divides the per-cluster controllers' work among the hub's replicas (internal/shard); off, the
+	// leader runs them all.
+	Shard bool
+	// ShardLeaseDuration is how long a replica's shard Lease lasts unrenewed: the longest its clusters wait
+	// for another replica when it dies.
+	ShardLeaseDuration time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -113,6 +120,7 @@ func NewOptions() *Options {
 		DashboardPort:           6444,
 		FleetUserGroups:         []string{"flotilla:fleet-users"},
 		ClusterCredentialGroups: []string{"system:masters"},
+		ShardLeaseDuration:      15 * time.Second,
 	}
 }
 
@@ -150,6 +158,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.MetricsPort, "metrics-port", o.MetricsPort, "with --kubeconfig: port on --bind-address where the hub serves its metrics at /metrics and its probes at /healthz and /readyz, plain HTTP without authentication (0: a free port, printed at start); the embedded hub serves its metrics on its API at /metrics")
 	fs.BoolVar(&o.AllowLocalMemberEndpoints, "allow-local-member-endpoints", o.AllowLocalMemberEndpoints, "admit Clusters whose endpoint is a loopback or link-local address (a local fleet, such as flotilla up's); off, such endpoints are refused at admission")
 	fs.StringVar((*string)(&o.ClusterSetMode), "clusterset-mode", string(o.ClusterSetMode), fmt.Sprintf("where a namespace without a ClusterSetBinding may place, recorded in ConfigMap %s/%s: %s (nowhere) or %s (any cluster); unset, the recorded mode stays, and a new hub records %s (a hub upgraded from before cluster sets: %s)", clusterv1alpha1.SystemNamespace, clusterset.ModeConfigMap, clusterset.RequireBindings, clusterset.Open, clusterset.RequireBindings, clusterset.Open))
+	fs.BoolVar(&o.Shard, "shard", o.Shard, "divide cluster health and push execution among the hub's replicas (several hubs on one --etcd-servers, or on one --kubeconfig cluster) by a hash of the cluster's name; off, the elected leader runs them for every cluster")
+	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --shard: how long a replica's Lease lasts unrenewed (renewed every third of it); a replica that dies hands its clusters over within it")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 
@@ -236,12 +246,28 @@ func (o *Options) Validate() error {
 	if _, err := Controllers.Select(o.Controllers); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, o.validateShard()...)
 	if o.ClusterSetMode != "" {
 		if err := o.ClusterSetMode.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("--clusterset-mode: %w", err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateShard checks the shard group's flags.
+func (o *Options) validateShard() []error {
+	if !o.Shard {
+		return nil
+	}
+	var errs []error
+	if o.Embedded() && len(o.EtcdServers) == 0 {
+		errs = append(errs, errors.New("--shard divides the work among replicas: it needs --etcd-servers or --kubeconfig, which replicas share (the embedded etcd serves one hub process)"))
+	}
+	if o.ShardLeaseDuration < shard.MinLeaseDuration || o.ShardLeaseDuration > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("--shard-lease-duration %s: want %s to 5m", o.ShardLeaseDuration, shard.MinLeaseDuration))
+	}
+	return errs
 }
 
 // validateWebhook checks where the hub over an existing cluster serves its admission webhook and its metrics.

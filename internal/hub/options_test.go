@@ -96,6 +96,18 @@ func TestOptionsValidate(t *testing.T) {
 		{"metrics port of the embedded hub", func(o *Options) { o.MetricsPort = 8080 }, "--metrics-port applies only to --kubeconfig"},
 		{"kubeconfig with a bind address that is not an IP", func(o *Options) { o.Kubeconfig, o.DataDir, o.BindAddress = kubeconfig, "", "any" },
 			`--bind-address "any": not an IP address`},
+		{"shard over an existing cluster", func(o *Options) { o.Kubeconfig, o.DataDir, o.Shard = kubeconfig, "", true }, ""},
+		{"shard on an external etcd", func(o *Options) { o.EtcdServers, o.Shard = []string{"http://e:2379"}, true }, ""},
+		{"shard on the embedded etcd", func(o *Options) { o.Shard = true }, "--shard divides the work among replicas: it needs --etcd-servers or --kubeconfig"},
+		{"shard lease too short", func(o *Options) {
+			o.Kubeconfig, o.DataDir, o.Shard, o.ShardLeaseDuration = kubeconfig, "", true, time.Second
+		},
+			"--shard-lease-duration 1s: want 3s to 5m"},
+		{"shard lease too long", func(o *Options) {
+			o.Kubeconfig, o.DataDir, o.Shard, o.ShardLeaseDuration = kubeconfig, "", true, time.Hour
+		},
+			"--shard-lease-duration 1h0m0s: want 3s to 5m"},
+		{"shard lease unused without shard", func(o *Options) { o.ShardLeaseDuration = 0 }, ""},
 		{"missing kubeconfig", func(o *Options) { o.Kubeconfig, o.DataDir = "/does/not/exist", "" }, "--kubeconfig: stat /does/not/exist"},
 	}
 	for _, tt := range tests {

@@ -19,11 +19,13 @@ import (
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheduler"
+	"github.com/flotilla-io/flotilla/internal/shard"
 	"github.com/flotilla-io/flotilla/internal/tunnel"
 )
 
 // Controller is one of Flotilla's hub controllers. Setup registers it with the manager; it runs only while
-// this hub leads.
+// this hub leads, except the per-cluster ones under --shard (Settings.Group), which run on every replica for
+// the clusters it owns.
 type Controller struct {
 	// Name is what --controllers calls it.
 	Name string
@@ -46,6 +48,9 @@ type Settings struct {
 	// bindings exist; the controllers read templates through them. Without the detector nothing is watched,
 	// and templates are read from the API server.
 	Templates *detector.Templates
+	// Group is this hub process's member of the shard group with --shard; nil without: then the per-cluster
+	// controllers run on the leader, for every cluster.
+	Group *shard.Group
 }
 
 // Registry is the ordered set of controllers a hub can run.
@@ -59,7 +64,7 @@ var Controllers = Registry{
 	}},
 	{Name: "deregistration", Setup: func(mgr ctrl.Manager, _ Settings) error { return registration.SetupDeregistration(mgr) }},
 	{Name: "cluster-health", Setup: func(mgr ctrl.Manager, s Settings) error {
-		return clusterstatus.SetupHealthMonitor(mgr, s.ClusterGracePeriod, s.Failover)
+		return clusterstatus.SetupHealthMonitor(mgr, s.ClusterGracePeriod, s.Failover, s.Group)
 	}},
 	{Name: "push-status", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupPushReporter(mgr, "hub:"+s.Identity, s.Version)
@@ -77,7 +82,7 @@ var Controllers = Registry{
 	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error {
 		return binding.SetupSweeper(mgr, mcs.ConsumerWorks{}, quota.Works{})
 	}},
-	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID) }},
+	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID, s.Group) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},
 	{Name: "rebalancer", Setup: func(mgr ctrl.Manager, _ Settings) error { return rebalancer.Setup(mgr) }},
 	{Name: "federated-quota", Setup: func(mgr ctrl.Manager, _ Settings) error { return quota.Setup(mgr) }},
