@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -37,8 +38,7 @@ func (g *Group) Requeue(list func(ctx context.Context) ([]reconcile.Request, err
 		if g == nil {
 			return nil
 		}
-		g.mu.Lock()
-		g.listeners = append(g.listeners, func(gained func(string) bool) {
+		listener := func(gained func(string) bool) {
 			go func() {
 				for {
 					requests, err := list(ctx)
@@ -58,8 +58,16 @@ func (g *Group) Requeue(list func(ctx context.Context) ([]reconcile.Request, err
 					}
 				}
 			}()
-		})
+		}
+		// Gains told before this source started were not queued here: whatever is owned already counts as
+		// gained.
+		g.mu.Lock()
+		g.listeners = append(g.listeners, listener)
+		members := slices.Clone(g.members)
 		g.mu.Unlock()
+		if slices.Contains(members, g.identity) {
+			listener(func(cluster string) bool { return Owner(cluster, members) == g.identity })
+		}
 		return nil
 	})
 }
