@@ -160,3 +160,16 @@ func TestRenewalPeriod(t *testing.T) {
 		t.Errorf("a Lease without a duration is renewed every %s, want %s", got, HeartbeatPeriod)
 	}
 }
+
+// TestFleetViewCountsOwnedClustersOnly: with sharding, clusters another replica took over leave this
+// monitor's fleet view, so their silence here does not count as unreachable for the mass-failure guard.
+func TestFleetViewCountsOwnedClustersOnly(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	h := heartbeats{seen: map[string]heartbeat{}}
+	h.observe("kept", "1", now)
+	h.observe("moved", "1", now)
+	h.keep(func(cluster string) bool { return cluster == "kept" })
+	if n, total := h.unreachable(now.Add(time.Hour), time.Minute); n != 1 || total != 1 {
+		t.Fatalf("unreachable %d of %d, want 1 of 1 (the kept cluster only)", n, total)
+	}
+}
