@@ -116,7 +116,6 @@ func Plan(in Input) (Decision, error) {
 	slices.Sort(rest)
 	order = slices.DeleteFunc(append(order, rest...), func(c string) bool { _, placed := facts[c]; return !placed })
 
-	now := metav1.NewTime(in.Now)
 	inFlight, failures := 0, 0
 	for _, name := range order {
 		c := facts[name]
@@ -133,12 +132,12 @@ func Plan(in Input) (Decision, error) {
 		case prev == nil || in.AllAtOnce || c.Hash == in.TargetHash:
 			// On the target already (the first decision; all at once; a Work written before its status was;
 			// or a target that is also what the cluster ran): judged like any cluster sent the target.
-			item.State, item.Since = workv1alpha1.RolloutProgressing, &now
+			item.State, item.Since = workv1alpha1.RolloutProgressing, stamp(in.Now)
 		}
 		if item.State != workv1alpha1.RolloutPending {
 			item.Revision = st.TargetRevision
 			d.OnTarget[name] = true
-			judge(&item, c, p, now, &d)
+			judge(&item, c, p, in.Now, &d)
 		}
 		switch item.State {
 		case workv1alpha1.RolloutProgressing:
@@ -168,7 +167,7 @@ func Plan(in Input) (Decision, error) {
 				break
 			}
 			if c := &st.Clusters[i]; c.State == workv1alpha1.RolloutPending && eligible(i) {
-				c.State, c.Since, c.Revision = workv1alpha1.RolloutProgressing, &now, st.TargetRevision
+				c.State, c.Since, c.Revision = workv1alpha1.RolloutProgressing, stamp(in.Now), st.TargetRevision
 				d.OnTarget[c.Name] = true
 				d.Started = append(d.Started, c.Name)
 				inFlight++
@@ -188,32 +187,32 @@ func Plan(in Input) (Decision, error) {
 
 // judge moves a cluster on the target along: Progressing until healthy for minSuccessTime (Succeeded) or
 // past progressDeadline without being healthy (Failed). Succeeded and Failed stay.
-func judge(item *workv1alpha1.ClusterRollout, c Cluster, p policyv1alpha1.ProgressiveRollout, now metav1.Time, d *Decision) {
+func judge(item *workv1alpha1.ClusterRollout, c Cluster, p policyv1alpha1.ProgressiveRollout, now time.Time, d *Decision) {
 	if item.State != workv1alpha1.RolloutProgressing {
 		return
 	}
 	if item.Since == nil {
-		item.Since = &now
+		item.Since = stamp(now)
 	}
 	if c.Hash == "" || !c.Healthy {
 		item.HealthySince = nil
 		if p.ProgressDeadline == nil {
 			return
 		}
-		left := item.Since.Add(p.ProgressDeadline.Duration).Sub(now.Time)
+		left := item.Since.Add(p.ProgressDeadline.Duration).Sub(now)
 		if left <= 0 {
-			item.State, item.Since = workv1alpha1.RolloutFailed, &now
+			item.State, item.Since = workv1alpha1.RolloutFailed, stamp(now)
 			return
 		}
 		d.requeue(left)
 		return
 	}
 	if item.HealthySince == nil {
-		item.HealthySince = &now
+		item.HealthySince = stamp(now)
 	}
-	left := item.HealthySince.Add(p.MinSuccessTime.Duration).Sub(now.Time)
+	left := item.HealthySince.Add(p.MinSuccessTime.Duration).Sub(now)
 	if left <= 0 {
-		item.State, item.Since, item.HealthySince = workv1alpha1.RolloutSucceeded, &now, nil
+		item.State, item.Since, item.HealthySince = workv1alpha1.RolloutSucceeded, stamp(now), nil
 		return
 	}
 	d.requeue(left)
@@ -229,6 +228,16 @@ func Healthy(w *workv1alpha1.Work) bool {
 	ms := w.Status.ManifestStatuses[0]
 	return ms.Applied && ms.Health == workv1alpha1.ResourceHealthy &&
 		meta.IsStatusConditionTrue(ms.Conditions, workv1alpha1.ManifestConditionObserved)
+}
+
+// stamp is t as a status time. Status times are stored in whole seconds; rounding up, not down, keeps
+// minSuccessTime and progressDeadline, counted from them, from ending up to a second early once the status
+// has been written and read back.
+func stamp(t time.Time) *metav1.Time {
+	if s := t.Truncate(time.Second); !s.Equal(t) {
+		t = s.Add(time.Second)
+	}
+	return &metav1.Time{Time: t}
 }
 
 func (d *Decision) requeue(after time.Duration) {

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -78,6 +79,38 @@ func TestPlanOneClusterAtATime(t *testing.T) {
 	d = mustPlan(t, in)
 	if !slices.Equal(d.Started, []string{"m2"}) || d.Status.Wave != 2 || d.Status.Clusters[0].State != workv1alpha1.RolloutSucceeded {
 		t.Fatalf("want m1 succeeded and m2 started in wave 2, got %v, started %v", states(d.Status), d.Started)
+	}
+}
+
+// TestPlanMinSuccessTimeSurvivesTheStatus: the status the clocks are kept in holds whole seconds; a cluster
+// healthy at 10.3 s, its status written and read back, still waits its full 5 s before the next starts.
+func TestPlanMinSuccessTimeSurvivesTheStatus(t *testing.T) {
+	roundTrip := func(s workv1alpha1.RolloutStatus) *workv1alpha1.RolloutStatus {
+		t.Helper()
+		raw, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out workv1alpha1.RolloutStatus
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		return &out
+	}
+	in := Input{Strategy: oneAtATime(), Clusters: clusters("a", true, "m1", "m2"), TargetHash: "a", TargetRevision: 1, Now: t0}
+	settled := mustPlan(t, in)
+	in.Previous, in.TargetHash, in.TargetRevision, in.Now = roundTrip(settled.Status), "b", 2, t0.Add(10*time.Second)
+	d := mustPlan(t, in)
+	in.Previous, in.Clusters[0].Hash, in.Now = roundTrip(d.Status), "b", t0.Add(10300*time.Millisecond)
+	d = mustPlan(t, in)
+	healthyAt := in.Now
+	in.Previous, in.Now = roundTrip(d.Status), healthyAt.Add(4900*time.Millisecond)
+	if d = mustPlan(t, in); len(d.Started) != 0 || d.RequeueAfter <= 0 {
+		t.Fatalf("m1 healthy 4.9 of 5 s: want nothing started and a requeue, got started %v, requeue %v", d.Started, d.RequeueAfter)
+	}
+	in.Previous, in.Now = roundTrip(d.Status), in.Now.Add(d.RequeueAfter)
+	if d = mustPlan(t, in); !slices.Equal(d.Started, []string{"m2"}) || in.Now.Sub(healthyAt) < 5*time.Second {
+		t.Fatalf("want m2 started once the requeue is due, at least 5 s after m1 was healthy; got started %v at +%v", d.Started, in.Now.Sub(healthyAt))
 	}
 }
 
