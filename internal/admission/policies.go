@@ -159,6 +159,37 @@ func purgeModeNamesAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 	return policy, binding
 }
 
+// deletionProtectionPolicy is the name of the admission policy (and its binding) that refuses to delete
+// objects labelled deletion-protected.
+const deletionProtectionPolicy = "flotilla-deletion-protection"
+
+// deletionProtectionAdmission refuses the deletion of any object on the hub that carries a deletion-protected
+// label (Flotilla's or Karmada's) with the value Always, and says which label to remove to lift it. It
+// applies to every resource, so a namespace holding a protected object cannot be emptied either until the
+// label is removed: that is the point of protection.
+func deletionProtectionAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	keys := fmt.Sprintf("['%s', '%s']", workv1alpha1.LabelDeletionProtected, workv1alpha1.LabelKarmadaDeletionProtected)
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: deletionProtectionPolicy},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: matching("*", []string{"*"}, admissionregistrationv1.Delete),
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "labelled",
+				Expression: "has(oldObject.metadata.labels)"}},
+			Variables: []admissionregistrationv1.Variable{{Name: "protectedBy",
+				Expression: fmt.Sprintf("%s.filter(k, k in oldObject.metadata.labels && oldObject.metadata.labels[k] == '%s')", keys, workv1alpha1.DeletionProtectedAlways)}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "size(variables.protectedBy) == 0",
+				MessageExpression: "request.resource.resource + ' ' + request.name + ' is protected from deletion by its label ' + " +
+					"variables.protectedBy[0] + '=" + workv1alpha1.DeletionProtectedAlways + "; remove the label to delete it: kubectl label ' + " +
+					"request.resource.resource + ' ' + request.name + (request.namespace != '' ? ' -n ' + request.namespace : '') + ' ' + variables.protectedBy[0] + '-'",
+				Reason: ptr.To(metav1.StatusReasonForbidden),
+			}},
+		},
+	}
+	return policy, bindingFor(policy)
+}
+
 // matching is what a policy applies to: the operations ops on resources of group, in every version.
 func matching(group string, resources []string, ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
 	return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -191,7 +222,8 @@ func InstallPolicies(ctx context.Context, cfg *rest.Config, s Settings) error {
 	// The override policy goes last: WaitEnforced probes it, and the API server loads policies in the
 	// order they were written.
 	for _, admission := range []func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding){
-		agentWorksAdmission, clusterCredentials, purgeModeNamesAdmission, clusterSetBindAdmission, builtinSetsAdmission, overrideValuesAdmission,
+		agentWorksAdmission, clusterCredentials, purgeModeNamesAdmission, clusterSetBindAdmission, builtinSetsAdmission,
+		deletionProtectionAdmission, overrideValuesAdmission,
 	} {
 		policy, binding := admission()
 		wantPolicy, wantBinding := policy.Spec, binding.Spec

@@ -5,6 +5,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
+// Labels that protect a hub object from deletion: while either is set to DeletionProtectedAlways, the hub
+// refuses to delete the object (a template, a policy, any object), and the refusal says which label to
+// remove. The second is Karmada's name, honoured the same way so that a Karmada user's protected templates
+// stay protected.
+const (
+	LabelDeletionProtected        = "flotilla.io/deletion-protected"
+	LabelKarmadaDeletionProtected = "resourcetemplate.karmada.io/deletion-protected"
+	DeletionProtectedAlways       = "Always"
+)
+
 // Labels and annotations Flotilla puts on the objects it manages.
 const (
 	// LabelBindingNamespace and LabelBindingName on a Work name the binding it was rendered from.
