@@ -134,8 +134,11 @@ type PropagationSpec struct {
 	// +kubebuilder:default="default-scheduler"
 	SchedulerName string `json:"schedulerName,omitempty"`
 
-	// Failover says how the templates move when a cluster or the application in it fails. Omitted: no
-	// failover.
+	// Failover says how the templates move when a cluster or the application in it fails. Omitted (and
+	// unlike Karmada, where cluster failover needs this field): the templates still leave a cluster that stays
+	// unreachable or not ready for the hub's --default-failover-toleration (default 5 minutes, as pods leave
+	// a node), the old copy removed Gracefully, unless the placement tolerates the cluster's health taints
+	// itself; application failover is off.
 	// +optional
 	Failover *FailoverBehavior `json:"failover,omitempty"`
 
