@@ -13,17 +13,46 @@ import (
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
+// StripServerSet removes from obj what the API server that holds it set, so that another server sets its
+// own: status, identity and bookkeeping metadata, the annotations of kubectl's and the Deployment
+// controller's, a Service's allocated addresses and a Job's generated selector. The hub does it to a template
+// for a member, and `flotilla promote` to a member's object for the hub.
+func StripServerSet(obj *unstructured.Unstructured) {
+	delete(obj.Object, "status")
+	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
+		"deletionGracePeriodSeconds", "managedFields", "ownerReferences", "finalizers", "selfLink"} {
+		unstructured.RemoveNestedField(obj.Object, "metadata", f)
+	}
+	annotations := obj.GetAnnotations()
+	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	delete(annotations, "deployment.kubernetes.io/revision")
+	if len(annotations) == 0 {
+		annotations = nil
+	}
+	obj.SetAnnotations(annotations)
+	switch obj.GroupVersionKind().GroupKind() {
+	case schema.GroupKind{Kind: "Service"}:
+		// Each server allocates these from its own range.
+		for _, f := range []string{"clusterIP", "clusterIPs", "healthCheckNodePort"} {
+			unstructured.RemoveNestedField(obj.Object, "spec", f)
+		}
+	case schema.GroupKind{Group: "batch", Kind: "Job"}:
+		if manual, _, _ := unstructured.NestedBool(obj.Object, "spec", "manualSelector"); !manual {
+			unstructured.RemoveNestedField(obj.Object, "spec", "selector")
+			for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
+				unstructured.RemoveNestedField(obj.Object, "spec", "template", "metadata", "labels", l)
+			}
+		}
+	}
+}
+
 // Render turns a template into the manifest for one cluster: fields the hub's API server set are removed
 // (a member sets its own), Flotilla's claim labels are dropped, the template generation is recorded, and a
 // divided workload gets the cluster's share: its replicas, and a Job its part of the completions. division is
 // the divided placement the target is part of, nil when the template is not divided.
 func Render(template *unstructured.Unstructured, target workv1alpha1.TargetCluster, division []workv1alpha1.TargetCluster) *unstructured.Unstructured {
 	m := template.DeepCopy()
-	delete(m.Object, "status")
-	for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
-		"deletionGracePeriodSeconds", "managedFields", "ownerReferences", "finalizers", "selfLink"} {
-		unstructured.RemoveNestedField(m.Object, "metadata", f)
-	}
+	StripServerSet(m)
 	labels := m.GetLabels()
 	for _, l := range []string{policyv1alpha1.LabelPropagationPolicyNamespace, policyv1alpha1.LabelPropagationPolicyName,
 		policyv1alpha1.LabelClusterPropagationPolicy} {
@@ -31,28 +60,11 @@ func Render(template *unstructured.Unstructured, target workv1alpha1.TargetClust
 	}
 	m.SetLabels(labels)
 	annotations := m.GetAnnotations()
-	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
-	delete(annotations, "deployment.kubernetes.io/revision")
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
 	annotations[workv1alpha1.AnnotationTemplateGeneration] = strconv.FormatInt(template.GetGeneration(), 10)
 	m.SetAnnotations(annotations)
-
-	switch template.GroupVersionKind().GroupKind() {
-	case schema.GroupKind{Kind: "Service"}:
-		// The hub allocated these from its own range; each member allocates its own.
-		for _, f := range []string{"clusterIP", "clusterIPs", "healthCheckNodePort"} {
-			unstructured.RemoveNestedField(m.Object, "spec", f)
-		}
-	case schema.GroupKind{Group: "batch", Kind: "Job"}:
-		if manual, _, _ := unstructured.NestedBool(m.Object, "spec", "manualSelector"); !manual {
-			unstructured.RemoveNestedField(m.Object, "spec", "selector")
-			for _, l := range []string{"controller-uid", "batch.kubernetes.io/controller-uid", "job-name", "batch.kubernetes.io/job-name"} {
-				unstructured.RemoveNestedField(m.Object, "spec", "template", "metadata", "labels", l)
-			}
-		}
-	}
 	if division != nil {
 		interpreter.ReviseReplicas(m, target.Replicas)
 		interpreter.ShareCompletions(m, target.Name, division)

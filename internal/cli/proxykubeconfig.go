@@ -103,14 +103,20 @@ flotilla kubeconfig CLUSTER prints.`,
 // kubeconfig is the caller's hub context alone, its files embedded, with the server moved to the proxy path
 // of cluster.
 func (o *proxyKubeconfigOptions) kubeconfig(cluster string) (*clientcmdapi.Config, error) {
+	return proxyKubeconfig(&o.hub, cluster)
+}
+
+// proxyKubeconfig is the context of hub alone, its files embedded, with the server moved to the proxy path
+// of cluster: a kubeconfig that reaches the member as the caller.
+func proxyKubeconfig(hub *cmdutil.HubFlags, cluster string) (*clientcmdapi.Config, error) {
 	if err := registration.ValidateClusterName(cluster); err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", cluster, err)
 	}
-	raw, err := o.hub.RawConfig()
+	raw, err := hub.RawConfig()
 	if err != nil {
 		return nil, err
 	}
-	overrides := o.hub.Overrides
+	overrides := hub.Overrides
 	if overrides.CurrentContext != "" {
 		raw.CurrentContext = overrides.CurrentContext
 	}

@@ -20,7 +20,7 @@ import (
 func AddUserCommands(root *cobra.Command) {
 	root.AddCommand(newTokenCommand(), newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(),
 		newStatusCommand(), newRolloutCommand(), newExplainCommand(), newDiffCommand(), newDashboardCommand(), newRebalanceCommand(),
-		newTaintCommand(), newClusterSetCommand(), newKubeconfigCommand(), newKubectlCommand(), agentcmd.NewVersionCommand())
+		newTaintCommand(), newClusterSetCommand(), newKubeconfigCommand(), newKubectlCommand(), newPromoteCommand(), agentcmd.NewVersionCommand())
 }
 
 // NewPluginRoot returns kubectl-flotilla, the kubectl plugin: `kubectl flotilla get clusters` runs what
