@@ -91,6 +91,7 @@ $(CONTROLLER_GEN):
 generate: $(CONTROLLER_GEN)
 	cd api && $(CONTROLLER_GEN) object paths=./... crd:crdVersions=v1 output:crd:artifacts:config=crds
 	$(GO) run ./hack/chartdoc
+	$(GO) run ./hack/peercrds
 
 ## verify: generated files are current, code is gofmt'ed and vetted
 verify: generate

@@ -8,3 +8,9 @@ import "embed"
 //
 //go:embed *.yaml
 var FS embed.FS
+
+// Karmada holds the CRDs of Karmada's API groups the hub serves (policy.karmada.io, config.karmada.io):
+// Karmada's kinds with the schemas of their Flotilla twins, written by hack/peercrds (make generate).
+//
+//go:embed karmada/*.yaml
+var Karmada embed.FS

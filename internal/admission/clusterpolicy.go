@@ -102,7 +102,7 @@ func clusterCredentialsAdmission(s Settings) (*admissionregistrationv1.Validatin
 		ObjectMeta: metav1.ObjectMeta{Name: clusterCredentialsPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: matching(clusterv1alpha1.GroupVersion.Group, []string{"clusters"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConstraints: matching([]string{clusterv1alpha1.GroupVersion.Group}, []string{"clusters"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Validations:      validations,
 		},
 	}

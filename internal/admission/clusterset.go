@@ -33,7 +33,7 @@ func clusterSetBindAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 		ObjectMeta: metav1.ObjectMeta{Name: clusterSetBindPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: matching(group, []string{"clustersetbindings"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConstraints: matching([]string{group}, []string{"clustersetbindings"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Validations: []admissionregistrationv1.Validation{{
 				Expression: fmt.Sprintf("authorizer.group(%q).resource('clustersets').subresource('bind').name(object.spec.clusterSet).check('create').allowed()", group),
 				MessageExpression: fmt.Sprintf("'spec.clusterSet: binding ClusterSet ' + object.spec.clusterSet + ' to a namespace needs create on %s (group %s) for that set (ask an administrator of the hub)'",
@@ -55,7 +55,7 @@ func builtinSetsAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy,
 		ObjectMeta: metav1.ObjectMeta{Name: builtinSetsPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: matching(clusterv1alpha1.GroupVersion.Group, []string{"clustersets"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConstraints: matching([]string{clusterv1alpha1.GroupVersion.Group}, []string{"clustersets"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
 				Name: "builtin", Expression: fmt.Sprintf("object.metadata.name in [%q, %q]", clusterv1alpha1.ClusterSetDefault, clusterv1alpha1.ClusterSetGlobal),
 			}},

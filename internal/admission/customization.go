@@ -15,9 +15,10 @@ import (
 // or returns the wrong kind of value, is refused with the compiler's message and position when it is
 // written, not found out when a binding fails.
 var customizationCheck = Check{
-	Name:      "FlotillaInterpreterCustomization",
-	Resources: []schema.GroupResource{{Group: configv1alpha1.GroupVersion.Group, Resource: "interpretercustomizations"}},
-	Validate:  validateCustomization,
+	Name: "FlotillaInterpreterCustomization",
+	Resources: []schema.GroupResource{{Group: configv1alpha1.GroupVersion.Group, Resource: "interpretercustomizations"},
+		{Group: configv1alpha1.KarmadaGroup, Resource: "resourceinterpretercustomizations"}},
+	Validate: validateCustomization,
 }
 
 // validateCustomization returns the expressions and scripts of an InterpreterCustomization that do not

@@ -59,7 +59,7 @@ func overrideValuesAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 		ObjectMeta: metav1.ObjectMeta{Name: overrideValuesPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: matching(policyv1alpha1.GroupVersion.Group, []string{"overridepolicies", "clusteroverridepolicies"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConstraints: matching(policyGroups, []string{"overridepolicies", "clusteroverridepolicies"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Validations: []admissionregistrationv1.Validation{
 				{
 					Expression: eachRule("!has(r.overriders.plaintext) || " + valueRequired("r.overriders.plaintext")),
@@ -106,7 +106,7 @@ func agentWorksAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, 
 		ObjectMeta: metav1.ObjectMeta{Name: agentWorksPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: matching(workv1alpha1.GroupVersion.Group, []string{"works"}, admissionregistrationv1.Update),
+			MatchConstraints: matching([]string{workv1alpha1.GroupVersion.Group}, []string{"works"}, admissionregistrationv1.Update),
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
 				Name: "agents", Expression: fmt.Sprintf("%q in request.userInfo.groups", registration.AgentGroup),
 			}},
@@ -150,7 +150,7 @@ func purgeModeNamesAdmission() (*admissionregistrationv1.ValidatingAdmissionPoli
 		ObjectMeta: metav1.ObjectMeta{Name: purgeModeNamesPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Ignore), // a warning is no reason to refuse a policy
-			MatchConstraints: matching(policyv1alpha1.GroupVersion.Group, []string{"propagationpolicies", "clusterpropagationpolicies"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			MatchConstraints: matching(policyGroups, []string{"propagationpolicies", "clusterpropagationpolicies"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Validations:      validations,
 		},
 	}
@@ -173,7 +173,7 @@ func deletionProtectionAdmission() (*admissionregistrationv1.ValidatingAdmission
 		ObjectMeta: metav1.ObjectMeta{Name: deletionProtectionPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: matching("*", []string{"*"}, admissionregistrationv1.Delete),
+			MatchConstraints: matching([]string{"*"}, []string{"*"}, admissionregistrationv1.Delete),
 			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "labelled",
 				Expression: "has(oldObject.metadata.labels)"}},
 			Variables: []admissionregistrationv1.Variable{{Name: "protectedBy",
@@ -190,12 +190,17 @@ func deletionProtectionAdmission() (*admissionregistrationv1.ValidatingAdmission
 	return policy, bindingFor(policy)
 }
 
-// matching is what a policy applies to: the operations ops on resources of group, in every version.
-func matching(group string, resources []string, ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
+// policyGroups are the groups whose policies the hub admits by one set of rules: Flotilla's, and Karmada's,
+// whose objects are mirrored onto Flotilla's (internal/mirror) and are refused when they are written, as
+// their twins would be.
+var policyGroups = []string{policyv1alpha1.GroupVersion.Group, policyv1alpha1.KarmadaGroup}
+
+// matching is what a policy applies to: the operations ops on resources of groups, in every version.
+func matching(groups, resources []string, ops ...admissionregistrationv1.OperationType) *admissionregistrationv1.MatchResources {
 	return &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 		RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 			Operations: ops,
-			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: resources},
+			Rule:       admissionregistrationv1.Rule{APIGroups: groups, APIVersions: []string{"*"}, Resources: resources},
 		},
 	}}}
 }

@@ -19,6 +19,8 @@ var propagationPolicyCheck = Check{
 	Resources: []schema.GroupResource{
 		{Group: policyv1alpha1.GroupVersion.Group, Resource: "propagationpolicies"},
 		{Group: policyv1alpha1.GroupVersion.Group, Resource: "clusterpropagationpolicies"},
+		{Group: policyv1alpha1.KarmadaGroup, Resource: "propagationpolicies"},
+		{Group: policyv1alpha1.KarmadaGroup, Resource: "clusterpropagationpolicies"},
 	},
 	Validate: validatePropagationPolicy,
 }

@@ -34,8 +34,9 @@ var workloadKinds = map[schema.GroupResource]schema.GroupKind{
 // quotaSpecCheck refuses a FederatedResourceQuota that contradicts itself: a static assignment that gives one
 // cluster more than the fleet's overall, or a negative quantity, named by resource.
 var quotaSpecCheck = Check{
-	Name:      "FlotillaFederatedResourceQuota",
-	Resources: []schema.GroupResource{{Group: policyv1alpha1.GroupVersion.Group, Resource: "federatedresourcequotas"}},
+	Name: "FlotillaFederatedResourceQuota",
+	Resources: []schema.GroupResource{{Group: policyv1alpha1.GroupVersion.Group, Resource: "federatedresourcequotas"},
+		{Group: policyv1alpha1.KarmadaGroup, Resource: "federatedresourcequotas"}},
 	Validate: func(u *unstructured.Unstructured) (field.ErrorList, error) {
 		q := &policyv1alpha1.FederatedResourceQuota{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, q); err != nil {

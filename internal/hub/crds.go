@@ -22,16 +22,36 @@ import (
 	"github.com/flotilla-io/flotilla/internal/mcs"
 )
 
-// CRDs returns the CustomResourceDefinitions embedded in the binary: Flotilla's and the Multi-Cluster
-// Services API's.
-func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := fs.Glob(crds.FS, "*.yaml")
+// CRDs returns the CustomResourceDefinitions embedded in the binary: Flotilla's, the Multi-Cluster Services
+// API's, and with karmada those of Karmada's groups the hub serves.
+func CRDs(karmada bool) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	out, err := readCRDs(crds.FS, "*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if karmada {
+		peers, err := readCRDs(crds.Karmada, "karmada/*.yaml")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, peers...)
+	}
+	services, err := mcs.CRDs()
+	if err != nil {
+		return nil, err
+	}
+	return append(out, services...), nil
+}
+
+// readCRDs reads the CRDs in the files of fsys that match pattern.
+func readCRDs(fsys fs.FS, pattern string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	files, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(files))
 	for _, f := range files {
-		data, err := crds.FS.ReadFile(f)
+		data, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
@@ -42,17 +62,14 @@ func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		crd.APIVersion, crd.Kind = apiextensionsv1.SchemeGroupVersion.String(), "CustomResourceDefinition"
 		out = append(out, crd)
 	}
-	services, err := mcs.CRDs()
-	if err != nil {
-		return nil, err
-	}
-	return append(out, services...), nil
+	return out, nil
 }
 
-// InstallCRDs installs or upgrades Flotilla's CRDs and waits until every one is
-// Established, so objects of every kind can be created as soon as it returns.
-func InstallCRDs(ctx context.Context, cfg *rest.Config) error {
-	want, err := CRDs()
+// InstallCRDs installs or upgrades Flotilla's CRDs (with karmada, Karmada's groups' too) and waits until every
+// one is Established, so objects of every kind can be created as soon as it returns. Turning karmada off
+// removes nothing: a CRD deleted would take its objects with it.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, karmada bool) error {
+	want, err := CRDs(karmada)
 	if err != nil {
 		return err
 	}

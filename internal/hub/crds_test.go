@@ -6,7 +6,7 @@ import "testing"
 // ClusterProfile and the multi-cluster services' kinds share multicluster.x-k8s.io), have distinct names,
 // and within a group distinct kinds, plurals and short names.
 func TestCRDsDoNotClash(t *testing.T) {
-	crds, err := CRDs()
+	crds, err := CRDs(true)
 	if err != nil {
 		t.Fatal(err)
 	}

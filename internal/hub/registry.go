@@ -14,6 +14,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/execution"
 	"github.com/flotilla-io/flotilla/internal/inventory"
 	"github.com/flotilla-io/flotilla/internal/mcs"
+	"github.com/flotilla-io/flotilla/internal/mirror"
 	"github.com/flotilla-io/flotilla/internal/placement"
 	"github.com/flotilla-io/flotilla/internal/quota"
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
@@ -90,6 +91,12 @@ var Controllers = Registry{
 	{Name: "multicluster-push-collector", Setup: func(mgr ctrl.Manager, _ Settings) error { return mcs.SetupPushCollector(mgr) }},
 	{Name: "inventory", Setup: func(mgr ctrl.Manager, _ Settings) error { return inventory.Setup(mgr) }},
 	{Name: "placement", Setup: func(mgr ctrl.Manager, _ Settings) error { return placement.Setup(mgr) }},
+	{Name: "karmada-mirror", Setup: func(mgr ctrl.Manager, s Settings) error {
+		if !s.KarmadaAPIs {
+			return nil
+		}
+		return mirror.Setup(mgr, "karmada", mirror.Karmada)
+	}},
 }
 
 // Names lists the registered controller names.

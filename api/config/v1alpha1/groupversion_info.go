@@ -27,3 +27,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }
+
+// KarmadaGroup is Karmada's configuration API group, which the hub also serves: its
+// ResourceInterpreterCustomizations are mirrored onto InterpreterCustomizations.
+const KarmadaGroup = "config.karmada.io"
