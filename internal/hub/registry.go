@@ -7,6 +7,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-io/flotilla/internal/autoscaling"
 	"github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
@@ -16,6 +17,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/mirror"
 	"github.com/flotilla-io/flotilla/internal/placement"
+	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/quota"
 	"github.com/flotilla-io/flotilla/internal/rebalancer"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -97,6 +99,20 @@ var Controllers = Registry{
 		}
 		return mirror.Setup(mgr, "karmada", mirror.Karmada)
 	}},
+	{Name: "federatedhpa", Setup: func(mgr ctrl.Manager, s Settings) error {
+		return autoscaling.SetupFederatedHPA(mgr, memberBackends(mgr, s))
+	}},
+	{Name: "cronfederatedhpa", Setup: func(mgr ctrl.Manager, _ Settings) error { return autoscaling.SetupCronFederatedHPA(mgr) }},
+}
+
+// memberBackends reach members as the proxy does, for the controllers that read members' APIs: Push members
+// with their stored credentials, Pull members through the tunnels this hub process holds.
+func memberBackends(mgr ctrl.Manager, s Settings) proxy.Backends {
+	b := proxy.Backends{Push: proxy.NewPushBackend(mgr.GetAPIReader())}
+	if s.Tunnels != nil {
+		b.Pull = &proxy.PullBackend{Tunnels: s.Tunnels}
+	}
+	return b
 }
 
 // Names lists the registered controller names.
