@@ -323,6 +323,34 @@ func TestInvalidObjectsRejected(t *testing.T) {
 	if len(tests) < 25 {
 		t.Fatalf("only %d invalid objects; the API promises at least 25", len(tests))
 	}
+	fhpa := func(spec string) string {
+		return "apiVersion: autoscaling.flotilla.io/v1alpha1\nkind: FederatedHPA\nmetadata:\n  name: x\n  namespace: default\nspec:\n" +
+			"  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n" + spec
+	}
+	cron := func(rules string) string {
+		return "apiVersion: autoscaling.flotilla.io/v1alpha1\nkind: CronFederatedHPA\nmetadata:\n  name: x\n  namespace: default\nspec:\n" +
+			"  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  rules:\n" + rules
+	}
+	tests = append(tests, []struct {
+		name string
+		obj  string
+		want []string
+	}{
+		{"federatedhpa without maxReplicas", fhpa("  minReplicas: 1\n"), []string{"spec.maxReplicas: Required value"}},
+		{"federatedhpa with minReplicas 0", fhpa("  minReplicas: 0\n  maxReplicas: 3\n"), []string{"spec.minReplicas", "greater than or equal to 1"}},
+		{"federatedhpa whose minReplicas is above maxReplicas", fhpa("  minReplicas: 4\n  maxReplicas: 3\n"),
+			[]string{"spec.minReplicas", "must not be greater than maxReplicas (3)"}},
+		{"federatedhpa with an Object metric", fhpa("  maxReplicas: 3\n  metrics: [{type: Object, object: {metric: {name: q}, describedObject: {kind: Service, name: s}, target: {type: Value, value: '1'}}}]\n"),
+			[]string{"spec.metrics[0].type: Unsupported value: \"Object\""}},
+		{"cronfederatedhpa whose schedule does not parse", cron("    - {name: r, schedule: '0 25 * * *', targetReplicas: 2}\n"),
+			[]string{"spec.rules[0].schedule", "0 25 * * *"}},
+		{"cronfederatedhpa in an unknown time zone", cron("    - {name: r, schedule: '0 8 * * *', timeZone: Mars/Olympus, targetReplicas: 2}\n"),
+			[]string{"spec.rules[0].timeZone", "unknown time zone"}},
+		{"cronfederatedhpa with two rules of one name", cron("    - {name: r, schedule: '@daily', targetReplicas: 2}\n    - {name: r, schedule: '@hourly', targetReplicas: 3}\n"),
+			[]string{"spec.rules[1]", "Duplicate value"}},
+		{"cronfederatedhpa with a history limit over 32", cron("    - {name: r, schedule: '@daily', targetReplicas: 2, successfulHistoryLimit: 33}\n"),
+			[]string{"spec.rules[0].successfulHistoryLimit", "less than or equal to 32"}},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := createDryRun(parseObject(t, tt.obj))

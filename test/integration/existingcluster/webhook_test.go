@@ -12,14 +12,17 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -59,6 +62,7 @@ func TestChecksRunOverExistingCluster(t *testing.T) {
 			}},
 		},
 	}
+	webRef := autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
 	tests := []struct {
 		name string
 		obj  client.Object
@@ -70,6 +74,15 @@ func TestChecksRunOverExistingCluster(t *testing.T) {
 			[]string{"spec.customizations.healthInterpretation.luaScript", "luaScript line:2"}},
 		{"quota whose static assignment exceeds overall", quotaOf(metav1.NamespaceDefault, "bad-quota", "2", "3"),
 			[]string{"spec.staticAssignments[0].hard[cpu]", "cluster member1 may not have more cpu than the overall 2"}},
+		{"federatedhpa whose minReplicas is above maxReplicas", &autoscalingv1alpha1.FederatedHPA{
+			ObjectMeta: metav1.ObjectMeta{Name: "bad-bounds", Namespace: metav1.NamespaceDefault},
+			Spec: autoscalingv1alpha1.FederatedHPASpec{ScaleTargetRef: webRef, MinReplicas: ptr.To[int32](5), MaxReplicas: 3}},
+			[]string{"spec.minReplicas", "must not be greater than maxReplicas (3)"}},
+		{"cronfederatedhpa in an unknown time zone", &autoscalingv1alpha1.CronFederatedHPA{
+			ObjectMeta: metav1.ObjectMeta{Name: "bad-zone", Namespace: metav1.NamespaceDefault},
+			Spec: autoscalingv1alpha1.CronFederatedHPASpec{ScaleTargetRef: webRef, Rules: []autoscalingv1alpha1.CronFederatedHPARule{
+				{Name: "r", Schedule: "0 8 * * *", TimeZone: ptr.To("Mars/Olympus"), TargetReplicas: ptr.To[int32](2)}}}},
+			[]string{"spec.rules[0].timeZone", `unknown time zone "Mars/Olympus"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
