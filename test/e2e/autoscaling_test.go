@@ -161,7 +161,7 @@ func templateReplicas(t *testing.T, f *fleet, name string, want int32, within ti
 // members' metrics.k8s.io (served by the test) reports: when the pods use twice their target the template
 // goes from 2 to 4 replicas within the scale-up policy's period and a sync, the placement divides them (2 and
 // 2), and when they use a fifth it comes back down to minReplicas after the scale-down window. Each scale is
-// an event on the FederatedHPA. Then a CronFederatedHPA raises the FederatedHPA's minReplicas to 3 at the
+// an event on the FederatedHPA, and `flotilla get fhpa` lists it. Then a CronFederatedHPA raises the FederatedHPA's minReplicas to 3 at the
 // next minute, and the template follows.
 func TestFederatedHPAScalesAcrossTheFleet(t *testing.T) {
 	ctx := context.Background()
@@ -217,6 +217,10 @@ func TestFederatedHPAScalesAcrossTheFleet(t *testing.T) {
 		}
 		return nil
 	})
+
+	if out := f.hub.Flotilla("get", "fhpa", "-n", f.ns); !strings.Contains(out, "web") || !strings.Contains(out, "REPLICAS") {
+		t.Errorf("flotilla get fhpa:\n%s", out)
+	}
 
 	// A fifth of the target: down to minReplicas once the 15 s window has passed.
 	m1Metrics.cpu.Store(10)

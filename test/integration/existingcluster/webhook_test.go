@@ -76,7 +76,7 @@ func TestChecksRunOverExistingCluster(t *testing.T) {
 			[]string{"spec.staticAssignments[0].hard[cpu]", "cluster member1 may not have more cpu than the overall 2"}},
 		{"federatedhpa whose minReplicas is above maxReplicas", &autoscalingv1alpha1.FederatedHPA{
 			ObjectMeta: metav1.ObjectMeta{Name: "bad-bounds", Namespace: metav1.NamespaceDefault},
-			Spec: autoscalingv1alpha1.FederatedHPASpec{ScaleTargetRef: webRef, MinReplicas: ptr.To[int32](5), MaxReplicas: 3}},
+			Spec:       autoscalingv1alpha1.FederatedHPASpec{ScaleTargetRef: webRef, MinReplicas: ptr.To[int32](5), MaxReplicas: 3}},
 			[]string{"spec.minReplicas", "must not be greater than maxReplicas (3)"}},
 		{"cronfederatedhpa in an unknown time zone", &autoscalingv1alpha1.CronFederatedHPA{
 			ObjectMeta: metav1.ObjectMeta{Name: "bad-zone", Namespace: metav1.NamespaceDefault},
