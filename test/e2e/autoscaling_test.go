@@ -162,7 +162,7 @@ func templateReplicas(t *testing.T, f *fleet, name string, want int32, within ti
 // goes from 2 to 4 replicas within the scale-up policy's period and a sync, the placement divides them (2 and
 // 2), at the target it stays there, and when they use a fifth it comes back down to minReplicas after the scale-down window. Each scale is
 // an event on the FederatedHPA, and `flotilla get fhpa` lists it. Then a CronFederatedHPA raises the FederatedHPA's minReplicas to 3 at the
-// next minute, and the template follows.
+// next minute, and the template follows; at the same time another sets a template's replicas itself.
 func TestFederatedHPAScalesAcrossTheFleet(t *testing.T) {
 	ctx := context.Background()
 	f := useFleet(t)
@@ -267,19 +267,35 @@ func TestFederatedHPAScalesAcrossTheFleet(t *testing.T) {
 	if err := f.hub.Client.Create(ctx, cron); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Until(at)+30*time.Second, "the rule's run", func() error {
-		got := &autoscalingv1alpha1.CronFederatedHPA{}
-		if err := f.hub.Client.Get(ctx, client.ObjectKeyFromObject(cron), got); err != nil {
-			return err
+	// At the same time another sets a template without a FederatedHPA to 3 replicas.
+	f.createDeployment(t, deployment(f.ns, "batch", 1))
+	batch := cron.DeepCopy()
+	batch.ObjectMeta = metav1.ObjectMeta{Name: "batch", Namespace: f.ns}
+	batch.Spec.ScaleTargetRef = autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "batch"}
+	batch.Spec.Rules[0].TargetMinReplicas, batch.Spec.Rules[0].TargetReplicas = nil, ptr.To[int32](3)
+	if err := f.hub.Client.Create(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	ran := func(c *autoscalingv1alpha1.CronFederatedHPA, applied func(autoscalingv1alpha1.SuccessfulExecution) *int32) func() error {
+		return func() error {
+			got := &autoscalingv1alpha1.CronFederatedHPA{}
+			if err := f.hub.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+				return err
+			}
+			if len(got.Status.ExecutionHistories) != 1 || len(got.Status.ExecutionHistories[0].SuccessfulExecutions) != 1 {
+				return fmt.Errorf("%s: status %+v", c.Name, got.Status)
+			}
+			run := got.Status.ExecutionHistories[0].SuccessfulExecutions[0]
+			if !run.ScheduleTime.Time.Equal(at) || ptr.Deref(applied(run), 0) != 3 || run.ExecutionTime.Time.Before(at) {
+				return fmt.Errorf("%s: run %+v, want at %s", c.Name, run, at)
+			}
+			return nil
 		}
-		if len(got.Status.ExecutionHistories) != 1 || len(got.Status.ExecutionHistories[0].SuccessfulExecutions) != 1 {
-			return fmt.Errorf("status %+v", got.Status)
-		}
-		run := got.Status.ExecutionHistories[0].SuccessfulExecutions[0]
-		if !run.ScheduleTime.Time.Equal(at) || ptr.Deref(run.AppliedMinReplicas, 0) != 3 || run.ExecutionTime.Time.Before(at) {
-			return fmt.Errorf("run %+v, want at %s", run, at)
-		}
-		return nil
-	})
+	}
+	testenv.Eventually(t, time.Until(at)+30*time.Second, "the FederatedHPA rule's run",
+		ran(cron, func(e autoscalingv1alpha1.SuccessfulExecution) *int32 { return e.AppliedMinReplicas }))
+	testenv.Eventually(t, 30*time.Second, "the template rule's run",
+		ran(batch, func(e autoscalingv1alpha1.SuccessfulExecution) *int32 { return e.AppliedReplicas }))
 	templateReplicas(t, f, "web", 3, 30*time.Second)
+	templateReplicas(t, f, "batch", 3, 5*time.Second)
 }
