@@ -25,6 +25,7 @@ import (
 
 	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 )
@@ -245,6 +246,12 @@ func (r *FederatedHPAController) fleet(ctx context.Context, fhpa *autoscalingv1a
 	}
 	if len(rb.Spec.Clusters) == 0 {
 		return fleetReader{}, fmt.Errorf("%s %s is placed in no cluster yet", t.gk.Kind, t.obj.GetName())
+	}
+	if p := rb.Spec.Placement; len(rb.Spec.Clusters) > 1 && (p == nil || p.ReplicaScheduling == nil ||
+		p.ReplicaScheduling.ReplicaSchedulingType != policyv1alpha1.ReplicaSchedulingDivided) {
+		// Each cluster runs all the replicas: a fleet-wide count would multiply them by the clusters.
+		return fleetReader{}, fmt.Errorf("%s %s is duplicated on %d clusters: a FederatedHPA scales templates whose placement divides the replicas (replicaScheduling Divided)",
+			t.gk.Kind, t.obj.GetName(), len(rb.Spec.Clusters))
 	}
 	reader := fleetReader{source: r.Source, namespace: fhpa.Namespace, selector: t.selector}
 	for _, tc := range rb.Spec.Clusters {
