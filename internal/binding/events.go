@@ -30,6 +30,24 @@ import (
 // reconcile (one status write) then takes in several of them.
 const statusBatchDelay = 100 * time.Millisecond
 
+// A batch window grows with the depth of the controller's queue: each binding waiting for a worker adds
+// batchDelayPerItem, up to maxBatchDelay. A queue that is behind (a burst, a hub short of CPU) would sum a
+// binding once per member as their Works report one after another; a longer window sums it once for all of
+// them, and its status trails the members by no more than the queue already made it.
+const (
+	batchDelayPerItem = 10 * time.Millisecond
+	maxBatchDelay     = time.Second
+)
+
+// batchWindow is how long a Work event waits before it wakes the binding: delay (none when zero), longer by
+// batchDelayPerItem for each of depth bindings waiting in the queue, and at most maxBatchDelay.
+func batchWindow(delay time.Duration, depth int) time.Duration {
+	if delay == 0 {
+		return 0
+	}
+	return min(delay+time.Duration(depth)*batchDelayPerItem, max(delay, maxBatchDelay))
+}
+
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // bindingOf maps a Work to the binding it was rendered from, for the controller of one binding kind.
@@ -41,11 +59,13 @@ func bindingOf(o client.Object, namespaced bool) (reconcile.Request, bool) {
 	return reconcile.Request{NamespacedName: client.ObjectKey{Namespace: l[workv1alpha1.LabelBindingNamespace], Name: l[workv1alpha1.LabelBindingName]}}, true
 }
 
-// workEvents enqueues the binding of a Work, after delay, on the Work events that wake a controller.
+// workEvents enqueues the binding of a Work, after delay (batchWindow), on the Work events that wake a
+// controller. The queue keeps the earliest time an item was added for, so the first event of a batch opens
+// the window and those after it within the window join it.
 func workEvents(namespaced bool, delay time.Duration, wakes workWakes) handler.Funcs {
 	add := func(o client.Object, q queue) {
 		if req, ok := bindingOf(o, namespaced); ok {
-			q.AddAfter(req, delay)
+			q.AddAfter(req, batchWindow(delay, q.Len()))
 		}
 	}
 	return handler.Funcs{

@@ -2,12 +2,15 @@ package binding
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -207,5 +210,66 @@ func TestClusterChanged(t *testing.T) {
 				t.Fatalf("woken: %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestBatchWindowGrowsWithTheQueue: the status controller's window is statusBatchDelay on an idle queue,
+// longer by batchDelayPerItem for each binding waiting, never longer than maxBatchDelay; the render
+// controller's (no delay) stays none.
+func TestBatchWindowGrowsWithTheQueue(t *testing.T) {
+	for _, tt := range []struct {
+		delay time.Duration
+		depth int
+		want  time.Duration
+	}{
+		{0, 500, 0},
+		{statusBatchDelay, 0, statusBatchDelay},
+		{statusBatchDelay, 20, statusBatchDelay + 200*time.Millisecond},
+		{statusBatchDelay, 90, time.Second},
+		{statusBatchDelay, 5000, time.Second},
+		{2 * time.Second, 10, 2 * time.Second},
+	} {
+		if got := batchWindow(tt.delay, tt.depth); got != tt.want {
+			t.Errorf("batchWindow(%s, %d) = %s, want %s", tt.delay, tt.depth, got, tt.want)
+		}
+	}
+}
+
+// TestWorkEventsInOneWindowWakeTheBindingOnce: the status reports of a binding's Works that arrive within one
+// window wake its status controller once (one summed status written), however many there are; the window is
+// longer while other bindings wait in the queue.
+func TestWorkEventsInOneWindowWakeTheBindingOnce(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	for i := range 30 { // other bindings waiting for a worker: a window of 100 ms + 30 × 10 ms
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "other", Name: fmt.Sprint(i)}})
+	}
+	h := workEvents(true, statusBatchDelay, statusWakes)
+	start := time.Now()
+	for i, cluster := range []string{"a", "b", "c", "a", "b"} {
+		old := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: "shop.web-deployment", Generation: 1,
+			Labels: map[string]string{workv1alpha1.LabelBindingNamespace: "shop", workv1alpha1.LabelBindingName: "web-deployment"}}}
+		updated := old.DeepCopy()
+		updated.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{Applied: true, Health: workv1alpha1.ResourceHealthy, Identifier: workv1alpha1.ResourceIdentifier{Ordinal: i}}}
+		h.Update(context.Background(), event.UpdateEvent{ObjectOld: old, ObjectNew: updated}, q)
+		time.Sleep(20 * time.Millisecond)
+	}
+	if q.Len() != 30 {
+		t.Fatalf("%d requests right after the reports, want the 30 waiting before", q.Len())
+	}
+	time.Sleep(600 * time.Millisecond)
+	if q.Len() != 31 {
+		t.Fatalf("%d requests once the window closed, want 31: the binding once", q.Len())
+	}
+	for range 30 {
+		req, _ := q.Get()
+		q.Done(req)
+	}
+	req, _ := q.Get()
+	if req.Namespace != "shop" || req.Name != "web-deployment" {
+		t.Fatalf("request %v", req)
+	}
+	if waited := time.Since(start); waited < 400*time.Millisecond {
+		t.Fatalf("the binding was ready after %s, want the window of 400 ms", waited)
 	}
 }

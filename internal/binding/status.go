@@ -116,6 +116,9 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if interpreted != nil {
 		sum.interpreted = interpreted
 	}
+	if wait := untilReported(b, works.Items, sum, time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	healthSince(sum.items, b.BindingStatus().AggregatedStatus, metav1.Now())
 	observePropagation(template, sum.items, works.Items)
 	if err := r.writeStatus(ctx, b, template, sum); err != nil {
@@ -170,6 +173,52 @@ func (r *StatusController[T]) interpret(ctx context.Context, b T, template *unst
 func reported(status *workv1alpha1.ResourceBindingStatus) bool {
 	return len(status.AggregatedStatus) > 0 || meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionFullyApplied) != nil ||
 		meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionHealthy) != nil
+}
+
+// waitingGrace is how long a binding placed for the first time goes without a summed status while its Works
+// say nothing yet (waiting). In a burst, a Work's agent lists its objects as about to be applied and applies
+// them within a second of the Work's creation; summing the binding (and its template) at each of those steps
+// wrote both twice more per object for a status that only said "not applied yet". A member that does not
+// answer is reported as not applied once the grace is over.
+const waitingGrace = 5 * time.Second
+
+// untilReported says how long the binding's first summed status should wait (zero: write it now). It waits
+// while the binding has no summed status yet, every Work of it says nothing beyond its objects being about to
+// be applied (waiting), a customization failed nowhere, and less than waitingGrace passed since the binding
+// was scheduled and since its newest Work was created. Anything the Works report (an apply, a failure), a
+// binding already reported, and a placement or Work older than the grace are written at once.
+func untilReported[T workv1alpha1.Binding](b T, works []workv1alpha1.Work, sum aggregation, now time.Time) time.Duration {
+	status := b.BindingStatus()
+	if reported(status) || (sum.interpreted != nil && sum.interpreted.Status != metav1.ConditionTrue) || !waiting(works) {
+		return 0
+	}
+	scheduled := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled)
+	if scheduled == nil {
+		return 0
+	}
+	since := scheduled.LastTransitionTime.Time
+	for _, w := range works {
+		if w.CreationTimestamp.After(since) {
+			since = w.CreationTimestamp.Time
+		}
+	}
+	return max(since.Add(waitingGrace).Sub(now), 0)
+}
+
+// waiting says whether the Works report nothing but objects about to be applied: no Work condition yet (the
+// executor sets Applied with its first result), and no manifest applied or with an apply's outcome.
+func waiting(works []workv1alpha1.Work) bool {
+	for _, w := range works {
+		if meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied) != nil {
+			return false
+		}
+		for _, ms := range w.Status.ManifestStatuses {
+			if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); ms.Applied || c != nil && c.Reason != workv1alpha1.ManifestReasonApplying {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // aggregation is what a binding's Works say about it.

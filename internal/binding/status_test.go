@@ -236,3 +236,60 @@ func TestOnlyLossesAreEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstStatusWaitsForAResult: a binding placed for the first time gets no summed status while its Works
+// only list their objects as about to be applied, for waitingGrace after it was scheduled and its newest Work
+// created; an apply, a failure, a failed customization, a binding already reported and a grace that is over
+// are written at once.
+func TestFirstStatusWaitsForAResult(t *testing.T) {
+	now := time.Now()
+	scheduledAt := func(at time.Time) *workv1alpha1.ResourceBinding {
+		b := &workv1alpha1.ResourceBinding{}
+		b.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.ConditionScheduled, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)}}
+		return b
+	}
+	work := func(created time.Time, change func(*workv1alpha1.Work)) workv1alpha1.Work {
+		w := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
+		if change != nil {
+			change(&w)
+		}
+		return w
+	}
+	manifest := func(applied bool, reason string) func(*workv1alpha1.Work) {
+		return func(w *workv1alpha1.Work) {
+			w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{Applied: applied,
+				Conditions: []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionUnknown, Reason: reason}}}}
+		}
+	}
+	intent := manifest(false, workv1alpha1.ManifestReasonApplying)
+	for _, tt := range []struct {
+		name  string
+		b     *workv1alpha1.ResourceBinding
+		works []workv1alpha1.Work
+		sum   aggregation
+		want  time.Duration
+	}{
+		{"no Work yet", scheduledAt(now.Add(-time.Second)), nil, aggregation{}, 4 * time.Second},
+		{"Works about to be applied", scheduledAt(now.Add(-time.Second)), []workv1alpha1.Work{work(now.Add(-2*time.Second), intent), work(now, nil)},
+			aggregation{}, waitingGrace},
+		{"one Work applied", scheduledAt(now), []workv1alpha1.Work{work(now, intent), work(now, manifest(true, "Applied"))}, aggregation{}, 0},
+		{"an apply failed", scheduledAt(now), []workv1alpha1.Work{work(now, manifest(false, "ApplyFailed"))}, aggregation{}, 0},
+		{"a Work suspended", scheduledAt(now), []workv1alpha1.Work{work(now, func(w *workv1alpha1.Work) {
+			w.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionFalse, Reason: "Suspended"}}
+		})}, aggregation{}, 0},
+		{"a customization failed", scheduledAt(now), nil,
+			aggregation{interpreted: &metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionFalse}}, 0},
+		{"the grace is over", scheduledAt(now.Add(-10 * time.Second)), []workv1alpha1.Work{work(now.Add(-6*time.Second), intent)}, aggregation{}, 0},
+		{"not scheduled", &workv1alpha1.ResourceBinding{}, nil, aggregation{}, 0},
+		{"reported before", func() *workv1alpha1.ResourceBinding {
+			b := scheduledAt(now)
+			b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue})
+			return b
+		}(), []workv1alpha1.Work{work(now, intent)}, aggregation{}, 0},
+	} {
+		got := untilReported(tt.b, tt.works, tt.sum, now)
+		if d := got - tt.want; d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("%s: waits %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

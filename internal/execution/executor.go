@@ -57,7 +57,7 @@ const (
 	// ReasonNamespaceMismatch: a manifest of a namespaced binding would land outside the binding's namespace.
 	ReasonNamespaceMismatch = "NamespaceMismatch"
 	// ReasonApplying marks an object listed in the status before its first apply.
-	ReasonApplying = "Applying"
+	ReasonApplying = workv1alpha1.ManifestReasonApplying
 )
 
 // A Work's status follows its objects through watches on what was applied (watch.go), not by reading them

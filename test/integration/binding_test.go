@@ -28,13 +28,14 @@ import (
 const bindingTestManager = "binding-test"
 
 // boundGizmo sets up what the binding controllers work on, without the detector: a template of a kind no
-// policy selects (so the detector never touches it) and its binding, placed by hand on a Cluster that has no
-// agent (the test reports the Work's status in its place). The binding's own placement selects no cluster,
-// so the scheduler only writes its Scheduled condition and leaves spec.clusters alone.
+// policy selects (so the detector never touches it; its group is named after the namespace) and its binding,
+// placed by hand on a Cluster that has no agent (the test reports the Work's status in its place). The
+// binding's own placement selects no cluster, so the scheduler only writes its Scheduled condition and leaves
+// spec.clusters alone.
 func boundGizmo(t *testing.T, namespace, cluster string) (*unstructured.Unstructured, *workv1alpha1.ResourceBinding) {
 	t.Helper()
 	ctx := context.Background()
-	const group = "binding.controllers.example.io"
+	group := strings.ReplaceAll(namespace, "-", ".") + ".example.io" // a kind of its own for each test
 	createCRD(t, widgetCRD(group, "Gizmo"))
 	if _, err := registration.EnsureClusterObjects(ctx, env.Client, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster},
 		Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull, ID: "id-" + cluster}}); err != nil {

@@ -28,6 +28,9 @@ const (
 	// ManifestConditionStatusReflected on a manifest status is False when the object's status was too large
 	// to reflect whole and only a summary of it is shown; it is absent otherwise.
 	ManifestConditionStatusReflected = "StatusReflected"
+	// ManifestReasonApplying on a manifest's Applied condition (Unknown) lists the object before its first
+	// apply: the executor records what it is about to apply before it applies it.
+	ManifestReasonApplying = "Applying"
 )
 
 // Work holds the rendered manifests for one member cluster. It lives in the cluster's namespace,
