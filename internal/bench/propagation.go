@@ -47,6 +47,9 @@ type PropagationOptions struct {
 	// ProfileDir, if set, starts the hub with --profiling and receives its profiles: at rest, and the CPU
 	// during each wave (measure.HubProfiler).
 	ProfileDir string
+	// MemberNice, when above zero, runs the members and agents at this niceness, so that the hub gets the CPU
+	// first (devenv.UpOptions.MemberNice).
+	MemberNice int
 }
 
 // Validate checks the options before anything starts.
@@ -65,6 +68,8 @@ func (o *PropagationOptions) Validate() error {
 		return fmt.Errorf("--mode %q: must be pull, push or mixed", o.Mode)
 	case o.Timeout <= 0:
 		return fmt.Errorf("--timeout %s: must be positive", o.Timeout)
+	case o.MemberNice < 0 || o.MemberNice > 19:
+		return fmt.Errorf("--member-nice %d: must be between 0 and 19", o.MemberNice)
 	case len(o.Waves) == 0 || len(o.Waves) > len(allWaves):
 		return fmt.Errorf("--waves %s: must be create, create,update or create,update,delete", strings.Join(o.Waves, ","))
 	}
@@ -83,6 +88,8 @@ type PropagationResult struct {
 	Replicas   int32  `json:"replicas"`
 	Mode       string `json:"mode"`
 	Sequential bool   `json:"sequential"`
+	// MemberNice is the niceness the members and agents ran at (0: the hub's).
+	MemberNice int `json:"memberNice,omitempty"`
 	// HubIdleRSSMiB is the hub's resident memory with every member joined, before the first wave.
 	HubIdleRSSMiB float64 `json:"hubIdleRSSMiB"`
 	// Waves are create, update and delete.
@@ -181,7 +188,7 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 		hubArgs = measure.HubProfileArgs
 	}
 	fleet, err := startMemberFleet(ctx, "propagation", devenv.UpOptions{Members: o.Members, Mode: o.Mode,
-		MemberArgs: []string{"--node-pods", strconv.Itoa(nodePods)}, HubArgs: hubArgs}, progress)
+		MemberArgs: []string{"--node-pods", strconv.Itoa(nodePods)}, HubArgs: hubArgs, MemberNice: o.MemberNice}, progress)
 	if err != nil {
 		return err
 	}
@@ -201,7 +208,7 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 		return err
 	}
 	result := PropagationResult{Members: o.Members, Objects: o.Objects, Replicas: o.Replicas, Mode: o.Mode,
-		Sequential: o.Sequential, Waves: map[string]WaveResult{}}
+		Sequential: o.Sequential, MemberNice: o.MemberNice, Waves: map[string]WaveResult{}}
 	// The fleet settles (first status reports, leases, caches filled) before the hub's idle memory is read.
 	if err := sleep(ctx, 15*time.Second); err != nil {
 		return err

@@ -43,6 +43,9 @@ type UpOptions struct {
 	// is Open, a single user's fleet, and a fleet started again keeps the mode its hub recorded (an
 	// administrator may have switched it).
 	ClusterSetMode clusterset.Mode
+	// MemberNice, when above zero, is the niceness (up to 19) the members and their agents run at, so that the
+	// hub's process gets the CPU first, as a hub on cores of its own would (docs/benchmarks.md).
+	MemberNice int
 }
 
 // Join modes of UpOptions.Mode.
@@ -56,6 +59,9 @@ const (
 func (o *UpOptions) Validate(home string) error {
 	if o.Members < 1 || o.Members > 20 {
 		return fmt.Errorf("--members %d: must be between 1 and 20", o.Members)
+	}
+	if o.MemberNice < 0 || o.MemberNice > 19 {
+		return fmt.Errorf("--member-nice %d: must be between 0 and 19", o.MemberNice)
 	}
 	if o.HubPort < 1 || o.HubPort > 65535 {
 		return fmt.Errorf("--hub-port %d: must be between 1 and 65535", o.HubPort)
@@ -116,10 +122,16 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 			return nil, err
 		}
 		p, err := process.Start(name, filepath.Join(dir, name+".out"), nil, self, args...)
-		if err == nil {
-			env.processes = append(env.processes, p)
+		if err != nil {
+			return nil, err
 		}
-		return p, err
+		env.processes = append(env.processes, p)
+		if name != "hub" && o.MemberNice > 0 {
+			if err := p.Renice(o.MemberNice); err != nil {
+				return nil, fmt.Errorf("niceness %d for %s: %w", o.MemberNice, name, err)
+			}
+		}
+		return p, nil
 	}
 	hubDir := filepath.Join(o.DataDir, "hub")
 	mode := o.ClusterSetMode

@@ -56,6 +56,12 @@ func Start(name, logPath string, env []string, binary string, args ...string) (*
 	return p, nil
 }
 
+// Renice sets the niceness of every process and thread in the child's process group; those it starts later
+// inherit it. Raising a niceness needs no privilege.
+func (p *Process) Renice(nice int) error {
+	return syscall.Setpriority(syscall.PRIO_PGRP, p.cmd.Process.Pid, nice)
+}
+
 // Signal sends sig to the child's process group.
 func (p *Process) Signal(sig syscall.Signal) error { return syscall.Kill(-p.cmd.Process.Pid, sig) }
 

@@ -119,6 +119,7 @@ changes per second and the CPU time of the hub, the members and the agents.`,
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for one wave")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	cmd.Flags().StringVar(&o.ProfileDir, "profile-dir", "", "start the hub with --profiling and save its profiles here: heap, goroutines and 20 s of CPU at rest, and the CPU during each wave")
+	cmd.Flags().IntVar(&o.MemberNice, "member-nice", 0, "run the members and agents at this niceness (1-19), so the hub gets the CPU first, as on cores of its own")
 	return cmd
 }
 
