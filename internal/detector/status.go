@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -44,8 +46,22 @@ const (
 // the policies a claim moved between (so it never watches templates itself).
 func (d *Detector) setupStatus(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("detector-policy-status").
-		WatchesRawSource(source.Channel(d.statusEvents, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Channel(d.statusEvents, policyStatusEvents(policyStatusDelay))).
 		Complete(reconcile.Func(d.policyStatus))
+}
+
+// policyStatusDelay is how long a policy's status waits after a claim moved: a burst claims its templates one
+// after another, and each claim changed the count of claimed templates, so the status was written about
+// once every three templates; it is now written at most once per delay and policy, with every claim made
+// meanwhile.
+const policyStatusDelay = time.Second
+
+// policyStatusEvents queues the policy of an event after delay; the queue keeps the earliest time a policy
+// was added for, so the events within one delay wake it once.
+func policyStatusEvents(delay time.Duration) handler.Funcs {
+	return handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.Object)}, delay)
+	}}
 }
 
 // notifyStatus wakes the status of policy p (a PropagationPolicy when p.Namespace is set); nil is no policy.
