@@ -185,18 +185,18 @@ const waitingGrace = 5 * time.Second
 // untilReported says how long the binding's first summed status should wait (zero: write it now). It waits
 // while the binding has no summed status yet, every Work of it says nothing beyond its objects being about to
 // be applied (waiting), a customization failed nowhere, and less than waitingGrace passed since the binding
-// was scheduled and since its newest Work was created. Anything the Works report (an apply, a failure), a
+// was created, since it was scheduled (the scheduler writes the placement first, then the Scheduled
+// condition) and since its newest Work was created. Anything the Works report (an apply, a failure), a
 // binding already reported, and a placement or Work older than the grace are written at once.
 func untilReported[T workv1alpha1.Binding](b T, works []workv1alpha1.Work, sum aggregation, now time.Time) time.Duration {
 	status := b.BindingStatus()
 	if reported(status) || (sum.interpreted != nil && sum.interpreted.Status != metav1.ConditionTrue) || !waiting(works) {
 		return 0
 	}
-	scheduled := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled)
-	if scheduled == nil {
-		return 0
+	since := b.GetCreationTimestamp().Time
+	if scheduled := meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionScheduled); scheduled != nil && scheduled.LastTransitionTime.After(since) {
+		since = scheduled.LastTransitionTime.Time
 	}
-	since := scheduled.LastTransitionTime.Time
 	for _, w := range works {
 		if w.CreationTimestamp.After(since) {
 			since = w.CreationTimestamp.Time

@@ -238,8 +238,8 @@ func TestOnlyLossesAreEvents(t *testing.T) {
 }
 
 // TestFirstStatusWaitsForAResult: a binding placed for the first time gets no summed status while its Works
-// only list their objects as about to be applied, for waitingGrace after it was scheduled and its newest Work
-// created; an apply, a failure, a failed customization, a binding already reported and a grace that is over
+// only list their objects as about to be applied, for waitingGrace after it was created, scheduled and its
+// newest Work created; an apply, a failure, a failed customization, a binding already reported and a grace that is over
 // are written at once.
 func TestFirstStatusWaitsForAResult(t *testing.T) {
 	now := time.Now()
@@ -280,7 +280,10 @@ func TestFirstStatusWaitsForAResult(t *testing.T) {
 		{"a customization failed", scheduledAt(now), nil,
 			aggregation{interpreted: &metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionFalse}}, 0},
 		{"the grace is over", scheduledAt(now.Add(-10 * time.Second)), []workv1alpha1.Work{work(now.Add(-6*time.Second), intent)}, aggregation{}, 0},
-		{"not scheduled", &workv1alpha1.ResourceBinding{}, nil, aggregation{}, 0},
+		{"placed, not scheduled yet", &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-2 * time.Second))}},
+			nil, aggregation{}, 3 * time.Second},
+		{"placed long ago, never scheduled", &workv1alpha1.ResourceBinding{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))}},
+			nil, aggregation{}, 0},
 		{"reported before", func() *workv1alpha1.ResourceBinding {
 			b := scheduledAt(now)
 			b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue})
