@@ -49,6 +49,8 @@ type StatusController[T workv1alpha1.Binding] struct {
 	// written remembers when each binding's status was last written: a binding on many clusters is summed
 	// again only after aggregationInterval.
 	written map[types.NamespacedName]time.Time
+	// partialSince remembers since when each binding has had a partial status not written (holdPartial).
+	partialSince map[types.NamespacedName]time.Time
 }
 
 // statusManager is the field manager of what the status controller writes.
@@ -117,6 +119,9 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		sum.interpreted = interpreted
 	}
 	if wait := untilReported(b, works.Items, sum, time.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if wait := r.holdPartial(req.NamespacedName, b, works.Items, sum, time.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	healthSince(sum.items, b.BindingStatus().AggregatedStatus, metav1.Now())
@@ -219,6 +224,58 @@ func waiting(works []workv1alpha1.Work) bool {
 		}
 	}
 	return true
+}
+
+// partialHold is how long a binding's status may go unwritten while it is partial: applied in some target
+// clusters and only about to be applied in the others. A burst reaches the members one after another (the
+// push executor applies each member's Works in turn), and summing the binding and its template as each member
+// reported wrote both once per member; held, the members that report within partialHold of the first are
+// written together. A failure or a loss is written at once.
+const partialHold = 2 * time.Second
+
+// holdPartial says how long to wait before writing the binding's status (zero: write it now): a partial sum
+// (partial) is held until partialHold after the controller first saw it.
+func (r *StatusController[T]) holdPartial(key types.NamespacedName, b T, works []workv1alpha1.Work, sum aggregation, now time.Time) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !partial(b.BindingStatus(), works, sum) {
+		delete(r.partialSince, key)
+		return 0
+	}
+	if r.partialSince == nil {
+		r.partialSince = map[types.NamespacedName]time.Time{}
+	}
+	since, ok := r.partialSince[key]
+	if !ok {
+		since, r.partialSince[key] = now, now
+	}
+	if wait := since.Add(partialHold).Sub(now); wait > 0 {
+		return wait
+	}
+	delete(r.partialSince, key)
+	return 0
+}
+
+// partial says whether sum is applied in some target clusters and, in every other, only waits for its Work's
+// first result (no Work yet, or one whose objects are about to be applied), with no customization failed
+// and neither FullyApplied nor Healthy lost since the status the binding has.
+func partial(status *workv1alpha1.ResourceBindingStatus, works []workv1alpha1.Work, sum aggregation) bool {
+	if sum.applied.Status == metav1.ConditionTrue || (sum.interpreted != nil && sum.interpreted.Status != metav1.ConditionTrue) ||
+		lost(meta.FindStatusCondition(status.Conditions, sum.applied.Type), sum.applied) ||
+		lost(meta.FindStatusCondition(status.Conditions, sum.healthy.Type), sum.healthy) {
+		return false
+	}
+	some := false
+	for _, item := range sum.items {
+		if item.Applied {
+			some = true
+			continue
+		}
+		if w := workOf(works, item.ClusterName); w != nil && !waiting([]workv1alpha1.Work{*w}) {
+			return false
+		}
+	}
+	return some
 }
 
 // aggregation is what a binding's Works say about it.
@@ -384,6 +441,7 @@ func (r *StatusController[T]) forget(key types.NamespacedName, template types.UI
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.written, key)
+	delete(r.partialSince, key)
 	if template != "" {
 		delete(r.templateStatus, template)
 	}

@@ -296,3 +296,63 @@ func TestFirstStatusWaitsForAResult(t *testing.T) {
 		}
 	}
 }
+
+// TestPartialSumsAreHeld: a sum applied in some clusters and only about to be applied in the others is held
+// for partialHold from when it was first seen, then written; a complete sum, a failure, a loss and a sum
+// applied nowhere are written at once.
+func TestPartialSumsAreHeld(t *testing.T) {
+	now := time.Now()
+	work := func(cluster string, applied bool, reason string) workv1alpha1.Work {
+		w := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(cluster)}}
+		w.Status.ManifestStatuses = []workv1alpha1.ManifestStatus{{Applied: applied,
+			Conditions: []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionUnknown, Reason: reason}}}}
+		return w
+	}
+	sum := func(applied ...bool) aggregation {
+		s := aggregation{applied: metav1.Condition{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, ObservedGeneration: 1},
+			healthy: metav1.Condition{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionFalse, ObservedGeneration: 1}}
+		for i, a := range applied {
+			s.items = append(s.items, workv1alpha1.AggregatedStatusItem{ClusterName: string(rune('a' + i)), Applied: a})
+			if !a {
+				s.applied.Status = metav1.ConditionFalse
+			}
+		}
+		return s
+	}
+	fresh := &workv1alpha1.ResourceBinding{}
+	key := types.NamespacedName{Namespace: "shop", Name: "web-deployment"}
+	for _, tt := range []struct {
+		name  string
+		b     *workv1alpha1.ResourceBinding
+		works []workv1alpha1.Work
+		sum   aggregation
+		held  bool
+	}{
+		{"applied in a, about to be in b", fresh, []workv1alpha1.Work{work("a", true, "Applied"), work("b", false, workv1alpha1.ManifestReasonApplying)}, sum(true, false), true},
+		{"applied in a, no Work in b yet", fresh, []workv1alpha1.Work{work("a", true, "Applied")}, sum(true, false), true},
+		{"applied in both", fresh, []workv1alpha1.Work{work("a", true, "Applied"), work("b", true, "Applied")}, sum(true, true), false},
+		{"failed in b", fresh, []workv1alpha1.Work{work("a", true, "Applied"), work("b", false, "ApplyFailed")}, sum(true, false), false},
+		{"applied nowhere", fresh, []workv1alpha1.Work{work("a", false, workv1alpha1.ManifestReasonApplying)}, sum(false, false), false},
+		{"applied everywhere before, at this generation", func() *workv1alpha1.ResourceBinding {
+			b := &workv1alpha1.ResourceBinding{}
+			b.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, ObservedGeneration: 1}}
+			return b
+		}(), []workv1alpha1.Work{work("a", true, "Applied")}, sum(true, false), false},
+	} {
+		r := &StatusController[*workv1alpha1.ResourceBinding]{}
+		wait := r.holdPartial(key, tt.b, tt.works, tt.sum, now)
+		if tt.held != (wait == partialHold) || !tt.held && wait != 0 {
+			t.Errorf("%s: waits %s, held %t", tt.name, wait, tt.held)
+			continue
+		}
+		if !tt.held {
+			continue
+		}
+		if wait := r.holdPartial(key, tt.b, tt.works, tt.sum, now.Add(time.Second)); wait != partialHold-time.Second {
+			t.Errorf("%s: a second later waits %s, want %s", tt.name, wait, partialHold-time.Second)
+		}
+		if wait := r.holdPartial(key, tt.b, tt.works, tt.sum, now.Add(partialHold)); wait != 0 {
+			t.Errorf("%s: after the hold waits %s, want 0", tt.name, wait)
+		}
+	}
+}
