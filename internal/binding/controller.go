@@ -29,6 +29,8 @@ import (
 	"sync"
 	"time"
 
+	"maps"
+
 	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,7 +42,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -50,6 +54,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 	"github.com/flotilla-io/flotilla/internal/scheme"
+	"github.com/flotilla-io/flotilla/internal/shard"
 )
 
 // Controller is the render controller: it keeps a binding's Works and its Overridden condition.
@@ -67,6 +72,10 @@ type Controller[T workv1alpha1.Binding] struct {
 	Recorder events.EventRecorder
 	// Now is the clock of rollouts (time.Now when nil).
 	Now func() time.Time
+	// Shard, with sharding, says which clusters' Works this hub replica renders (nil: every cluster's), and
+	// Leading whether it leads: the leader alone renders the bindings decided as a whole (shardedRender).
+	Shard   *shard.Group
+	Leading func() bool
 
 	// namespaced says which templates are this controller's: namespaced ones (ResourceBindings) or not.
 	namespaced bool
@@ -76,15 +85,19 @@ type Controller[T workv1alpha1.Binding] struct {
 // renderManager is the field manager of what the render controller writes.
 var renderManager = workv1alpha1.ControllerFieldManager("binding")
 
-// Setup registers the render controller for both binding kinds.
-func Setup(mgr ctrl.Manager, templates *detector.Templates) error {
+// Setup registers the render controller for both binding kinds. With a shard group it runs on every hub
+// replica, each rendering the Works of the clusters it owns (shardedRender).
+func Setup(mgr ctrl.Manager, templates *detector.Templates, group *shard.Group) error {
 	recorder := mgr.GetEventRecorder("flotilla-rollout")
+	leading := shard.Leading(mgr.Elected())
 	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
-		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true}); err != nil {
+		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true,
+		Shard: group, Leading: leading}); err != nil {
 		return err
 	}
 	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
-		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }})
+		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} },
+		Shard: group, Leading: leading})
 }
 
 func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
@@ -118,9 +131,18 @@ func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[
 		}
 		return out
 	})
-	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(renderBindingChanged)).
-		Watches(&workv1alpha1.Work{}, workEvents(r.namespaced, 0, renderWakes)).
-		Watches(&clusterv1alpha1.Cluster{}, placedOn, builder.WithPredicates(clusterChanged)).
+	// With sharding, a Work's or Cluster's events reach the replica that owns the cluster, and the leader.
+	workCluster := predicate.Or(r.Shard.Filter(func(o client.Object) (string, bool) { return clusterv1alpha1.ClusterOfNamespace(o.GetNamespace()) }),
+		shard.WhileLeading(r.leading))
+	cluster := predicate.Or(r.Shard.Filter(func(o client.Object) (string, bool) { return o.GetName(), true }), shard.WhileLeading(r.leading))
+	b := ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(r.Shard.Options(controller.Options{})).
+		For(r.New(), builder.WithPredicates(renderBindingChanged)).
+		Watches(&workv1alpha1.Work{}, workEvents(r.namespaced, 0, renderWakes), builder.WithPredicates(workCluster)).
+		Watches(&clusterv1alpha1.Cluster{}, placedOn, builder.WithPredicates(clusterChanged, cluster)).
+		WatchesRawSource(r.Shard.Requeue(r.placedOnGained(mgr.GetClient()))).
+		WatchesRawSource(r.Shard.OnElected(mgr.Elected(), func(ctx context.Context) ([]reconcile.Request, error) {
+			return r.placedOnGained(mgr.GetClient())(ctx, func(string) bool { return true })
+		})).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, overridden).
 		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), r.namespaced))
 	if r.namespaced {
@@ -167,7 +189,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	}
 	works.Items = claimed(b, works.Items) // an earlier binding's elsewhere are the work sweeper's to release
 	if b.GetDeletionTimestamp() != nil {
-		return ctrl.Result{}, r.finalize(ctx, b, works.Items)
+		return ctrl.Result{}, r.finalize(ctx, b, works.Items, r.Shard.Owns)
 	}
 	spec := b.BindingSpec()
 	if len(spec.Clusters) == 0 && len(works.Items) == 0 {
@@ -192,6 +214,15 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// Which clusters' Works this replica renders: without sharding all; with sharding those it owns, or all
+	// on the leader for a binding decided as a whole, and none elsewhere.
+	mine := r.Shard.Owns
+	if !shardedRender(b, len(overrides) > 0) {
+		if !r.leading() {
+			return ctrl.Result{}, nil
+		}
+		mine = func(string) bool { return true }
+	}
 	// A progressive rollout decides which clusters get the template's new revision now; the others keep
 	// the stable one.
 	var w *wave
@@ -215,6 +246,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	writes, writesCtx := errgroup.WithContext(ctx)
 	writes.SetLimit(workWriters)
 	for _, target := range spec.Clusters {
+		if !mine(target.Name) {
+			continue
+		}
 		writes.Go(func() error {
 			from, policies, revision, ok := w.source(target.Name, template, overrides, workOf(works.Items, target.Name) != nil)
 			if !ok {
@@ -247,6 +281,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 		return ctrl.Result{}, err
 	}
 	for _, w := range unneeded(spec, works.Items) {
+		if cluster, ok := clusterv1alpha1.ClusterOfNamespace(w.Namespace); !ok || !mine(cluster) {
+			continue
+		}
 		if err := client.IgnoreNotFound(r.Client.Delete(ctx, w)); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -298,6 +335,59 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, template *unstruct
 		r.recordWave(template, status.Rollout, wasFailed, w.decision)
 	}
 	return nil
+}
+
+// leading says whether this replica leads; without sharding the controller runs on the leader alone.
+func (r *Controller[T]) leading() bool {
+	return r.Leading == nil || r.Leading()
+}
+
+// shardedRender says whether the replicas of a sharded hub render b's Works each for the clusters it owns.
+// Not when b is decided as a whole: a progressive rollout picks the clusters of each wave from all of them,
+// and the Overridden condition (written once override policies exist, and kept) sums every cluster's
+// override errors; the leader renders those bindings on every cluster. The rest, which write nothing to the
+// binding, are divided. Replicas whose caches disagree for a moment may both render a Work: the later write
+// of a stale render changes its spec, which wakes the owner (and the leader), who renders it again.
+func shardedRender(b workv1alpha1.Binding, overridden bool) bool {
+	status := b.BindingStatus()
+	return !overridden && !progressive(b.BindingSpec()) && status.Rollout == nil &&
+		meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionOverridden) == nil &&
+		meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionRolloutComplete) == nil
+}
+
+// placedOnGained lists the bindings with a Work on, or placed on or being evicted from, a cluster gained
+// says this replica just gained: their Works there are its to render now.
+func (r *Controller[T]) placedOnGained(c client.Reader) func(context.Context, func(string) bool) ([]reconcile.Request, error) {
+	return func(ctx context.Context, gained func(string) bool) ([]reconcile.Request, error) {
+		seen := map[reconcile.Request]bool{}
+		list := listOf(r.namespaced)
+		if err := c.List(ctx, list); err != nil {
+			return nil, err
+		}
+		items, _ := meta.ExtractList(list)
+		for _, item := range items {
+			b, ok := item.(workv1alpha1.Binding)
+			if !ok {
+				continue
+			}
+			spec := b.BindingSpec()
+			if slices.ContainsFunc(spec.Clusters, func(t workv1alpha1.TargetCluster) bool { return gained(t.Name) }) ||
+				slices.ContainsFunc(spec.GracefulEvictionTasks, func(t workv1alpha1.GracefulEvictionTask) bool { return gained(t.FromCluster) }) {
+				seen[reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)}] = true
+			}
+		}
+		works := &workv1alpha1.WorkList{}
+		if err := c.List(ctx, works); err != nil {
+			return nil, err
+		}
+		for i := range works.Items {
+			cluster, ok := clusterv1alpha1.ClusterOfNamespace(works.Items[i].Namespace)
+			if req, isBinding := bindingOf(&works.Items[i], r.namespaced); ok && isBinding && gained(cluster) {
+				seen[req] = true
+			}
+		}
+		return slices.Collect(maps.Keys(seen)), nil
+	}
 }
 
 func (r *Controller[T]) now() time.Time {

@@ -143,6 +143,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
 			if err == nil {
 				r.created.add(key)
+				metrics.WorksWritten.WithLabelValues("create").Inc()
 				metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
 			}
 			return err
@@ -173,6 +174,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	if err := r.Client.Patch(ctx, work, patch, client.FieldOwner(renderManager)); err != nil {
 		return err
 	}
+	metrics.WorksWritten.WithLabelValues("update").Inc()
 	metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
 	return nil
 }
@@ -221,13 +223,18 @@ func encodeManifests(rendered []*unstructured.Unstructured) ([]workv1alpha1.Mani
 	return manifests, nil
 }
 
-// finalize deletes the binding's Works, letting go of their member objects first when the template was
-// released rather than deleted, and drops the binding's finalizer once they are gone. Both are patches: the
-// binding's other fields and the Works' status are other controllers'.
-func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.Work) error {
+// finalize deletes the binding's Works on the clusters mine says are this replica's, letting go of their
+// member objects first when the template was released rather than deleted, and drops the binding's finalizer
+// once every Work is gone (whichever replica sees that first: the last Work's deletion brings the binding
+// back to its owner). Both are patches: the binding's other fields and the Works' status are other
+// controllers'.
+func (r *Controller[T]) finalize(ctx context.Context, b T, works []workv1alpha1.Work, mine func(cluster string) bool) error {
 	release := b.GetAnnotations()[workv1alpha1.AnnotationRelease] == "true"
 	for i := range works {
 		w := &works[i]
+		if cluster, ok := clusterv1alpha1.ClusterOfNamespace(w.Namespace); ok && !mine(cluster) {
+			continue
+		}
 		if release && !ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
 			preserve := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"preserveResourcesOnDeletion":true}}`))
 			if err := r.Client.Patch(ctx, w, preserve, client.FieldOwner(renderManager)); apierrors.IsNotFound(err) {

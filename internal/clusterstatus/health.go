@@ -72,7 +72,7 @@ func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration, failover Failover
 	return ctrl.NewControllerManagedBy(mgr).Named("cluster-health").WithOptions(group.Options(controller.Options{})).
 		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(healthInputsChanged, owned)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(leaseToCluster), builder.WithPredicates(ownedLease)).
-		WatchesRawSource(group.Requeue(func(ctx context.Context) ([]reconcile.Request, error) {
+		WatchesRawSource(group.Requeue(shard.OneCluster(func(ctx context.Context) ([]reconcile.Request, error) {
 			clusters := &clusterv1alpha1.ClusterList{}
 			if err := mgr.GetClient().List(ctx, clusters); err != nil {
 				return nil, err
@@ -82,7 +82,7 @@ func SetupHealthMonitor(mgr ctrl.Manager, grace time.Duration, failover Failover
 				requests[i].Name = c.Name
 			}
 			return requests, nil
-		}, func(r reconcile.Request) (string, bool) { return r.Name, true })).
+		}, func(r reconcile.Request) (string, bool) { return r.Name, true }))).
 		Complete(m)
 }
 

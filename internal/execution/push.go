@@ -63,7 +63,7 @@ func SetupPush(mgr ctrl.Manager, hubID string, group *shard.Group) error {
 	}
 	clusterOf := func(namespace string) (string, bool) { return clusterv1alpha1.ClusterOfNamespace(namespace) }
 	e.Shard = group.Filter(func(o client.Object) (string, bool) { return clusterOf(o.GetNamespace()) })
-	e.Requeue = group.Requeue(func(ctx context.Context) ([]reconcile.Request, error) {
+	e.Requeue = group.Requeue(shard.OneCluster(func(ctx context.Context) ([]reconcile.Request, error) {
 		works := &workv1alpha1.WorkList{}
 		if err := mgr.GetClient().List(ctx, works); err != nil {
 			return nil, err
@@ -73,6 +73,6 @@ func SetupPush(mgr ctrl.Manager, hubID string, group *shard.Group) error {
 			requests[i].NamespacedName = client.ObjectKeyFromObject(&w)
 		}
 		return requests, nil
-	}, func(r reconcile.Request) (string, bool) { return clusterOf(r.Namespace) })
+	}, func(r reconcile.Request) (string, bool) { return clusterOf(r.Namespace) }))
 	return e.SetupWithManager(mgr, "push-execution", group.Options(controller.Options{}))
 }

@@ -80,7 +80,7 @@ var Controllers = Registry{
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return scheduler.Setup(mgr, s.DefaultFailoverToleration, s.Templates)
 	}},
-	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates) }},
+	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates, s.Group) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},
 	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error {
 		return binding.SetupSweeper(mgr, mcs.ConsumerWorks{}, quota.Works{})

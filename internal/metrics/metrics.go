@@ -48,6 +48,13 @@ var (
 		Buckets: prometheus.ExponentialBuckets(0.05, 2, 12),
 	}, []string{"stage"})
 
+	// WorksWritten counts the Works the binding controller of this hub process created and whose spec it
+	// changed: under --shard, each replica's share of the rendering.
+	WorksWritten = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "flotilla_works_written_total",
+		Help: "Works the hub's binding controller wrote, by operation: create, or update (a changed spec).",
+	}, []string{"operation"})
+
 	// SchedulingAttempts counts the scheduler's passes over a binding, by result: scheduled (a placement was
 	// decided), unschedulable (nothing fits: the placement stays and Scheduled=False says why), error (a read
 	// or write failed; the pass is retried).
@@ -106,7 +113,8 @@ var hubOnce, agentOnce sync.Once
 // that registry (Bridge).
 func RegisterHub() {
 	hubOnce.Do(func() {
-		crmetrics.Registry.MustRegister(Evictions, PropagationSeconds, Heartbeats, TemplateWatches, SchedulingAttempts, SchedulingSeconds)
+		crmetrics.Registry.MustRegister(Evictions, PropagationSeconds, Heartbeats, TemplateWatches, SchedulingAttempts, SchedulingSeconds,
+			WorksWritten)
 	})
 	RegisterAgent()
 }

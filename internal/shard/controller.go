@@ -30,10 +30,10 @@ func (g *Group) Filter(clusterOf ClusterOf) predicate.Predicate {
 	})
 }
 
-// Requeue is a source that, whenever this replica gains clusters, queues again the requests of list (every
-// object of the controller, read from its cache) whose cluster it gained: their events went to another replica
-// until then. clusterOf says which cluster a request is about. Without sharding it queues nothing.
-func (g *Group) Requeue(list func(ctx context.Context) ([]reconcile.Request, error), clusterOf func(reconcile.Request) (string, bool)) source.Source {
+// Requeue is a source that, whenever this replica gains clusters, queues the requests list returns for them:
+// their events went to another replica until then. list reads the controller's objects from its cache and
+// keeps those about a cluster gained says this replica gained. Without sharding it queues nothing.
+func (g *Group) Requeue(list func(ctx context.Context, gained func(cluster string) bool) ([]reconcile.Request, error)) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		if g == nil {
 			return nil
@@ -41,12 +41,10 @@ func (g *Group) Requeue(list func(ctx context.Context) ([]reconcile.Request, err
 		listener := func(gained func(string) bool) {
 			go func() {
 				for {
-					requests, err := list(ctx)
+					requests, err := list(ctx, gained)
 					if err == nil {
 						for _, r := range requests {
-							if cluster, ok := clusterOf(r); ok && gained(cluster) {
-								q.Add(r)
-							}
+							q.Add(r)
 						}
 						return
 					}
@@ -68,6 +66,75 @@ func (g *Group) Requeue(list func(ctx context.Context) ([]reconcile.Request, err
 		if slices.Contains(members, g.identity) {
 			listener(func(cluster string) bool { return Owner(cluster, members) == g.identity })
 		}
+		return nil
+	})
+}
+
+// OneCluster adapts a list of requests each about one cluster (clusterOf says which) to Requeue: it keeps
+// those about a gained cluster.
+func OneCluster(list func(ctx context.Context) ([]reconcile.Request, error), clusterOf func(reconcile.Request) (string, bool)) func(context.Context, func(string) bool) ([]reconcile.Request, error) {
+	return func(ctx context.Context, gained func(string) bool) ([]reconcile.Request, error) {
+		requests, err := list(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return slices.DeleteFunc(requests, func(r reconcile.Request) bool {
+			cluster, ok := clusterOf(r)
+			return !ok || !gained(cluster)
+		}), nil
+	}
+}
+
+// Leading says whether this hub process leads, from the manager's election (mgr.Elected()). The controllers
+// that run on every replica under sharding leave to the leader what is decided for a whole object, not per
+// cluster. Without sharding such controllers run on the leader alone, where it is always true.
+func Leading(elected <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-elected:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// WhileLeading passes every event while this hub process leads (leading, from Leading): the leader acts on
+// objects of every cluster for what it alone decides.
+func WhileLeading(leading func() bool) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(client.Object) bool { return leading() })
+}
+
+// OnElected is a source that queues every request list returns once this hub process is elected leader:
+// what a sharded controller leaves to the leader was skipped on this replica until then. Without sharding
+// the controller starts on the leader and reads everything anyway: it queues nothing.
+func (g *Group) OnElected(elected <-chan struct{}, list func(ctx context.Context) ([]reconcile.Request, error)) source.Source {
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		if g == nil {
+			return nil
+		}
+		go func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-elected:
+			}
+			for {
+				requests, err := list(ctx)
+				if err == nil {
+					for _, r := range requests {
+						q.Add(r)
+					}
+					return
+				}
+				ctrl.LoggerFrom(ctx).Error(err, "shard group: listing what the new leader takes on, again in a second")
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+			}
+		}()
 		return nil
 	})
 }

@@ -2,11 +2,13 @@
 // processes on one external etcd, or over one existing cluster) renews a Lease of its own in flotilla-system,
 // labelled as a member of the shard group; the members are the replicas whose Lease is live, and each cluster
 // belongs to one of them, chosen by rendezvous hashing of the cluster's name over the members (Owner). The
-// per-cluster controllers (cluster health, push execution) run on every replica but act only on the clusters
-// their replica owns: their event sources drop the others (Group.Filter), their Reconcile checks again
-// (Group.Owns), and when membership changes the clusters a replica gains are queued anew (Group.Requeue).
-// Controllers that decide for the whole fleet (detector, scheduler, binding rendering) keep running on the
-// elected leader only.
+// per-cluster controllers (cluster health, push execution, Work rendering) run on every replica but act only
+// on the clusters their replica owns: their event sources drop the others (Group.Filter), their Reconcile
+// checks again (Group.Owns), and when membership changes the clusters a replica gains are queued anew
+// (Group.Requeue). Controllers that decide for the whole fleet (detector, scheduler, binding status, the work
+// sweeper) keep running on the elected leader only, and so does what a sharded controller decides for a whole
+// object (Leading, OnElected): the render controller leaves bindings with a progressive rollout or override
+// policies to the leader.
 //
 // Ownership never overlaps on purpose: a replica counts itself a member only once the others have had time
 // to see its Lease (two renewals after it joined), and stops counting itself as soon as it could not renew

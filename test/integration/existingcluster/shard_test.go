@@ -4,17 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/hub"
 	"github.com/flotilla-io/flotilla/internal/shard"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -24,6 +32,11 @@ import (
 // the non-leader owns get their Ready condition, so the health monitor runs there too, for its share; after
 // the non-leader is killed (its Lease left behind), clusters created since, its share among them, get theirs
 // from the survivor within the lease duration: none is lost.
+//
+// Works too: a template placed on every cluster gets one Work per cluster, each created by the replica that
+// owns its cluster and by no other (each process's flotilla_works_written_total counts exactly its share).
+// After the kill, the survivor creates the Works of the new clusters, the dead replica's share among them,
+// and, when the template changes, rewrites every Work once: none written twice, none lost.
 func TestShardedHubsShareTheClusters(t *testing.T) {
 	const lease = 3 * time.Second
 	ctx := context.Background()
@@ -69,7 +82,7 @@ func TestShardedHubsShareTheClusters(t *testing.T) {
 		var names []string
 		for i := range n {
 			name := fmt.Sprintf("sharded-%s-%02d", round, i)
-			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name},
+			c := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{shardedLabel: "true"}},
 				Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull, ID: "id-" + name}}
 			if err := env.Client.Create(ctx, c); err != nil {
 				t.Fatal(err)
@@ -110,11 +123,129 @@ func TestShardedHubsShareTheClusters(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "every cluster judged, the follower's share too", judged(first))
 
+	// A ClusterRole placed on every cluster of the test: one Work each, written by the cluster's owner.
+	leaderProcess := p1
+	if followerProcess == p1 {
+		leaderProcess = p2
+	}
+	leaderBefore, followerBefore := worksWritten(t, leaderProcess), worksWritten(t, followerProcess)
+	role := placeEverywhere(t, "round-1")
+	hasWorks := func(names []string, content string) func() error {
+		return func() error { return worksOf(t, role, names, content) }
+	}
+	testenv.Eventually(t, time.Minute, "a Work on every cluster", hasWorks(first, "round-1"))
+	leaderShare, followerShare := worksWritten(t, leaderProcess).since(leaderBefore), worksWritten(t, followerProcess).since(followerBefore)
+	if want := (written{create: len(first) - ofFollower}); leaderShare != want {
+		t.Errorf("the leader wrote %+v, want %+v (the Works of its share of %d clusters)", leaderShare, want, len(first))
+	}
+	if want := (written{create: ofFollower}); followerShare != want {
+		t.Errorf("the follower wrote %+v, want %+v (the Works of its share of %d clusters)", followerShare, want, len(first))
+	}
+
+	leaderBefore = worksWritten(t, leaderProcess)
 	followerProcess.Kill()
 	killed := time.Now()
 	second := create("b", 40)
 	createdAt := time.Now()
 	testenv.Eventually(t, 4*lease+10*time.Second, "clusters created after the follower died judged by the leader", judged(second))
-	t.Logf("%d of 40 clusters were the follower's; 40 created in the %s after it was killed were all judged %s after the last",
-		ofFollower, createdAt.Sub(killed).Round(100*time.Millisecond), time.Since(createdAt).Round(100*time.Millisecond))
+	judgedAt := time.Now()
+	all := append(slices.Clone(first), second...)
+	testenv.Eventually(t, 4*lease+10*time.Second, "a Work on every new cluster, the follower's share too", hasWorks(all, "round-1"))
+	t.Logf("%d of 40 clusters were the follower's; 40 created in the %s after it was killed were all judged %s after the last, and had their Works %s after the last",
+		ofFollower, createdAt.Sub(killed).Round(100*time.Millisecond), judgedAt.Sub(createdAt).Round(100*time.Millisecond), time.Since(createdAt).Round(100*time.Millisecond))
+
+	// The template changes: the survivor rewrites every Work, the dead replica's share too, once.
+	role.Rules[0].ResourceNames = []string{"round-2"}
+	if err := env.Client.Update(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "every Work carries the changed template", hasWorks(all, "round-2"))
+	if got, want := worksWritten(t, leaderProcess).since(leaderBefore), (written{create: len(second), update: len(all)}); got != want {
+		t.Errorf("after the follower died the leader wrote %+v, want %+v: a create per new cluster and an update per cluster", got, want)
+	}
+}
+
+// shardedLabel marks the Clusters of TestShardedHubsShareTheClusters, where placeEverywhere places.
+const shardedLabel = "sharded-hubs-test"
+
+// placeEverywhere creates a ClusterRole whose rule names content and places it on every Cluster labelled
+// shardedLabel, tolerating their taints (nothing heartbeats for them).
+func placeEverywhere(t *testing.T, content string) *rbacv1.ClusterRole {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "sharded-hubs-test"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get"}, ResourceNames: []string{content}}}}
+	policy := &policyv1alpha1.ClusterPropagationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "sharded-hubs-test"},
+		Spec: policyv1alpha1.PropagationSpec{
+			ResourceSelectors: []policyv1alpha1.ResourceSelector{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: role.Name}},
+			Placement: policyv1alpha1.Placement{
+				ClusterAffinity:    &policyv1alpha1.ClusterAffinity{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{shardedLabel: "true"}}},
+				ClusterTolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+			}}}
+	for _, o := range []client.Object{policy, role} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	return role
+}
+
+// worksOf checks that the role's binding has exactly one Work on each cluster named, carrying content.
+func worksOf(t *testing.T, role *rbacv1.ClusterRole, clusters []string, content string) error {
+	t.Helper()
+	binding := workv1alpha1.BindingName(schema.GroupKind{Group: rbacv1.GroupName, Kind: "ClusterRole"}, role.Name)
+	works := &workv1alpha1.WorkList{}
+	if err := env.Client.List(context.Background(), works, client.MatchingLabels{workv1alpha1.LabelBindingNamespace: "", workv1alpha1.LabelBindingName: binding}); err != nil {
+		return err
+	}
+	byCluster := map[string]*workv1alpha1.Work{}
+	for i := range works.Items {
+		if cluster, ok := clusterv1alpha1.ClusterOfNamespace(works.Items[i].Namespace); ok {
+			byCluster[cluster] = &works.Items[i]
+		}
+	}
+	for _, c := range clusters {
+		w := byCluster[c]
+		if w == nil {
+			return fmt.Errorf("no Work on %s yet (%d of %d)", c, len(byCluster), len(clusters))
+		}
+		if len(w.Spec.Workload.Manifests) != 1 || !strings.Contains(string(w.Spec.Workload.Manifests[0].Raw), content) {
+			return fmt.Errorf("the Work on %s does not carry %s yet", c, content)
+		}
+	}
+	return nil
+}
+
+// written is what one hub process's binding controller wrote, from flotilla_works_written_total.
+type written struct{ create, update int }
+
+func (w written) since(before written) written {
+	return written{create: w.create - before.create, update: w.update - before.update}
+}
+
+// worksWritten scrapes flotilla_works_written_total from hub process p, at the address it printed.
+func worksWritten(t *testing.T, p *testenv.Process) written {
+	t.Helper()
+	m := regexp.MustCompile(`metrics at (http://\S+)/metrics`).FindStringSubmatch(p.Output())
+	if m == nil {
+		t.Fatalf("the hub did not print where it serves its metrics:\n%s", p.Output())
+	}
+	code, body := httpGet(m[1] + "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d %s", code, body)
+	}
+	var w written
+	for _, line := range strings.Split(body, "\n") {
+		for op, n := range map[string]*int{"create": &w.create, "update": &w.update} {
+			if v, ok := strings.CutPrefix(line, `flotilla_works_written_total{operation="`+op+`"} `); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					t.Fatalf("/metrics: %q: %v", line, err)
+				}
+				*n = int(f)
+			}
+		}
+	}
+	return w
 }
