@@ -112,7 +112,10 @@ type hollowFleet struct {
 	// port is the hub API's, dashboardPort the dashboard's.
 	port, dashboardPort int
 	hub                 *process.Process
-	agents              []*hollow.Agent
+	// replicas are the hub's other processes (startShardedFleet), on etcd, which this process runs.
+	replicas []*process.Process
+	etcd     *controlplane.Etcd
+	agents   []*hollow.Agent
 	// registered is how long all clusters took to join and become Ready, 32 joining at a time.
 	registered time.Duration
 	removeDir  func()
@@ -122,6 +125,13 @@ type hollowFleet struct {
 // hubArgs and joins n hollow clusters to it. On success the caller stops the fleet (stop); on failure
 // nothing is left running.
 func startHollowFleet(ctx context.Context, name string, n int, progress func(string), hubArgs ...string) (_ *hollowFleet, err error) {
+	return startShardedFleet(ctx, name, n, 0, progress, hubArgs...)
+}
+
+// startShardedFleet is startHollowFleet with, when hubs > 0, an etcd of this process and hubs hub processes
+// on it (with --shard when more than one): the first in DIR/hub, where the agents join, and the others in
+// DIR/hub-2... with a copy of its PKI.
+func startShardedFleet(ctx context.Context, name string, n, hubs int, progress func(string), hubArgs ...string) (_ *hollowFleet, err error) {
 	dir, removeDir, err := workDir(name)
 	if err != nil {
 		return nil, err
@@ -137,10 +147,21 @@ func startHollowFleet(ctx context.Context, name string, n int, progress func(str
 			f.stop()
 		}
 	}()
+	if hubs > 0 {
+		if hubArgs, err = f.startEtcd(dir, hubs, hubArgs); err != nil {
+			return nil, err
+		}
+	}
 	if err := f.startHub(ctx, hubArgs...); err != nil {
 		return nil, err
 	}
 	progress("hub ready at " + f.config.Host)
+	for i := 2; i <= hubs; i++ {
+		if err := f.startReplica(ctx, filepath.Join(dir, fmt.Sprintf("hub-%d", i)), hubArgs...); err != nil {
+			return nil, err
+		}
+		progress(fmt.Sprintf("hub replica %d ready", i))
+	}
 	access, err := hollow.NewAccess(ctx, f.kube, f.config, 2*time.Hour, "bench "+name)
 	if err != nil {
 		return nil, err
@@ -184,6 +205,52 @@ func (f *hollowFleet) startHub(ctx context.Context, args ...string) error {
 	return nil
 }
 
+// startEtcd starts an etcd member in this process for hubs hub processes and returns hubArgs with the flags
+// that put them on it.
+func (f *hollowFleet) startEtcd(dir string, hubs int, hubArgs []string) ([]string, error) {
+	ports, err := controlplane.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	if f.etcd, err = controlplane.StartEtcd(controlplane.EtcdConfig{Name: "bench", Dir: filepath.Join(dir, "etcd"),
+		ClientURL: client, PeerURL: fmt.Sprintf("http://127.0.0.1:%d", ports[1]), LogFile: filepath.Join(dir, "etcd.log")}); err != nil {
+		return nil, err
+	}
+	hubArgs = append([]string{"--etcd-servers", client}, hubArgs...)
+	if hubs > 1 {
+		hubArgs = append(hubArgs, "--shard")
+	}
+	return hubArgs, nil
+}
+
+// startReplica runs another `flotilla hub` on the fleet's etcd in dir, with a copy of the first hub's PKI.
+func (f *hollowFleet) startReplica(ctx context.Context, dir string, args ...string) error {
+	if err := os.CopyFS(filepath.Join(dir, "pki"), os.DirFS(filepath.Join(f.hubDir, "pki"))); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ports, err := controlplane.FreePorts(2)
+	if err != nil {
+		return err
+	}
+	args = append([]string{"hub", "--data-dir", dir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[0]), "--dashboard-port", strconv.Itoa(ports[1]), "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters"}, args...)
+	p, err := process.Start("hub", filepath.Join(dir, "hub.out"), nil, self, args...)
+	if err != nil {
+		return err
+	}
+	f.replicas = append(f.replicas, p)
+	return process.WaitFor(ctx, p, "hub ready")
+}
+
+// hubs are the fleet's hub processes, the first one first.
+func (f *hollowFleet) hubs() []*process.Process {
+	return append([]*process.Process{f.hub}, f.replicas...)
+}
+
 // restartHub stops the hub and starts it again on the same data directory and port with args: the
 // clusters, their credentials and every object stay, and the agents reconnect by themselves.
 func (f *hollowFleet) restartHub(ctx context.Context, args ...string) error {
@@ -196,8 +263,14 @@ func (f *hollowFleet) restartHub(ctx context.Context, args ...string) error {
 
 // stop stops the hub, if it runs, and removes the work directory.
 func (f *hollowFleet) stop() {
+	for _, p := range f.replicas {
+		_ = p.Stop(30 * time.Second)
+	}
 	if f.hub != nil {
 		_ = f.hub.Stop(30 * time.Second)
+	}
+	if f.etcd != nil {
+		f.etcd.Close()
 	}
 	f.removeDir()
 }

@@ -39,6 +39,9 @@ type ScaleOptions struct {
 	GracePeriod time.Duration
 	// Out, if set, receives the results as JSON.
 	Out string
+	// Hubs, when set, runs the hub as that many processes on an etcd of the benchmark's own, with --shard
+	// when more than one (the agents join the first); 0 runs one hub with its embedded etcd.
+	Hubs int
 	// ProfileDir, if set, starts the hub with --profiling and receives its profiles: at rest, and the CPU
 	// during the fan-out (measure.HubProfiler).
 	ProfileDir string
@@ -54,6 +57,8 @@ func (o *ScaleOptions) Validate() error {
 		return fmt.Errorf("--clusters %d: must be at least 1", o.Clusters)
 	case o.WorksPerCluster < 0:
 		return fmt.Errorf("--works-per-cluster %d: must not be negative", o.WorksPerCluster)
+	case o.Hubs < 0 || o.Hubs > 8:
+		return fmt.Errorf("--hubs %d: must be 0 (one hub, its own etcd) to 8", o.Hubs)
 	case o.Objects < 1:
 		return fmt.Errorf("--objects %d: must be at least 1", o.Objects)
 	case o.GracePeriod < clusterstatus.MinGracePeriod:
@@ -73,9 +78,14 @@ type ScaleResult struct {
 	GracePeriodSeconds float64 `json:"gracePeriodSeconds"`
 	// RegisterSeconds is how long all clusters took to join and become Ready, 32 joining at a time.
 	RegisterSeconds float64 `json:"registerSeconds"`
-	// Steady is the hub at rest with every cluster heartbeating and every Work acknowledged.
+	// Hubs is how many hub processes share the work (--hubs; 0: one, on its embedded etcd).
+	Hubs int `json:"hubs,omitempty"`
+	// Steady is the hub at rest with every cluster heartbeating and every Work acknowledged: the first hub
+	// process, where the agents connect.
 	Steady SteadyState `json:"steady"`
-	// Storage is what the hub's etcd holds at rest.
+	// HubProcesses is each hub process at rest, the first one first, with --hubs.
+	HubProcesses []SteadyState `json:"hubProcesses,omitempty"`
+	// Storage is what the hub's etcd holds at rest (not measured with --hubs).
 	Storage measure.Storage `json:"storage"`
 	// HeartbeatToStatus is from an agent reporting its member unhealthy (or healthy again) to the
 	// Cluster's Ready condition saying so.
@@ -111,7 +121,7 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if o.ProfileDir != "" {
 		hubArgs = append(hubArgs, measure.HubProfileArgs...)
 	}
-	fleet, err := startHollowFleet(ctx, "scale", o.Clusters, progress, hubArgs...)
+	fleet, err := startShardedFleet(ctx, "scale", o.Clusters, o.Hubs, progress, hubArgs...)
 	if err != nil {
 		return err
 	}
@@ -121,7 +131,7 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if err != nil {
 		return err
 	}
-	result := ScaleResult{Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster, GracePeriodSeconds: o.GracePeriod.Seconds(),
+	result := ScaleResult{Hubs: o.Hubs, Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster, GracePeriodSeconds: o.GracePeriod.Seconds(),
 		RegisterSeconds: fleet.registered.Seconds()}
 
 	f := &fanOut{hub: kube, recorder: measure.NewRecorder(), clusters: make([]string, len(agents))}
@@ -145,10 +155,14 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if err := sleep(ctx, o.Settle); err != nil {
 		return err
 	}
-	if result.Steady, err = sampleSteady(ctx, fleet.hub, o.Settle); err != nil {
+	steady, err := sampleSteady(ctx, fleet.hubs(), o.Settle)
+	if err != nil {
 		return err
 	}
-	if result.Storage, err = measure.StorageOf(ctx, fleet.hubDir, fleet.hub.LogPath); err != nil {
+	result.Steady = steady[0]
+	if o.Hubs > 0 {
+		result.HubProcesses = steady
+	} else if result.Storage, err = measure.StorageOf(ctx, fleet.hubDir, fleet.hub.LogPath); err != nil {
 		return err
 	}
 	if profiler != nil {
@@ -189,24 +203,31 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	return writeJSON(o.Out, &result)
 }
 
-// sampleSteady measures the hub's CPU over d, and its memory.
-func sampleSteady(ctx context.Context, hub *process.Process, d time.Duration) (SteadyState, error) {
-	before, err := hub.Usage()
-	if err != nil {
-		return SteadyState{}, err
+// sampleSteady measures each hub process's CPU over d, and its memory.
+func sampleSteady(ctx context.Context, hubs []*process.Process, d time.Duration) ([]SteadyState, error) {
+	before := make([]process.Usage, len(hubs))
+	for i, hub := range hubs {
+		var err error
+		if before[i], err = hub.Usage(); err != nil {
+			return nil, err
+		}
 	}
 	start := time.Now()
 	if err := sleep(ctx, d); err != nil {
-		return SteadyState{}, err
+		return nil, err
 	}
-	after, err := hub.Usage()
-	if err != nil {
-		return SteadyState{}, err
+	steady := make([]SteadyState, len(hubs))
+	for i, hub := range hubs {
+		after, err := hub.Usage()
+		if err != nil {
+			return nil, err
+		}
+		steady[i] = SteadyState{
+			HubCPUCores: (after.CPU - before[i].CPU).Seconds() / time.Since(start).Seconds(),
+			HubRSSMiB:   float64(after.RSS) / (1 << 20), HubPeakRSSMiB: float64(after.PeakRSS) / (1 << 20),
+		}
 	}
-	return SteadyState{
-		HubCPUCores: (after.CPU - before.CPU).Seconds() / time.Since(start).Seconds(),
-		HubRSSMiB:   float64(after.RSS) / (1 << 20), HubPeakRSSMiB: float64(after.PeakRSS) / (1 << 20),
-	}, nil
+	return steady, nil
 }
 
 // heartbeatToStatus has each agent report its member unhealthy, then healthy again, and times how long the
@@ -325,6 +346,9 @@ func printScale(out io.Writer, r *ScaleResult) {
 	fmt.Fprintf(out, "all joined and Ready           %8.1f\n", r.RegisterSeconds)
 	fmt.Fprintf(out, "hub at steady state            %8.2f cores, %.0f MiB RSS (peak %.0f MiB)\n",
 		r.Steady.HubCPUCores, r.Steady.HubRSSMiB, r.Steady.HubPeakRSSMiB)
+	for i, s := range r.HubProcesses {
+		fmt.Fprintf(out, "  hub process %d                %8.2f cores, %.0f MiB RSS (peak %.0f MiB)\n", i+1, s.HubCPUCores, s.HubRSSMiB, s.HubPeakRSSMiB)
+	}
 	fmt.Fprintf(out, "hub's etcd                     %8.1f MiB database, %.1f MiB in use\n",
 		float64(r.Storage.DBSizeBytes)/(1<<20), float64(r.Storage.DBSizeInUseBytes)/(1<<20))
 	for _, k := range measure.StoredKinds {

@@ -147,6 +147,7 @@ cluster, one after another.`,
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	cmd.Flags().StringVar(&o.ProfileDir, "profile-dir", "", "start the hub with --profiling and save its profiles here: heap, goroutines and 20 s of CPU at rest, and the CPU during the fan-out")
 	cmd.Flags().DurationVar(&o.GracePeriod, "cluster-grace-period", o.GracePeriod, "the hub's --cluster-grace-period; agents renew their Leases every quarter of it, at least every 10 s")
+	cmd.Flags().IntVar(&o.Hubs, "hubs", o.Hubs, "run the hub as this many processes on an etcd of the benchmark's own (up to 8), with --shard when more than one; the agents join the first; 0: one hub on its embedded etcd")
 	return cmd
 }
 

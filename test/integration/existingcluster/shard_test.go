@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -87,6 +88,18 @@ func TestShardedHubsShareTheClusters(t *testing.T) {
 			if err := env.Client.Create(ctx, c); err != nil {
 				t.Fatal(err)
 			}
+			// What registration would make, and an agent report: the cluster's namespace, and that it serves
+			// ClusterRoles, which the test places there.
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterNamespace(name)}}
+			if err := env.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatal(err)
+			}
+			patch := client.MergeFrom(c.DeepCopy())
+			c.Status.APIEnablements = []clusterv1alpha1.APIEnablement{{GroupVersion: rbacv1.SchemeGroupVersion.String(),
+				Resources: []clusterv1alpha1.APIResource{{Name: "clusterroles", Kind: "ClusterRole"}}}}
+			if err := env.Client.Status().Patch(ctx, c, patch); err != nil {
+				t.Fatal(err)
+			}
 			names = append(names, name)
 			created = append(created, name)
 		}
@@ -95,6 +108,7 @@ func TestShardedHubsShareTheClusters(t *testing.T) {
 	t.Cleanup(func() {
 		for _, name := range created {
 			_ = env.Client.Delete(context.Background(), &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: name}})
+			_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterNamespace(name)}})
 		}
 	})
 	judged := func(names []string) func() error {
@@ -208,7 +222,12 @@ func worksOf(t *testing.T, role *rbacv1.ClusterRole, clusters []string, content 
 	for _, c := range clusters {
 		w := byCluster[c]
 		if w == nil {
-			return fmt.Errorf("no Work on %s yet (%d of %d)", c, len(byCluster), len(clusters))
+			b := &workv1alpha1.ClusterResourceBinding{}
+			if err := env.Client.Get(context.Background(), client.ObjectKey{Name: binding}, b); err != nil {
+				return fmt.Errorf("no Work on %s yet, binding %s: %w", c, binding, err)
+			}
+			return fmt.Errorf("no Work on %s yet (%d of %d); binding placed on %d clusters, conditions %v", c, len(byCluster), len(clusters),
+				len(b.Spec.Clusters), b.Status.Conditions)
 		}
 		if len(w.Spec.Workload.Manifests) != 1 || !strings.Contains(string(w.Spec.Workload.Manifests[0].Raw), content) {
 			return fmt.Errorf("the Work on %s does not carry %s yet", c, content)
