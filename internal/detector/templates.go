@@ -50,6 +50,8 @@ type Templates struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	driven    bool
+	// everyReplica runs the watches on every hub replica, not only the leader (NewTemplates).
+	everyReplica bool
 
 	// setMu makes one change of the watches at a time.
 	setMu sync.Mutex
@@ -81,9 +83,12 @@ func (s scope) covers(namespace string) bool {
 	return s.namespaces.Has("") || s.namespaces.Has(namespace)
 }
 
-// NewTemplates returns the hub's template watches, added to mgr: they run while this hub leads.
-func NewTemplates(mgr ctrl.Manager) (*Templates, error) {
-	t := &Templates{config: mgr.GetConfig(), live: mgr.GetAPIReader(), started: make(chan struct{}), ready: make(chan struct{}),
+// NewTemplates returns the hub's template watches, added to mgr: they run while this hub leads, or on every
+// replica when everyReplica (a sharded hub, whose replicas all render Works). On a replica that does not
+// lead, the watches are those its bindings need (the detector's "detector-watches" controller runs there
+// too), since only the leader follows policies.
+func NewTemplates(mgr ctrl.Manager, everyReplica bool) (*Templates, error) {
+	t := &Templates{config: mgr.GetConfig(), live: mgr.GetAPIReader(), started: make(chan struct{}), ready: make(chan struct{}), everyReplica: everyReplica,
 		watches: map[schema.GroupKind]map[string]*templateWatch{},
 		options: cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 			DefaultTransform: cache.TransformStripManagedFields(),
@@ -91,6 +96,9 @@ func NewTemplates(mgr ctrl.Manager) (*Templates, error) {
 			ReaderFailOnMissingInformer: true}}
 	return t, mgr.Add(t)
 }
+
+// NeedLeaderElection says whether the watches run only while this hub leads.
+func (t *Templates) NeedLeaderElection() bool { return !t.everyReplica }
 
 // Start runs the watches until ctx ends.
 func (t *Templates) Start(ctx context.Context) error {

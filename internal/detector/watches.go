@@ -9,9 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -157,7 +159,11 @@ func (d *Detector) setupWatches(mgr ctrl.Manager) error {
 	toOne := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "watches"}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("detector-watches").
+	var opts controller.Options
+	if d.templates.everyReplica {
+		opts.NeedLeaderElection = ptr.To(false) // the watches a sharded replica's bindings need
+	}
+	return ctrl.NewControllerManagedBy(mgr).Named("detector-watches").WithOptions(opts).
 		Watches(&workv1alpha1.ResourceBinding{}, toOne, builder.WithPredicates(bindingWatchChanged)).
 		Watches(&workv1alpha1.ClusterResourceBinding{}, toOne, builder.WithPredicates(bindingWatchChanged)).
 		Complete(reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {

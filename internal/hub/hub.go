@@ -409,7 +409,7 @@ func newManager(cfg *rest.Config, s Settings, controllers Registry) (ctrl.Manage
 	if err != nil {
 		return nil, err
 	}
-	if s.Templates, err = detector.NewTemplates(mgr); err != nil {
+	if s.Templates, err = detector.NewTemplates(mgr, s.Shard); err != nil {
 		return nil, err
 	}
 	if s.Shard {

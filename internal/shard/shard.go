@@ -8,7 +8,8 @@
 // (Group.Requeue). Controllers that decide for the whole fleet (detector, scheduler, binding status, the work
 // sweeper) keep running on the elected leader only, and so does what a sharded controller decides for a whole
 // object (Leading, OnElected): the render controller leaves bindings with a progressive rollout or override
-// policies to the leader.
+// policies to the leader. The render controller reads and follows templates through the hub's template
+// watches (detector.Templates), which then run on every replica, each watching what its bindings name.
 //
 // Ownership never overlaps on purpose: a replica counts itself a member only once the others have had time
 // to see its Lease (two renewals after it joined), and stops counting itself as soon as it could not renew
