@@ -119,7 +119,7 @@ func startShardReplica(t *testing.T, ctx context.Context, identity string, lease
 	ours := func(o client.Object) (string, bool) { return o.GetName(), o.GetLabels()[shardTestLabel] == "true" }
 	err = ctrl.NewControllerManagedBy(mgr).Named("shard-test-"+identity).WithOptions(group.Options(controller.Options{MaxConcurrentReconciles: 4})).
 		For(&clusterv1alpha1.Cluster{}, builder.WithPredicates(group.Filter(ours))).
-		WatchesRawSource(group.Requeue(func(ctx context.Context) ([]ctrlreconcile.Request, error) {
+		WatchesRawSource(group.Requeue(shard.OneCluster(func(ctx context.Context) ([]ctrlreconcile.Request, error) {
 			clusters := &clusterv1alpha1.ClusterList{}
 			if err := mgr.GetClient().List(ctx, clusters, client.MatchingLabels{shardTestLabel: "true"}); err != nil {
 				return nil, err
@@ -129,7 +129,7 @@ func startShardReplica(t *testing.T, ctx context.Context, identity string, lease
 				requests[i].Name = c.Name
 			}
 			return requests, nil
-		}, func(r ctrlreconcile.Request) (string, bool) { return r.Name, true })).
+		}, func(r ctrlreconcile.Request) (string, bool) { return r.Name, true }))).
 		Complete(r)
 	if err != nil {
 		t.Fatal(err)
