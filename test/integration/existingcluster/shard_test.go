@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -137,7 +138,7 @@ func TestShardedHubsShareTheClusters(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "every cluster judged, the follower's share too", judged(first))
 
-	// A ClusterRole placed on every cluster of the test: one Work each, written by the cluster's owner.
+	// A ClusterRole placed on every cluster of the test: one Work each, created by the cluster's owner.
 	leaderProcess := p1
 	if followerProcess == p1 {
 		leaderProcess = p2
@@ -149,11 +150,22 @@ func TestShardedHubsShareTheClusters(t *testing.T) {
 	}
 	testenv.Eventually(t, time.Minute, "a Work on every cluster", hasWorks(first, "round-1"))
 	leaderShare, followerShare := worksWritten(t, leaderProcess).since(leaderBefore), worksWritten(t, followerProcess).since(followerBefore)
-	if want := (written{create: len(first) - ofFollower}); leaderShare != want {
-		t.Errorf("the leader wrote %+v, want %+v (the Works of its share of %d clusters)", leaderShare, want, len(first))
+	if want := len(first) - ofFollower; leaderShare.create != want {
+		t.Errorf("the leader created %d Works, want %d (its share of %d clusters)", leaderShare.create, want, len(first))
 	}
-	if want := (written{create: ofFollower}); followerShare != want {
-		t.Errorf("the follower wrote %+v, want %+v (the Works of its share of %d clusters)", followerShare, want, len(first))
+	if followerShare.create != ofFollower {
+		t.Errorf("the follower created %d Works, want %d (its share of %d clusters)", followerShare.create, ofFollower, len(first))
+	}
+	// The detector claims the template meanwhile, which renders the Works again: once that settled, a change
+	// of the template is written once per Work, by the cluster's owner.
+	leaderBefore, followerBefore = settled(t, leaderProcess), settled(t, followerProcess)
+	change(t, role, "round-2")
+	testenv.Eventually(t, time.Minute, "every Work carries the changed template", hasWorks(first, "round-2"))
+	if got, want := worksWritten(t, leaderProcess).since(leaderBefore), (written{update: len(first) - ofFollower}); got != want {
+		t.Errorf("the leader wrote %+v for a change of the template, want %+v (its share of %d clusters)", got, want, len(first))
+	}
+	if got, want := worksWritten(t, followerProcess).since(followerBefore), (written{update: ofFollower}); got != want {
+		t.Errorf("the follower wrote %+v for a change of the template, want %+v (its share of %d clusters)", got, want, len(first))
 	}
 
 	leaderBefore = worksWritten(t, leaderProcess)
@@ -164,19 +176,47 @@ func TestShardedHubsShareTheClusters(t *testing.T) {
 	testenv.Eventually(t, 4*lease+10*time.Second, "clusters created after the follower died judged by the leader", judged(second))
 	judgedAt := time.Now()
 	all := append(slices.Clone(first), second...)
-	testenv.Eventually(t, 4*lease+10*time.Second, "a Work on every new cluster, the follower's share too", hasWorks(all, "round-1"))
+	testenv.Eventually(t, 4*lease+10*time.Second, "a Work on every new cluster, the follower's share too", hasWorks(all, "round-2"))
 	t.Logf("%d of 40 clusters were the follower's; 40 created in the %s after it was killed were all judged %s after the last, and had their Works %s after the last",
 		ofFollower, createdAt.Sub(killed).Round(100*time.Millisecond), judgedAt.Sub(createdAt).Round(100*time.Millisecond), time.Since(createdAt).Round(100*time.Millisecond))
 
-	// The template changes: the survivor rewrites every Work, the dead replica's share too, once.
-	role.Rules[0].ResourceNames = []string{"round-2"}
-	if err := env.Client.Update(ctx, role); err != nil {
-		t.Fatal(err)
-	}
-	testenv.Eventually(t, time.Minute, "every Work carries the changed template", hasWorks(all, "round-2"))
+	// The template changes again: the survivor rewrites every Work, the dead replica's share too, once.
+	change(t, role, "round-3")
+	testenv.Eventually(t, time.Minute, "every Work carries the changed template", hasWorks(all, "round-3"))
 	if got, want := worksWritten(t, leaderProcess).since(leaderBefore), (written{create: len(second), update: len(all)}); got != want {
 		t.Errorf("after the follower died the leader wrote %+v, want %+v: a create per new cluster and an update per cluster", got, want)
 	}
+}
+
+// change makes the role's rule name content.
+func change(t *testing.T, role *rbacv1.ClusterRole, content string) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(role), role); err != nil {
+			return err
+		}
+		role.Rules[0].ResourceNames = []string{content}
+		return env.Client.Update(context.Background(), role)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// settled waits until hub process p's count of Works written has not moved for 3 s, and returns it.
+func settled(t *testing.T, p *testenv.Process) written {
+	t.Helper()
+	last, since := worksWritten(t, p), time.Now()
+	testenv.Eventually(t, time.Minute, "the Works settled", func() error {
+		if now := worksWritten(t, p); now != last {
+			last, since = now, time.Now()
+		}
+		if time.Since(since) < 3*time.Second {
+			return errors.New("Works written within 3 s")
+		}
+		return nil
+	})
+	return last
 }
 
 // shardedLabel marks the Clusters of TestShardedHubsShareTheClusters, where placeEverywhere places.
