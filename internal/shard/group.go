@@ -89,13 +89,17 @@ func (g *Group) Members() []string {
 }
 
 // Owns reports whether this replica acts on cluster. Without sharding (nil) it owns every cluster; a member
-// not (or no longer) counted in owns none.
+// not (or no longer) counted in owns none, nor does one whose last renewal is as old as the others may count
+// it out after, also when its own view was not updated since (a starved renewal loop).
 func (g *Group) Owns(cluster string) bool {
 	if g == nil {
 		return true
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.now().Sub(g.renewed) >= g.duration-g.renewPeriod() {
+		return false
+	}
 	return Owner(cluster, g.members) == g.identity
 }
 

@@ -65,7 +65,9 @@ func TestMembership(t *testing.T) {
 func TestUpdateTellsGains(t *testing.T) {
 	const d = 15 * time.Second
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	g := &Group{identity: "a", duration: d, seen: map[string]sighting{}, joined: t0, renewed: t0.Add(10 * time.Second)}
+	now := t0.Add(10*time.Second + d)
+	g := &Group{identity: "a", duration: d, seen: map[string]sighting{}, joined: t0, renewed: t0.Add(10 * time.Second),
+		now: func() time.Time { return now }}
 	g.observe([]coordinationv1.Lease{memberLease("b", "1")}, t0.Add(10*time.Second))
 	first := g.update(t0.Add(10 * time.Second))
 	if first == nil {
@@ -87,6 +89,23 @@ func TestUpdateTellsGains(t *testing.T) {
 		if !g.Owns(c) {
 			t.Fatalf("%s: a alone does not own it", c)
 		}
+	}
+}
+
+// TestStarvedOwnsNothing: a replica whose renewals stopped owns nothing once its last renewal is as old as a
+// lease less a renewal, even though its view of the members was not updated since (its loop is starved): by
+// then another replica may count it out and take its clusters.
+func TestStarvedOwnsNothing(t *testing.T) {
+	const d = 15 * time.Second
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	g := &Group{identity: "a", duration: d, seen: map[string]sighting{}, members: []string{"a"}, joined: t0, renewed: t0,
+		now: func() time.Time { return now }}
+	if now = t0.Add(9 * time.Second); !g.Owns("cluster-1") {
+		t.Fatal("renewed 9 s ago (lease 15 s, renewals every 5 s): owns nothing")
+	}
+	if now = t0.Add(10 * time.Second); g.Owns("cluster-1") {
+		t.Fatal("renewed 10 s ago: still owns a cluster another replica may take over")
 	}
 }
 
