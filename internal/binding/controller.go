@@ -89,7 +89,7 @@ var renderManager = workv1alpha1.ControllerFieldManager("binding")
 // replica, each rendering the Works of the clusters it owns (shardedRender).
 func Setup(mgr ctrl.Manager, templates *detector.Templates, group *shard.Group) error {
 	recorder := mgr.GetEventRecorder("flotilla-rollout")
-	leading := shard.Leading(mgr.Elected())
+	leading := group.Leading(mgr.Elected())
 	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
 		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true,
 		Shard: group, Leading: leading}); err != nil {

@@ -87,8 +87,12 @@ func OneCluster(list func(ctx context.Context) ([]reconcile.Request, error), clu
 
 // Leading says whether this hub process leads, from the manager's election (mgr.Elected()). The controllers
 // that run on every replica under sharding leave to the leader what is decided for a whole object, not per
-// cluster. Without sharding such controllers run on the leader alone, where it is always true.
-func Leading(elected <-chan struct{}) func() bool {
+// cluster. Without sharding such controllers run on the leader alone: always true (the manager may close
+// elected only after it started them).
+func (g *Group) Leading(elected <-chan struct{}) func() bool {
+	if g == nil {
+		return func() bool { return true }
+	}
 	return func() bool {
 		select {
 		case <-elected:
