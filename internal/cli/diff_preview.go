@@ -196,12 +196,13 @@ func (h *hubView) place(ctx context.Context, interp *interpreter.Interpreter, t 
 		return p, nil
 	}
 	spec := p.policy.BindingSpec(t)
-	if replicas, requests, ok, err := interp.Replicas(ctx, t); err != nil {
+	if replicas, requirements, ok, err := interp.Requirements(ctx, t); err != nil {
 		return p, fmt.Errorf("%s: %w", describeObject(t), err)
 	} else if ok {
 		spec.Replicas = replicas
-		if requests != nil {
-			spec.ReplicaRequirements = &workv1alpha1.ReplicaRequirements{ResourceRequest: requests, Namespace: t.GetNamespace()}
+		if requirements != nil {
+			requirements.Namespace = t.GetNamespace()
+			spec.ReplicaRequirements = requirements
 		}
 	}
 	var status *workv1alpha1.ResourceBindingStatus

@@ -23,10 +23,11 @@ import (
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
-// Collect reads a member's version, health, nodes, pod CIDRs, resources and served APIs. It fails only when
-// the member cannot be reached at all; a failing health endpoint or API discovery is part of the result
-// (discovery in the APIsComplete condition, the only condition it returns).
-func Collect(ctx context.Context, member kubernetes.Interface, agentVersion string) (*clusterv1alpha1.ClusterStatus, error) {
+// Collect reads a member's version, health, nodes, pod CIDRs, resources (with its resource models graded by
+// models, the cluster's spec.resourceModels) and served APIs. It fails only when the member cannot be reached
+// at all; a failing health endpoint or API discovery is part of the result (discovery in the APIsComplete
+// condition, the only condition it returns).
+func Collect(ctx context.Context, member kubernetes.Interface, agentVersion string, models []clusterv1alpha1.ResourceModel) (*clusterv1alpha1.ClusterStatus, error) {
 	version, err := member.Discovery().ServerVersion()
 	if err != nil {
 		return nil, fmt.Errorf("member API unreachable: %w", err)
@@ -42,7 +43,7 @@ func Collect(ctx context.Context, member kubernetes.Interface, agentVersion stri
 		return nil, fmt.Errorf("listing member nodes: %w", err)
 	}
 	status.PodCIDRs = podCIDRs(nodes.Items)
-	if status.NodeSummary, status.ResourceSummary, err = resources(ctx, member, nodes.Items); err != nil {
+	if status.NodeSummary, status.ResourceSummary, err = resources(ctx, member, nodes.Items, models); err != nil {
 		return nil, err
 	}
 	var complete metav1.Condition
@@ -65,8 +66,9 @@ func probe(ctx context.Context, member kubernetes.Interface, path string) string
 }
 
 // resources counts nodes and sums allocatable capacity over ready nodes, the requests of non-terminated pods
-// on them (allocated), and the requests of pods not yet bound (allocating).
-func resources(ctx context.Context, member kubernetes.Interface, nodes []corev1.Node) (*clusterv1alpha1.NodeSummary, *clusterv1alpha1.ResourceSummary, error) {
+// on them (allocated), and the requests of pods not yet bound (allocating); it grades the nodes' free
+// capacity into resource models (nodeGroups).
+func resources(ctx context.Context, member kubernetes.Interface, nodes []corev1.Node, models []clusterv1alpha1.ResourceModel) (*clusterv1alpha1.NodeSummary, *clusterv1alpha1.ResourceSummary, error) {
 	summary := &clusterv1alpha1.NodeSummary{TotalNum: int32(len(nodes))}
 	res := &clusterv1alpha1.ResourceSummary{Allocatable: corev1.ResourceList{}, Allocated: corev1.ResourceList{}, Allocating: corev1.ResourceList{}}
 	ready := map[string]bool{}
@@ -84,14 +86,21 @@ func resources(ctx context.Context, member kubernetes.Interface, nodes []corev1.
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing member pods: %w", err)
 	}
+	used := map[string]corev1.ResourceList{}
 	for _, p := range pods.Items {
 		switch {
 		case p.Spec.NodeName == "":
 			add(res.Allocating, podRequests(&p))
 		case ready[p.Spec.NodeName]:
-			add(res.Allocated, podRequests(&p))
+			requests := podRequests(&p)
+			add(res.Allocated, requests)
+			if used[p.Spec.NodeName] == nil {
+				used[p.Spec.NodeName] = corev1.ResourceList{}
+			}
+			add(used[p.Spec.NodeName], requests)
 		}
 	}
+	res.NodeGroups = nodeGroups(models, nodes, used)
 	return summary, res, nil
 }
 

@@ -39,6 +39,8 @@ type Reporter struct {
 	// reports since it was read.
 	known     *clusterv1alpha1.ClusterStatus
 	sinceRead int
+	// models are the cluster's spec.resourceModels as last read.
+	models []clusterv1alpha1.ResourceModel
 }
 
 // StatusRereadEvery is how many reports use the status the reporter last read or applied before it reads the
@@ -77,7 +79,11 @@ func (r *Reporter) Period() time.Duration {
 // ReportOnce collects the member's status, renews the Lease, and writes the status facts if they changed. A
 // member that does not answer gets no heartbeat, so the hub sees it as unreachable.
 func (r *Reporter) ReportOnce(ctx context.Context) error {
-	observed, err := Collect(ctx, r.Member, r.AgentVersion)
+	current, err := r.currentStatus(ctx)
+	if err != nil {
+		return err
+	}
+	observed, err := Collect(ctx, r.Member, r.AgentVersion, r.models)
 	if err != nil {
 		return err
 	}
@@ -85,10 +91,6 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 		r.leases = &LeaseRenewer{Hub: r.Hub, Cluster: r.Cluster, Holder: r.Holder}
 	}
 	if err := r.leases.Renew(ctx); err != nil {
-		return err
-	}
-	current, err := r.currentStatus(ctx)
-	if err != nil {
 		return err
 	}
 	want := facts(current, observed)
@@ -107,8 +109,8 @@ func (r *Reporter) ReportOnce(ctx context.Context) error {
 	return nil
 }
 
-// currentStatus is the cluster's status as the reporter knows it, read from the hub when it knows none or
-// used it StatusRereadEvery times.
+// currentStatus is the cluster's status as the reporter knows it, read from the hub (with the cluster's
+// resource models) when it knows none or used it StatusRereadEvery times.
 func (r *Reporter) currentStatus(ctx context.Context) (*clusterv1alpha1.ClusterStatus, error) {
 	r.sinceRead++
 	if r.known != nil && r.sinceRead < StatusRereadEvery {
@@ -119,7 +121,7 @@ func (r *Reporter) currentStatus(ctx context.Context) (*clusterv1alpha1.ClusterS
 		r.known = nil
 		return nil, err
 	}
-	r.known, r.sinceRead = &cluster.Status, 0
+	r.known, r.sinceRead, r.models = &cluster.Status, 0, cluster.Spec.ResourceModels
 	return r.known, nil
 }
 

@@ -40,7 +40,7 @@ func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured
 		return want, err
 	}
 	want.SchedulePriority = priority
-	replicas, requests, ok, err := d.interpreter.Replicas(ctx, t)
+	replicas, requirements, ok, err := d.interpreter.Requirements(ctx, t)
 	var failed *interpreter.Error
 	switch {
 	case errors.As(err, &failed):
@@ -51,8 +51,9 @@ func (d *Detector) desiredSpec(ctx context.Context, t *unstructured.Unstructured
 		return want, err
 	case ok:
 		want.Replicas = replicas
-		if requests != nil {
-			want.ReplicaRequirements = &workv1alpha1.ReplicaRequirements{ResourceRequest: requests, Namespace: t.GetNamespace()}
+		if requirements != nil {
+			requirements.Namespace = t.GetNamespace()
+			want.ReplicaRequirements = requirements
 		}
 	}
 	return want, nil

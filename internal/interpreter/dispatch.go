@@ -34,16 +34,26 @@ func (i *Interpreter) customization(ctx context.Context, obj *unstructured.Unstr
 // Replicas returns a workload's replica count and one replica's requests; ok is false for kinds without
 // replicas.
 func (i *Interpreter) Replicas(ctx context.Context, obj *unstructured.Unstructured) (replicas int32, requests corev1.ResourceList, ok bool, err error) {
+	replicas, req, ok, err := i.Requirements(ctx, obj)
+	if req != nil {
+		requests = req.ResourceRequest
+	}
+	return replicas, requests, ok, err
+}
+
+// Requirements returns a workload's replica count and one replica's requirements (requests and node
+// claim); ok is false for kinds without replicas.
+func (i *Interpreter) Requirements(ctx context.Context, obj *unstructured.Unstructured) (replicas int32, req *workv1alpha1.ReplicaRequirements, ok bool, err error) {
 	c, err := i.customization(ctx, obj, OpReplicaResource)
 	if err != nil {
 		return 0, nil, false, err
 	}
 	if c == nil {
-		replicas, requests, ok = Replicas(obj)
-		return replicas, requests, ok, nil
+		replicas, req, ok = Requirements(obj)
+		return replicas, req, ok, nil
 	}
-	replicas, requests, err = c.Replicas(obj)
-	return replicas, requests, err == nil, err
+	replicas, req, err = c.Requirements(obj)
+	return replicas, req, err == nil, err
 }
 
 // ReviseReplicas writes a cluster's share of the replicas into its manifest. A customized kind without

@@ -49,6 +49,34 @@ func Replicas(obj *unstructured.Unstructured) (replicas int32, requests corev1.R
 	return int32(n), podRequests(obj), true
 }
 
+// Requirements returns a workload's replica count and one replica's requirements: its requests and where
+// its pod template lets it run (node selector, required node affinity, tolerations); nil when the template
+// says nothing of either. ok is false for kinds without replicas.
+func Requirements(obj *unstructured.Unstructured) (replicas int32, req *workv1alpha1.ReplicaRequirements, ok bool) {
+	replicas, requests, ok := Replicas(obj)
+	if !ok {
+		return 0, nil, false
+	}
+	return replicas, requirements(requests, nodeClaim(obj)), true
+}
+
+// nodeClaim is where a workload's pod template lets its pods run, nil when it does not say.
+func nodeClaim(obj *unstructured.Unstructured) *workv1alpha1.NodeClaim {
+	raw, found, _ := unstructured.NestedMap(obj.Object, "spec", "template", "spec")
+	if !found {
+		return nil
+	}
+	spec := &corev1.PodSpec{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, spec); err != nil {
+		return nil
+	}
+	claim := &workv1alpha1.NodeClaim{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		claim.HardNodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return claim
+}
+
 // ReviseReplicas sets a workload's replica count in a rendered manifest.
 func ReviseReplicas(obj *unstructured.Unstructured, replicas int32) {
 	if path, ok := replicaPath[obj.GroupVersionKind().GroupKind()]; ok {

@@ -48,6 +48,9 @@ var luaFunctions = map[Operation]luaFunction{
 		if req, ok := r[1].(map[string]any); ok && req["resourceRequest"] != nil {
 			out["requests"] = req["resourceRequest"]
 		}
+		if req, ok := r[1].(map[string]any); ok && req["nodeClaim"] != nil {
+			out["nodeClaim"] = req["nodeClaim"]
+		}
 		return out, nil
 	}},
 	// ReviseReplica(obj, desiredReplica) returns obj with the replicas written in; the fields it changed are

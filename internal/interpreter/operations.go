@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // The typed operations of a customization. Each returns an *Error when the expression fails or returns
@@ -17,11 +19,22 @@ import (
 // Replicas runs replicaResource: the object's replica count and one replica's requests (nil when it names
 // none).
 func (c *Customization) Replicas(obj *unstructured.Unstructured) (int32, corev1.ResourceList, error) {
+	n, req, err := c.Requirements(obj)
+	if req == nil {
+		return n, nil, err
+	}
+	return n, req.ResourceRequest, err
+}
+
+// Requirements runs replicaResource: the object's replica count and one replica's requirements, its
+// requests and its nodeClaim (Karmada's shape: nodeSelector, tolerations, hardNodeAffinity), nil when it
+// names neither.
+func (c *Customization) Requirements(obj *unstructured.Unstructured) (int32, *workv1alpha1.ReplicaRequirements, error) {
 	out, err := c.eval(OpReplicaResource, obj.Object, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	fail := func(format string, args ...any) (int32, corev1.ResourceList, error) {
+	fail := func(format string, args ...any) (int32, *workv1alpha1.ReplicaRequirements, error) {
 		return 0, nil, &Error{Customization: c.Name, Operation: OpReplicaResource, Err: fmt.Errorf(format, args...)}
 	}
 	m := out.(map[string]any)
@@ -32,9 +45,18 @@ func (c *Customization) Replicas(obj *unstructured.Unstructured) (int32, corev1.
 	if n < 0 || n > 1<<31-1 {
 		return fail("replicas %d is out of range", n)
 	}
+	var claim *workv1alpha1.NodeClaim
+	if raw, ok := m["nodeClaim"].(map[string]any); ok {
+		claim = &workv1alpha1.NodeClaim{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, claim); err != nil {
+			return fail("nodeClaim: %v", err)
+		}
+	} else if m["nodeClaim"] != nil {
+		return fail("nodeClaim is %T, want a map with nodeSelector, tolerations and hardNodeAffinity", m["nodeClaim"])
+	}
 	raw, ok := m["requests"]
 	if !ok || raw == nil {
-		return int32(n), nil, nil
+		return int32(n), requirements(nil, claim), nil
 	}
 	// A list of maps (one per container) is summed: CEL has no sum of quantities.
 	parts, isList := raw.([]any)
@@ -57,10 +79,21 @@ func (c *Customization) Replicas(obj *unstructured.Unstructured) (int32, corev1.
 			list[corev1.ResourceName(name)] = sum
 		}
 	}
-	if len(list) == 0 {
-		list = nil
+	return int32(n), requirements(list, claim), nil
+}
+
+// requirements holds requests and a node claim, nil when neither says anything.
+func requirements(requests corev1.ResourceList, claim *workv1alpha1.NodeClaim) *workv1alpha1.ReplicaRequirements {
+	if claim != nil && len(claim.NodeSelector) == 0 && len(claim.Tolerations) == 0 && claim.HardNodeAffinity == nil {
+		claim = nil
 	}
-	return int32(n), list, nil
+	if len(requests) == 0 && claim == nil {
+		return nil
+	}
+	if len(requests) == 0 {
+		requests = nil
+	}
+	return &workv1alpha1.ReplicaRequirements{ResourceRequest: requests, NodeClaim: claim}
 }
 
 // ReviseReplicas runs replicaRevision on a cluster's manifest and sets the fields it names.

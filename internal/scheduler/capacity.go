@@ -14,15 +14,25 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// availableReplicas is how many more replicas of a binding a cluster can take, from its resource summary:
-// the least, over pods and every requested resource, of (allocatable − allocated − allocating) ÷ request.
-// It is at most math.MaxInt32, a replica count, whatever a member reports: as a dynamic weight it keeps
-// divide's arithmetic within an int64 (see policyv1alpha1.MaxStaticWeight).
+// availableReplicas is how many more replicas of a binding a cluster can take: the fewer of what its resource
+// models let its nodes take one by one (modelReplicas) and what its summed capacity allows, the least, over
+// pods and every requested resource, of (allocatable − allocated − allocating) ÷ request (pods not yet bound
+// hold room the models do not see). It is at most math.MaxInt32, a replica count, whatever a member reports:
+// as a dynamic weight it keeps divide's arithmetic within an int64 (see policyv1alpha1.MaxStaticWeight).
 func availableReplicas(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Cluster) int64 {
 	rs := c.Status.ResourceSummary
 	if rs == nil {
 		return 0
 	}
+	available := int64(math.MaxInt32)
+	if n, ok := modelReplicas(b, c); ok {
+		available = n
+	}
+	return min(available, summedReplicas(b, rs))
+}
+
+// summedReplicas is how many replicas a cluster's summed free capacity allows.
+func summedReplicas(b *workv1alpha1.ResourceBindingSpec, rs *clusterv1alpha1.ResourceSummary) int64 {
 	free := func(name corev1.ResourceName) resource.Quantity {
 		q := rs.Allocatable[name].DeepCopy()
 		q.Sub(rs.Allocated[name])

@@ -46,7 +46,7 @@ const DefaultFailoverToleration = 5 * time.Minute
 func New(failoverAfter time.Duration) *Framework {
 	taints := TaintToleration{FailoverAfter: failoverAfter}
 	return &Framework{
-		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, taints, FailoverRecords{}},
+		Filters: []FilterPlugin{APIEnablement{}, ClusterAffinity{}, taints, FailoverRecords{}, NodeFit{}},
 		Scores:  []ScorePlugin{Locality{}},
 		Taints:  taints,
 	}

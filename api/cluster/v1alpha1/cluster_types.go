@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -143,6 +144,46 @@ type ClusterSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:XValidation:rule="self.all(t, t.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])",message="taint effect must be one of NoSchedule, PreferNoSchedule, NoExecute"
 	Taints []corev1.Taint `json:"taints,omitempty"`
+
+	// ResourceModels are the grades the member's nodes are sorted into by their free capacity when the member
+	// reports it (status.resourceSummary.nodeGroups), Karmada's shape: grade 0 first, each grade with the same
+	// resources in the same order, each resource's ranges adjoining from 0 up. A node's grade is the lowest of
+	// the grades its free amount of each resource falls in. Empty means DefaultResourceModels (CPU and memory
+	// in nine grades, from under 1 CPU and 2Gi to 128 CPU and 512Gi and more). Grades only sort nodes: each
+	// grade reports the least free amount of every resource over its nodes, so finer grades make the estimate
+	// closer to the truth on fleets of mixed node sizes, never wrong.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	ResourceModels []ResourceModel `json:"resourceModels,omitempty"`
+}
+
+// ResourceModel is one grade of node free capacity.
+type ResourceModel struct {
+	// Grade is the grade's index: 0 for the first, then 1, 2, ... in order.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Grade int32 `json:"grade"`
+
+	// Ranges say, per resource, how much free capacity a node of this grade has: at least min, less than max.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Ranges []ResourceModelRange `json:"ranges"`
+}
+
+// ResourceModelRange is the range of one resource in a grade: min ≤ free < max.
+type ResourceModelRange struct {
+	// Name of the resource, for example cpu, memory or nvidia.com/gpu.
+	// +required
+	Name corev1.ResourceName `json:"name"`
+
+	// Min is the least free amount of the grade (included).
+	// +required
+	Min resource.Quantity `json:"min"`
+
+	// Max is the bound of the grade (excluded); the last grade's max stands for no bound.
+	// +required
+	Max resource.Quantity `json:"max"`
 }
 
 // LocalSecretReference names a Secret in a known namespace.
@@ -255,6 +296,49 @@ type ResourceSummary struct {
 	// Allocated is the sum of the requests of non-terminated pods on ready nodes.
 	// +optional
 	Allocated corev1.ResourceList `json:"allocated,omitempty"`
+
+	// NodeGroups are the member's resource models: its ready, schedulable nodes grouped by what decides
+	// whether a pod may go there (labels and taints) and which extended resources they have, and within a
+	// group counted per grade of free capacity (spec.resourceModels). The scheduler estimates from them how
+	// many replicas really fit, node by node. At most MaxNodeGroups groups: past that, the smallest groups are
+	// merged into one that keeps only their common labels and all their taints.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	NodeGroups []NodeGroup `json:"nodeGroups,omitempty"`
+}
+
+// MaxNodeGroups bounds status.resourceSummary.nodeGroups.
+const MaxNodeGroups = 64
+
+// NodeGroup is a set of nodes that share labels, taints and extended resources, counted per grade.
+type NodeGroup struct {
+	// Labels every node of the group has, except kubernetes.io/hostname (one value per node).
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Taints with effect NoSchedule or NoExecute that every node of the group has.
+	// +optional
+	Taints []corev1.Taint `json:"taints,omitempty"`
+
+	// Grades count the group's nodes per grade of free capacity.
+	// +required
+	Grades []NodeGrade `json:"grades"`
+}
+
+// NodeGrade counts the nodes of a group in one grade and says how much each of them has free at least.
+type NodeGrade struct {
+	// Grade is the grade's index in the cluster's resource models.
+	// +required
+	Grade int32 `json:"grade"`
+
+	// Count is how many nodes of the group are in the grade.
+	// +required
+	Count int32 `json:"count"`
+
+	// Free is the least free amount of each resource over those nodes: allocatable minus the requests of
+	// their non-terminated pods, with pods counted as a resource.
+	// +optional
+	Free corev1.ResourceList `json:"free,omitempty"`
 }
 
 // HealthEndpoints holds the results of a member's health endpoints: "ok", or the failure text.

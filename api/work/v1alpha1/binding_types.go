@@ -197,6 +197,11 @@ type ObjectReference struct {
 
 // ReplicaRequirements are what one replica needs.
 type ReplicaRequirements struct {
+	// NodeClaim is where in a member one replica may run: its pod template's node selector, required node
+	// affinity and tolerations.
+	// +optional
+	NodeClaim *NodeClaim `json:"nodeClaim,omitempty"`
+
 	// ResourceRequest is one replica's resource requests.
 	// +optional
 	ResourceRequest corev1.ResourceList `json:"resourceRequest,omitempty"`
@@ -208,6 +213,21 @@ type ReplicaRequirements struct {
 	// PriorityClassName of the workload's pods.
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
+}
+
+// NodeClaim is what a replica asks of the node it runs on, besides resources.
+type NodeClaim struct {
+	// HardNodeAffinity is the pod's requiredDuringSchedulingIgnoredDuringExecution node affinity.
+	// +optional
+	HardNodeAffinity *corev1.NodeSelector `json:"hardNodeAffinity,omitempty"`
+
+	// NodeSelector is the pod's node selector.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations are the pod's tolerations.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
 // TargetCluster is one cluster of the scheduling result.
