@@ -17,7 +17,7 @@ import (
 // no entry selects any feasible cluster, when all share equally), by dynamic weight (each cluster's room
 // for more replicas), or Aggregated into the fewest clusters with room. The note, when not empty, says
 // how the result departs from what the policy asked.
-func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster) (targets []workv1alpha1.TargetCluster, note string) {
+func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, room *rooms) (targets []workv1alpha1.TargetCluster, note string) {
 	rs := (*policyv1alpha1.ReplicaSchedulingStrategy)(nil)
 	if b.Placement != nil {
 		rs = b.Placement.ReplicaScheduling
@@ -36,16 +36,16 @@ func assignReplicas(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1al
 		// capacity is not divided anew each time, only adjusted. Not one whose replicas add up past a replica
 		// count (a Duplicated one of a large count, which runs the count on every cluster): adjust counts
 		// them in an int32.
-		return sortedByName(adjust(b, feasible, aggregated)), ""
+		return sortedByName(adjust(b, feasible, aggregated, room)), ""
 	}
 	weights := make([]int64, len(feasible))
 	switch {
 	case aggregated:
-		feasible, weights = aggregate(b, feasible)
+		feasible, weights = aggregate(feasible, room)
 	case dynamic:
 		var total int64
 		for i, c := range feasible {
-			weights[i] = availableReplicas(b, c)
+			weights[i] = room.of(c)
 			total += weights[i]
 		}
 		if total == 0 { // no room reported anywhere: share equally rather than not at all
@@ -167,7 +167,7 @@ func boundedWeights(weights []int64) []int64 {
 // what must move: the replicas of clusters no longer feasible and those a scale adds go where there is room
 // (Aggregated: the clusters already used first, most room first; dynamic weights: in proportion to room),
 // and those a scale removes come off each cluster in proportion to what it runs.
-func adjust(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, aggregated bool) []workv1alpha1.TargetCluster {
+func adjust(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, aggregated bool, room *rooms) []workv1alpha1.TargetCluster {
 	byName := map[string]*clusterv1alpha1.Cluster{}
 	for _, c := range feasible {
 		byName[c.Name] = c
@@ -189,12 +189,12 @@ func adjust(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Clu
 			kept[t.Name] -= t.Replicas
 		}
 	case sum < b.Replicas && aggregated:
-		fill(b, feasible, kept, b.Replicas-sum)
+		fill(feasible, kept, b.Replicas-sum, room)
 	case sum < b.Replicas:
 		weights := make([]int64, len(feasible))
 		var total int64
 		for i, c := range feasible {
-			weights[i] = availableReplicas(b, c)
+			weights[i] = room.of(c)
 			total += weights[i]
 		}
 		if total == 0 {
@@ -217,7 +217,7 @@ func adjust(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Clu
 
 // fill places n more replicas as Aggregated does: into the clusters already used, then the others, each in
 // order of most room; what no cluster has room for goes to the first of them.
-func fill(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, placed map[string]int32, n int32) {
+func fill(feasible []*clusterv1alpha1.Cluster, placed map[string]int32, n int32, room *rooms) {
 	var used, unused []*clusterv1alpha1.Cluster
 	for _, c := range feasible {
 		if _, ok := placed[c.Name]; ok {
@@ -227,13 +227,13 @@ func fill(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Clust
 		}
 	}
 	mostRoomFirst := func(x, y *clusterv1alpha1.Cluster) int {
-		return cmp.Compare(availableReplicas(b, y), availableReplicas(b, x))
+		return cmp.Compare(room.of(y), room.of(x))
 	}
 	slices.SortStableFunc(used, mostRoomFirst)
 	slices.SortStableFunc(unused, mostRoomFirst)
 	order := append(used, unused...)
 	for _, c := range order {
-		take := int32(min(int64(n), availableReplicas(b, c)))
+		take := int32(min(int64(n), room.of(c)))
 		if take > 0 {
 			placed[c.Name] += take
 			n -= take

@@ -88,22 +88,22 @@ func fitting(free, request resource.Quantity) int64 {
 
 // aggregate keeps the fewest clusters (most room first, then rank) whose room fits the replicas, and weighs
 // them by that room. When even every cluster together lacks the room, all are kept.
-func aggregate(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster) ([]*clusterv1alpha1.Cluster, []int64) {
-	type room struct {
+func aggregate(feasible []*clusterv1alpha1.Cluster, room *rooms) ([]*clusterv1alpha1.Cluster, []int64) {
+	type roomOf struct {
 		c     *clusterv1alpha1.Cluster
 		n     int64
 		index int
 	}
-	rooms := make([]room, len(feasible))
+	byRoom := make([]roomOf, len(feasible))
 	for i, c := range feasible {
-		rooms[i] = room{c, availableReplicas(b, c), i}
+		byRoom[i] = roomOf{c, room.of(c), i}
 	}
-	slices.SortFunc(rooms, func(a, c room) int { return cmp.Or(cmp.Compare(c.n, a.n), cmp.Compare(a.index, c.index)) })
+	slices.SortFunc(byRoom, func(a, c roomOf) int { return cmp.Or(cmp.Compare(c.n, a.n), cmp.Compare(a.index, c.index)) })
 	var chosen []*clusterv1alpha1.Cluster
 	var weights []int64
 	var total int64
-	for _, r := range rooms {
-		if total >= int64(b.Replicas) {
+	for _, r := range byRoom {
+		if total >= int64(room.b.Replicas) {
 			break
 		}
 		chosen, weights = append(chosen, r.c), append(weights, r.n)
@@ -122,7 +122,7 @@ func aggregate(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.
 // the current placement. The replicas the binding already runs on a cluster count as room there (its summary
 // counts them as allocated). When a cluster reports no resource summary its room is unknown, and the replicas
 // are divided as before (equally when no cluster reports room).
-func fitsCapacity(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, running []workv1alpha1.TargetCluster) error {
+func fitsCapacity(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alpha1.Cluster, running []workv1alpha1.TargetCluster, room *rooms) error {
 	rs := (*policyv1alpha1.ReplicaSchedulingStrategy)(nil)
 	if b.Placement != nil {
 		rs = b.Placement.ReplicaScheduling
@@ -134,19 +134,40 @@ func fitsCapacity(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alph
 	if rs.ReplicaDivisionPreference != policyv1alpha1.ReplicaDivisionAggregated && !dynamic {
 		return nil
 	}
-	var room int64
+	var total int64
 	for _, c := range feasible {
 		if c.Status.ResourceSummary == nil {
 			return nil
 		}
-		room += availableReplicas(b, c)
+		total += room.of(c)
 		if i := slices.IndexFunc(running, func(t workv1alpha1.TargetCluster) bool { return t.Name == c.Name }); i >= 0 {
-			room += int64(running[i].Replicas)
+			total += int64(running[i].Replicas)
 		}
 	}
-	if short := int64(b.Replicas) - room; short > 0 {
+	if short := int64(b.Replicas) - total; short > 0 {
 		return fmt.Errorf("%d replicas divided by capacity do not fit: the %d feasible clusters have room for %d (%d short)",
-			b.Replicas, len(feasible), room, short)
+			b.Replicas, len(feasible), total, short)
 	}
 	return nil
+}
+
+// rooms holds each cluster's room for one binding (availableReplicas) through one scheduling pass, so that
+// ranking, division and the capacity check estimate a cluster once, not once per comparison.
+type rooms struct {
+	b    *workv1alpha1.ResourceBindingSpec
+	memo map[*clusterv1alpha1.Cluster]int64
+}
+
+func newRooms(b *workv1alpha1.ResourceBindingSpec) *rooms {
+	return &rooms{b: b, memo: map[*clusterv1alpha1.Cluster]int64{}}
+}
+
+// of is the cluster's room for the binding.
+func (r *rooms) of(c *clusterv1alpha1.Cluster) int64 {
+	n, ok := r.memo[c]
+	if !ok {
+		n = availableReplicas(r.b, c)
+		r.memo[c] = n
+	}
+	return n
 }

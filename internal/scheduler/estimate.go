@@ -37,6 +37,9 @@ func modelReplicas(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alpha1.Clust
 			continue
 		}
 		for _, grade := range g.Grades {
+			if grade.Count <= 0 { // nonsense from a member counts for nothing
+				continue
+			}
 			total = min(total+int64(grade.Count)*perNode(b.ReplicaRequirements, grade.Free), math.MaxInt32)
 		}
 	}

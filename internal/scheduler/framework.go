@@ -229,9 +229,10 @@ func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []
 		verdicts = append(verdicts, leftOut(feasible, picked, PluginSpreadConstraints, "are not among the clusters the spread constraints pick")...)
 		feasible = picked
 	}
-	if err := fitsCapacity(b, feasible, running); err != nil {
+	room := newRooms(b)
+	if err := fitsCapacity(b, feasible, running, room); err != nil {
 		return nil, "", append(verdicts, leftOut(feasible, nil, PluginCapacity, "lack room together: "+err.Error())...), err
 	}
-	targets, note := assignReplicas(b, feasible)
-	return targets, note, append(verdicts, divisionVerdicts(b, feasible, targets)...), nil
+	targets, note := assignReplicas(b, feasible, room)
+	return targets, note, append(verdicts, divisionVerdicts(b, feasible, targets, room)...), nil
 }

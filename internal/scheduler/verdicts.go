@@ -52,7 +52,7 @@ func leftOut(candidates, kept []*clusterv1alpha1.Cluster, plugin, reason string)
 
 // divisionVerdicts explains the clusters that passed the filters and the spread constraints but got no
 // replicas: by capacity when the division follows room and the cluster has none, else the division itself.
-func divisionVerdicts(b *workv1alpha1.ResourceBindingSpec, picked []*clusterv1alpha1.Cluster, targets []workv1alpha1.TargetCluster) []workv1alpha1.ClusterVerdict {
+func divisionVerdicts(b *workv1alpha1.ResourceBindingSpec, picked []*clusterv1alpha1.Cluster, targets []workv1alpha1.TargetCluster, room *rooms) []workv1alpha1.ClusterVerdict {
 	var out []workv1alpha1.ClusterVerdict
 	byRoom := false
 	if b.Placement != nil && b.Placement.ReplicaScheduling != nil {
@@ -69,7 +69,7 @@ func divisionVerdicts(b *workv1alpha1.ResourceBindingSpec, picked []*clusterv1al
 			continue
 		}
 		switch {
-		case byRoom && c.Status.ResourceSummary != nil && availableReplicas(b, c) == 0:
+		case byRoom && c.Status.ResourceSummary != nil && room.of(c) == 0:
 			out = append(out, workv1alpha1.ClusterVerdict{Cluster: c.Name, Plugin: PluginCapacity, Reason: "have room for no replica"})
 		case byRoom:
 			out = append(out, workv1alpha1.ClusterVerdict{Cluster: c.Name, Plugin: PluginReplicaScheduling,
