@@ -44,7 +44,9 @@ func requesting(requests corev1.ResourceList, claim *workv1alpha1.NodeClaim) *wo
 	return &workv1alpha1.ReplicaRequirements{ResourceRequest: requests, NodeClaim: claim}
 }
 
-func cpu(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)} }
+func cpu(q string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+}
 
 // TestModelReplicas: replicas are counted node by node, on the node groups the replica's claim lets it on.
 func TestModelReplicas(t *testing.T) {
@@ -76,7 +78,7 @@ func TestModelReplicas(t *testing.T) {
 		{"affinity zone in (b)", requesting(cpu("10"), &workv1alpha1.NodeClaim{HardNodeAffinity: affinity(corev1.NodeSelectorOpIn, "zone", "b")}), 12},
 		{"affinity zone notin (b), GPU tolerated", requesting(cpu("10"), &workv1alpha1.NodeClaim{HardNodeAffinity: affinity(corev1.NodeSelectorOpNotIn, "zone", "b"), Tolerations: tolerateGPU}), 9 + 4},
 		{"affinity on a label no node has", requesting(cpu("1"), &workv1alpha1.NodeClaim{HardNodeAffinity: affinity(corev1.NodeSelectorOpExists, "ssd")}), 0},
-		{"no requests: pod slots", nil, 9 * 110 - 4*110},
+		{"no requests: pod slots", nil, 9*110 - 4*110},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := deployment(1, nil)
@@ -101,7 +103,9 @@ func aggregatedBy(req *workv1alpha1.ReplicaRequirements, replicas int32, current
 // TestNodeFit: 2 replicas × 33 CPU on members whose nodes have 32 CPUs each go nowhere, though each member
 // has 96 CPUs free in sum, and the reason names the request; a member with 64-CPU nodes takes them.
 func TestNodeFit(t *testing.T) {
-	small := func(name string) clusterv1alpha1.Cluster { return withNodes(cluster(name, "eu"), nodes(3, "32", nil, nil)) }
+	small := func(name string) clusterv1alpha1.Cluster {
+		return withNodes(cluster(name, "eu"), nodes(3, "32", nil, nil))
+	}
 	b := aggregatedBy(requesting(cpu("33"), nil), 2)
 	res, err := Default().Schedule(b, []clusterv1alpha1.Cluster{small("member1"), small("member2")}, "")
 	want := "0/2 clusters fit: 2 have no node that fits 33 CPU (member1, member2)"
@@ -201,4 +205,3 @@ func BenchmarkEstimate(b *testing.B) {
 		}
 	}
 }
-
