@@ -39,6 +39,7 @@ const (
 	placementHead  = "apiVersion: cluster.flotilla.io/v1alpha1\nkind: Placement\nmetadata: {name: web, namespace: default}\nspec:\n"
 	clusterSetHead = "apiVersion: cluster.flotilla.io/v1alpha1\nkind: ClusterSet\nmetadata: {name: prod}\n" +
 		"spec:\n  clusterSelector:\n    selectorType: LabelSelector\n"
+	clusterHead = "apiVersion: cluster.flotilla.io/v1alpha1\nkind: Cluster\nmetadata: {name: member1}\nspec:\n  syncMode: Pull\n  resourceModels:\n"
 )
 
 // reviews are objects each check accepts or refuses, with what the refusal must name.
@@ -92,6 +93,31 @@ var reviews = []struct {
 	{"cluster set whose selector key is not a label key", "clustersets.cluster.flotilla.io", "",
 		clusterSetHead + "    labelSelector: {matchLabels: {'not a key': x}}\n",
 		[]string{"spec.clusterSelector.labelSelector.matchLabels", "not a key"}},
+	{"cluster without resource models", "clusters.cluster.flotilla.io", "", strings.TrimSuffix(clusterHead, "  resourceModels:\n"), nil},
+	{"cluster with two grades of CPU and GPUs", "clusters.cluster.flotilla.io", "", clusterHead +
+		"  - {grade: 0, ranges: [{name: cpu, min: '0', max: '32'}, {name: nvidia.com/gpu, min: '0', max: '1'}]}\n" +
+		"  - {grade: 1, ranges: [{name: cpu, min: '32', max: 1e9}, {name: nvidia.com/gpu, min: '1', max: '1e9'}]}\n", nil},
+	{"cluster whose grades are out of order", "clusters.cluster.flotilla.io", "", clusterHead +
+		"  - {grade: 1, ranges: [{name: cpu, min: '0', max: '32'}]}\n  - {grade: 0, ranges: [{name: cpu, min: '32', max: 1e9}]}\n",
+		[]string{`Cluster.cluster.flotilla.io "member1" is invalid`, "spec.resourceModels[0].grade", "want 0", "spec.resourceModels[1].grade"}},
+	{"cluster whose ranges leave a gap", "clusters.cluster.flotilla.io", "", clusterHead +
+		"  - {grade: 0, ranges: [{name: cpu, min: '0', max: '16'}]}\n  - {grade: 1, ranges: [{name: cpu, min: '32', max: 1e9}]}\n",
+		[]string{"spec.resourceModels[1].ranges[0].min", "must be the previous grade's max (16)"}},
+	{"cluster whose first grade does not start at 0", "clusters.cluster.flotilla.io", "", clusterHead +
+		"  - {grade: 0, ranges: [{name: cpu, min: '1', max: '16'}]}\n",
+		[]string{"spec.resourceModels[0].ranges[0].min", "the first grade starts at 0"}},
+	{"cluster whose range is empty", "clusters.cluster.flotilla.io", "", clusterHead +
+		"  - {grade: 0, ranges: [{name: cpu, min: '0', max: '0'}]}\n",
+		[]string{"spec.resourceModels[0].ranges[0].max", "must be more than min (0)"}},
+	{"cluster whose grades name other resources", "clusters.cluster.flotilla.io", "", clusterHead +
+		"  - {grade: 0, ranges: [{name: cpu, min: '0', max: '16'}]}\n  - {grade: 1, ranges: [{name: memory, min: '16', max: 1e9}]}\n",
+		[]string{"spec.resourceModels[1].ranges[0].name", "the same resources in the same order as grade 0"}},
+	{"cluster whose grade names a resource twice", "clusters.cluster.flotilla.io", "", clusterHead +
+		"  - {grade: 0, ranges: [{name: cpu, min: '0', max: '16'}, {name: cpu, min: '0', max: '16'}]}\n",
+		[]string{"spec.resourceModels[0].ranges[1].name", "Duplicate value"}},
+	{"cluster whose grade has fewer resources", "clusters.cluster.flotilla.io", "", clusterHead +
+		"  - {grade: 0, ranges: [{name: cpu, min: '0', max: '16'}, {name: memory, min: '0', max: 1Gi}]}\n  - {grade: 1, ranges: [{name: cpu, min: '16', max: 1e9}]}\n",
+		[]string{"spec.resourceModels[1].ranges", "every grade names the same 2 resources"}},
 	{"cluster set In without values", "clustersets.cluster.flotilla.io", "",
 		clusterSetHead + "    labelSelector: {matchExpressions: [{key: tier, operator: In}]}\n",
 		[]string{"spec.clusterSelector.labelSelector.matchExpressions[0].values", "must be specified when `operator` is 'In' or 'NotIn'"}},
