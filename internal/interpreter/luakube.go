@@ -26,6 +26,11 @@ func openKube(L *lua.LState, o *observedPaths) {
 				claim[f] = v
 			}
 		}
+		if affinity, ok := spec["affinity"].(map[string]any); ok {
+			if node, ok := affinity["nodeAffinity"].(map[string]any); ok && node["requiredDuringSchedulingIgnoredDuringExecution"] != nil {
+				claim["hardNodeAffinity"] = node["requiredDuringSchedulingIgnoredDuringExecution"]
+			}
+		}
 		if len(claim) > 0 {
 			out["nodeClaim"] = claim
 		}
