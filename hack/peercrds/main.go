@@ -1,5 +1,5 @@
 // Command peercrds writes the CustomResourceDefinitions of the peer API groups the hub serves, Karmada's
-// policy.karmada.io and config.karmada.io, from Flotilla's own: Flotilla's policies use Karmada's field names,
+// policy.karmada.io, autoscaling.karmada.io and config.karmada.io, from Flotilla's own: Flotilla's policies use Karmada's field names,
 // so each peer kind has the schema of its Flotilla twin under the peer's group and kind (shortNames left
 // out: `pp`, `op` and the others stay Flotilla's, and a peer kind is named in full, pp.policy.karmada.io).
 //
@@ -28,6 +28,8 @@ var peers = []peer{
 	{"policy.flotilla.io_overridepolicies.yaml", "policy.karmada.io", "OverridePolicy", "overridepolicies"},
 	{"policy.flotilla.io_clusteroverridepolicies.yaml", "policy.karmada.io", "ClusterOverridePolicy", "clusteroverridepolicies"},
 	{"policy.flotilla.io_federatedresourcequotas.yaml", "policy.karmada.io", "FederatedResourceQuota", "federatedresourcequotas"},
+	{"autoscaling.flotilla.io_federatedhpas.yaml", "autoscaling.karmada.io", "FederatedHPA", "federatedhpas"},
+	{"autoscaling.flotilla.io_cronfederatedhpas.yaml", "autoscaling.karmada.io", "CronFederatedHPA", "cronfederatedhpas"},
 	{"config.flotilla.io_interpretercustomizations.yaml", "config.karmada.io", "ResourceInterpreterCustomization", "resourceinterpretercustomizations"},
 }
 

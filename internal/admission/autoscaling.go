@@ -23,6 +23,8 @@ var autoscalingCheck = Check{
 	Resources: []schema.GroupResource{
 		{Group: autoscalingv1alpha1.GroupVersion.Group, Resource: "federatedhpas"},
 		{Group: autoscalingv1alpha1.GroupVersion.Group, Resource: "cronfederatedhpas"},
+		{Group: autoscalingv1alpha1.KarmadaGroup, Resource: "federatedhpas"},
+		{Group: autoscalingv1alpha1.KarmadaGroup, Resource: "cronfederatedhpas"},
 	},
 	Validate: validateAutoscaling,
 }

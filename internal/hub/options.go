@@ -100,7 +100,8 @@ type Options struct {
 	// ShardLeaseDuration is how long a replica's shard Lease lasts unrenewed: the longest its clusters wait
 	// for another replica when it dies.
 	ShardLeaseDuration time.Duration
-	// KarmadaAPIs serves Karmada's policy.karmada.io and config.karmada.io kinds, mirrored onto Flotilla's.
+	// KarmadaAPIs serves Karmada's policy.karmada.io, autoscaling.karmada.io and config.karmada.io kinds,
+	// mirrored onto Flotilla's.
 	KarmadaAPIs bool
 }
 
@@ -163,7 +164,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar((*string)(&o.ClusterSetMode), "clusterset-mode", string(o.ClusterSetMode), fmt.Sprintf("where a namespace without a ClusterSetBinding may place, recorded in ConfigMap %s/%s: %s (nowhere) or %s (any cluster); unset, the recorded mode stays, and a new hub records %s (a hub upgraded from before cluster sets: %s)", clusterv1alpha1.SystemNamespace, clusterset.ModeConfigMap, clusterset.RequireBindings, clusterset.Open, clusterset.RequireBindings, clusterset.Open))
 	fs.BoolVar(&o.Shard, "shard", o.Shard, "divide cluster health, push execution and Work rendering among the hub's replicas (several hubs on one --etcd-servers, or on one --kubeconfig cluster) by a hash of the cluster's name; off, the elected leader runs them for every cluster")
 	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --shard: how long a replica's Lease lasts unrenewed (renewed every third of it); a replica that dies hands its clusters over within it")
-	fs.BoolVar(&o.KarmadaAPIs, "karmada-apis", o.KarmadaAPIs, "serve Karmada's policy.karmada.io and config.karmada.io kinds (policies, override policies, FederatedResourceQuota, ResourceInterpreterCustomization) unchanged, each mirrored onto its Flotilla twin; false installs none of their CRDs (and removes none already installed) and mirrors nothing")
+	fs.BoolVar(&o.KarmadaAPIs, "karmada-apis", o.KarmadaAPIs, "serve Karmada's policy.karmada.io, autoscaling.karmada.io and config.karmada.io kinds (policies, override policies, FederatedResourceQuota, FederatedHPA, CronFederatedHPA, ResourceInterpreterCustomization) unchanged, each mirrored onto its Flotilla twin; false installs none of their CRDs (and removes none already installed) and mirrors nothing")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 

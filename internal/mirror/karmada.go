@@ -4,14 +4,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 )
 
-// +kubebuilder:rbac:groups=policy.karmada.io;config.karmada.io,resources=*,verbs=get;list;watch
-// +kubebuilder:rbac:groups=policy.karmada.io;config.karmada.io,resources=*/status,verbs=update
-// +kubebuilder:rbac:groups=policy.flotilla.io;config.flotilla.io,resources=*,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=policy.karmada.io;autoscaling.karmada.io;config.karmada.io,resources=*,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.karmada.io;autoscaling.karmada.io;config.karmada.io,resources=*/status,verbs=update
+// +kubebuilder:rbac:groups=policy.flotilla.io;autoscaling.flotilla.io;config.flotilla.io,resources=*,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Karmada is every Karmada kind the hub serves (hub --karmada-apis), with its Flotilla twin. Their CRDs are
@@ -22,6 +23,10 @@ var Karmada = []Kind{
 	{Peer: karmadaPolicy("OverridePolicy"), Twin: policyv1alpha1.GroupVersion.WithKind("OverridePolicy")},
 	{Peer: karmadaPolicy("ClusterOverridePolicy"), Twin: policyv1alpha1.GroupVersion.WithKind("ClusterOverridePolicy")},
 	{Peer: karmadaPolicy("FederatedResourceQuota"), Twin: policyv1alpha1.GroupVersion.WithKind("FederatedResourceQuota")},
+	{Peer: schema.GroupVersionKind{Group: autoscalingv1alpha1.KarmadaGroup, Version: "v1alpha1", Kind: "FederatedHPA"},
+		Twin: autoscalingv1alpha1.GroupVersion.WithKind("FederatedHPA")},
+	{Peer: schema.GroupVersionKind{Group: autoscalingv1alpha1.KarmadaGroup, Version: "v1alpha1", Kind: "CronFederatedHPA"},
+		Twin: autoscalingv1alpha1.GroupVersion.WithKind("CronFederatedHPA")},
 	{Peer: schema.GroupVersionKind{Group: configv1alpha1.KarmadaGroup, Version: "v1alpha1", Kind: "ResourceInterpreterCustomization"},
 		Twin: configv1alpha1.GroupVersion.WithKind("InterpreterCustomization")},
 }

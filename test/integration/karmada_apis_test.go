@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -132,6 +133,8 @@ func TestKarmadaAPIsServed(t *testing.T) {
 			&policyv1alpha1.ClusterOverridePolicy{}},
 		{"apiVersion: policy.karmada.io/v1alpha1\nkind: FederatedResourceQuota\nmetadata: {name: team, namespace: karmada-apis}\nspec:\n  overall: {cpu: \"10\"}\n",
 			&policyv1alpha1.FederatedResourceQuota{}},
+		{"apiVersion: autoscaling.karmada.io/v1alpha1\nkind: FederatedHPA\nmetadata: {name: nginx, namespace: karmada-apis}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: nginx}\n  minReplicas: 1\n  maxReplicas: 5\n  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 60}}}]\n",
+			&autoscalingv1alpha1.FederatedHPA{}},
 		{"apiVersion: config.karmada.io/v1alpha1\nkind: ResourceInterpreterCustomization\nmetadata: {name: karmada-apis-replicas}\nspec:\n  target: {apiVersion: example.io/v1, kind: Widget}\n  customizations:\n    replicaResource:\n      luaScript: |\n        function GetReplicas(obj)\n          return obj.spec.size, {}\n        end\n",
 			&configv1alpha1.InterpreterCustomization{}},
 	} {

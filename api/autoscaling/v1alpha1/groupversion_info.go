@@ -29,3 +29,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }
+
+// KarmadaGroup is Karmada's autoscaling API group, which the hub also serves: its FederatedHPAs and
+// CronFederatedHPAs are mirrored onto this group's.
+const KarmadaGroup = "autoscaling.karmada.io"
