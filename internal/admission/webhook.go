@@ -40,6 +40,10 @@ const webhookConfiguration = "flotilla-checks"
 // delete it) and renews its serving certificate when a third of its life is left.
 const webhookRefresh = 10 * time.Minute
 
+// webhookOrphanCheck is how often a hub process looks whether the webhook configuration sends the API server
+// to another process's URL that no longer answers (that process died), and takes the configuration over.
+const webhookOrphanCheck = 5 * time.Second
+
 // maxReview bounds the body of an AdmissionReview: an object and its old version, each at most the API
 // server's 3 MiB, with room to spare.
 const maxReview = 16 << 20
@@ -149,8 +153,16 @@ func (w *Webhook) serve(ctx context.Context) {
 	go func() { served <- w.server.ServeTLS(w.ln, "", "") }()
 	tick := time.NewTicker(webhookRefresh)
 	defer tick.Stop()
+	orphans := time.NewTicker(webhookOrphanCheck)
+	defer orphans.Stop()
 	for {
 		select {
+		case <-orphans.C:
+			if w.orphaned(ctx) {
+				if err := w.refresh(ctx); err != nil && ctx.Err() == nil {
+					klog.Warningf("admission webhook: %v", err)
+				}
+			}
 		case <-ctx.Done():
 			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
@@ -166,6 +178,31 @@ func (w *Webhook) serve(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// orphaned says whether the webhook configuration sends the API server to a URL other than this process's
+// that does not accept a connection: the hub process that wrote it last is gone, and until another writes
+// its own, the checked kinds cannot be written. (Replicas behind a Service share one address: never orphaned.)
+func (w *Webhook) orphaned(ctx context.Context) bool {
+	got, err := w.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, webhookConfiguration, metav1.GetOptions{})
+	if err != nil || len(got.Webhooks) == 0 || got.Webhooks[0].ClientConfig.URL == nil {
+		return false
+	}
+	mine := w.clientOf(Checks[0].path()).URL
+	configured := *got.Webhooks[0].ClientConfig.URL
+	if mine != nil && *mine == configured {
+		return false
+	}
+	u, err := url.Parse(configured)
+	if err != nil {
+		return true
+	}
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return ctx.Err() == nil
+	}
+	_ = conn.Close()
+	return false
 }
 
 // refresh renews the serving certificate when it is no longer current and writes the webhook configuration

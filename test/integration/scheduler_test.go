@@ -127,8 +127,10 @@ func settledBinding(t *testing.T, namespace, name string) *workv1alpha1.Resource
 		if last == nil || last.ResourceVersion != b.ResourceVersion {
 			last, stableSince = b, time.Now()
 		}
-		if time.Since(stableSince) < 2*time.Second {
-			return fmt.Errorf("written at resourceVersion %s less than 2s ago", b.ResourceVersion)
+		// Longer than the 5 s the status controller waits, on a new binding whose Works report nothing, before
+		// it writes a first status saying so.
+		if time.Since(stableSince) < 6*time.Second {
+			return fmt.Errorf("written at resourceVersion %s less than 6s ago", b.ResourceVersion)
 		}
 		return nil
 	})

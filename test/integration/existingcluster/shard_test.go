@@ -172,6 +172,13 @@ func TestShardedHubsShareTheClusters(t *testing.T) {
 	leaderBefore = worksWritten(t, leaderProcess)
 	followerProcess.Kill()
 	killed := time.Now()
+	// The admission webhook the API server calls may be the killed process's (the last to start writes it):
+	// the survivor takes the configuration over once that URL stops answering.
+	testenv.Eventually(t, 30*time.Second, "the admission webhook served by the survivor", func() error {
+		probe := &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "sharded-probe"},
+			Spec: clusterv1alpha1.ClusterSpec{SyncMode: clusterv1alpha1.Pull, ID: "id-sharded-probe"}}
+		return env.Client.Create(ctx, probe, client.DryRunAll)
+	})
 	second := create("b", 40)
 	createdAt := time.Now()
 	testenv.Eventually(t, 4*lease+10*time.Second, "clusters created after the follower died judged by the leader", judged(second))
