@@ -75,7 +75,8 @@ func TestDynamicWeightsFollowFreeCapacity(t *testing.T) {
 			if rs := cluster.Status.ResourceSummary; rs != nil {
 				got = rs.Allocated[corev1.ResourceCPU]
 			}
-			if got.Value() != cpus {
+			// The ballast, and less than a CPU of what tests beside this one run there.
+			if m := got.MilliValue(); m < cpus*1000 || m >= (cpus+1)*1000 {
 				return fmt.Errorf("%s allocated", got.String())
 			}
 			return nil
