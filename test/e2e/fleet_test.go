@@ -11,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/testenv"
@@ -69,6 +71,22 @@ func (f *fleet) createPolicy(t *testing.T, name string, selector policyv1alpha1.
 		t.Fatal(err)
 	}
 	return p
+}
+
+// update reads obj from the hub, changes it and writes it back, reading it again when a controller wrote it
+// in between: Flotilla writes the status of policies and templates while tests change their specs.
+func update[T client.Object](t *testing.T, hub *framework.Cluster, obj T, change func(T)) {
+	t.Helper()
+	ctx := context.Background()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := hub.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return hub.Client.Update(ctx, obj)
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // memberNamespace creates the test's namespace in a member, for objects a test puts there itself.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -135,26 +136,12 @@ func TestMultiClusterServices(t *testing.T) {
 // placeOn changes the clusters the policy web places the Deployment and Service on.
 func placeOn(t *testing.T, f *fleet, clusters ...string) {
 	t.Helper()
-	p := &policyv1alpha1.PropagationPolicy{}
-	if err := f.hub.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "web"}, p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Placement.ClusterAffinity.ClusterNames = clusters
-	if err := f.hub.Client.Update(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
+	changePolicy(t, f.hub, f.ns, "web", func(p *policyv1alpha1.PropagationPolicy) { p.Spec.Placement.ClusterAffinity.ClusterNames = clusters })
 }
 
 func scale(t *testing.T, f *fleet, replicas int32) {
 	t.Helper()
-	d, err := f.hub.Kube.AppsV1().Deployments(f.ns).Get(context.Background(), "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Replicas = ptr.To(replicas)
-	if _, err := f.hub.Kube.AppsV1().Deployments(f.ns).Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	changeDeployment(t, f.hub, f.ns, "web", func(d *appsv1.Deployment) { d.Spec.Replicas = ptr.To(replicas) })
 }
 
 // waitImported waits until m3's imported EndpointSlices hold exactly the pod IPs of web in providers (want

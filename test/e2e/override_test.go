@@ -63,15 +63,11 @@ func TestOverridePolicyAdaptsPerClusterAllOrNothing(t *testing.T) {
 	}
 
 	// A rule that cannot apply is reported on the binding; m1 keeps its last good manifest.
-	if err := f.hub.Client.Get(ctx, client.ObjectKeyFromObject(op), op); err != nil {
-		t.Fatal(err)
-	}
-	op.Spec.OverrideRules[0].Overriders.Plaintext = append(op.Spec.OverrideRules[0].Overriders.Plaintext,
-		policyv1alpha1.PlaintextOverrider{Path: "/spec/nothing/here", Operator: "replace", Value: &apiextensionsv1.JSON{Raw: []byte("1")}})
-	op.Spec.OverrideRules[0].Overriders.ImageOverrider[0].Value = "mirror.other"
-	if err := f.hub.Client.Update(ctx, op); err != nil {
-		t.Fatal(err)
-	}
+	update(t, f.hub, op, func(op *policyv1alpha1.OverridePolicy) {
+		op.Spec.OverrideRules[0].Overriders.Plaintext = append(op.Spec.OverrideRules[0].Overriders.Plaintext,
+			policyv1alpha1.PlaintextOverrider{Path: "/spec/nothing/here", Operator: "replace", Value: &apiextensionsv1.JSON{Raw: []byte("1")}})
+		op.Spec.OverrideRules[0].Overriders.ImageOverrider[0].Value = "mirror.other"
+	})
 	testenv.Eventually(t, time.Minute, "the binding says the override fails", func() error {
 		rb := &workv1alpha1.ResourceBinding{}
 		if err := f.hub.Client.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "tuned-deployment"}, rb); err != nil {

@@ -86,19 +86,7 @@ func setImage(t *testing.T, hub *framework.Cluster, namespace, name, image strin
 // changeDeployment changes a Deployment template on the hub.
 func changeDeployment(t *testing.T, hub *framework.Cluster, namespace, name string, change func(*appsv1.Deployment)) {
 	t.Helper()
-	ctx := context.Background()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // the status aggregator writes the template too
-		d, err := hub.Kube.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		change(d)
-		_, err = hub.Kube.AppsV1().Deployments(namespace).Update(ctx, d, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	update(t, hub, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, change)
 }
 
 // TestChangeInMemberIsPutBack: a change made to a placed object in a member is undone, pull and push alike.
@@ -129,19 +117,12 @@ func TestChangeInMemberIsPutBack(t *testing.T) {
 // TestPlacementChangeMovesTheObject: removing a cluster from the policy removes the object there; adding one
 // places it.
 func TestPlacementChangeMovesTheObject(t *testing.T) {
-	ctx := context.Background()
 	f := useFleet(t)
 	f.createDeployment(t, deployment(f.ns, "web", 2))
 	p := f.createPolicy(t, "web", deploymentSelector("web"), placementOn("m1", "m3"))
 	waitPlaced(t, f.ns, "web", map[*framework.Cluster]int32{f.m1: 2, f.m2: -1, f.m3: 2})
 
-	if err := f.hub.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.Placement = placementOn("m1", "m2")
-	if err := f.hub.Client.Update(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	update(t, f.hub, p, func(p *policyv1alpha1.PropagationPolicy) { p.Spec.Placement = placementOn("m1", "m2") })
 	waitPlaced(t, f.ns, "web", map[*framework.Cluster]int32{f.m1: 2, f.m2: 2, f.m3: -1})
 }
 
@@ -173,13 +154,9 @@ func TestConflictResolution(t *testing.T) {
 		t.Fatal("Abort changed the foreign object")
 	}
 
-	if err := f.hub.Client.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-		t.Fatal(err)
-	}
-	p.Spec.ConflictResolution = policyv1alpha1.ConflictOverwrite
-	if err := f.hub.Client.Update(ctx, p); err != nil {
-		t.Fatal(err)
-	}
+	update(t, f.hub, p, func(p *policyv1alpha1.PropagationPolicy) {
+		p.Spec.ConflictResolution = policyv1alpha1.ConflictOverwrite
+	})
 	testenv.Eventually(t, time.Minute, "Overwrite adopts the object", func() error {
 		if _, d, _ := replicasIn(ctx, f.m2, f.ns, "taken"); d == nil || d.Spec.Template.Spec.Containers[0].Image != "nginx" {
 			return fmt.Errorf("not adopted yet")
@@ -290,10 +267,7 @@ func TestPropagateDepsFollowsTheWorkload(t *testing.T) {
 		}
 		return nil
 	})
-	settings.Data["mode"] = "b"
-	if _, err := f.hub.Kube.CoreV1().ConfigMaps(f.ns).Update(ctx, settings, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	update(t, f.hub, settings, func(cm *corev1.ConfigMap) { cm.Data["mode"] = "b" })
 	testenv.Eventually(t, time.Minute, "a change of the ConfigMap follows", func() error {
 		if got := settingsIn(f.m2); got != "b" {
 			return fmt.Errorf("m2 has settings %s", got)

@@ -9,7 +9,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -22,20 +21,12 @@ import (
 // changeLabels changes a cluster's labels on the hub.
 func changeLabels(t *testing.T, hub *framework.Cluster, cluster string, change func(labels map[string]string)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		c := &clusterv1alpha1.Cluster{}
-		if err := hub.Client.Get(context.Background(), client.ObjectKey{Name: cluster}, c); err != nil {
-			return err
-		}
+	update(t, hub, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}, func(c *clusterv1alpha1.Cluster) {
 		if c.Labels == nil {
 			c.Labels = map[string]string{}
 		}
 		change(c.Labels)
-		return hub.Client.Update(context.Background(), c)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestRenamedWeightLabelDeletesNothing divides a Deployment over m1 and m2 by a static weight list keyed by

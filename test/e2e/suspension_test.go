@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -125,15 +124,5 @@ func waitWorkSuspended(t *testing.T, hub *framework.Cluster, namespace, bindingN
 // changePolicy changes a PropagationPolicy on the hub.
 func changePolicy(t *testing.T, hub *framework.Cluster, namespace, name string, change func(*policyv1alpha1.PropagationPolicy)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p := &policyv1alpha1.PropagationPolicy{}
-		if err := hub.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, p); err != nil {
-			return err
-		}
-		change(p)
-		return hub.Client.Update(context.Background(), p)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	update(t, hub, &policyv1alpha1.PropagationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}, change)
 }
