@@ -10,6 +10,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
@@ -31,5 +32,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(mcsv1alpha1.AddToScheme(s))
 	utilruntime.Must(inventoryv1alpha1.AddToScheme(s))
 	utilruntime.Must(autoscalingv1alpha1.AddToScheme(s))
+	utilruntime.Must(addonv1alpha1.AddToScheme(s))
 	return s
 }
