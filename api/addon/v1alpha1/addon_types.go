@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -147,9 +146,7 @@ type AddOnTemplate struct {
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:EmbeddedResource
-	Manifests []runtime.RawExtension `json:"manifests"`
+	Manifests []workv1alpha1.Manifest `json:"manifests"`
 }
 
 // ConfigMeta is a kind of configuration an add-on takes, with its default.

@@ -6,6 +6,7 @@ package v1alpha1
 
 import (
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -222,7 +223,7 @@ func (in *AddOnTemplate) DeepCopyInto(out *AddOnTemplate) {
 	*out = *in
 	if in.Manifests != nil {
 		in, out := &in.Manifests, &out.Manifests
-		*out = make([]runtime.RawExtension, len(*in))
+		*out = make([]workv1alpha1.Manifest, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
