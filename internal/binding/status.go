@@ -304,7 +304,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 		member := interpreter.Member{Cluster: target.Name}
 		if w := workOf(works, target.Name); w != nil && len(w.Status.ManifestStatuses) > 0 {
 			ms := w.Status.ManifestStatuses[0]
-			item.Applied, item.Health, item.Status = ms.Applied, ms.Health, summarize(ms.Status)
+			item.Applied, item.Health, item.Status, item.Unschedulable = ms.Applied, ms.Health, summarize(ms.Status), ms.Unschedulable
 			if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Status != metav1.ConditionTrue {
 				item.AppliedMessage = c.Message
 			}

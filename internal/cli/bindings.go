@@ -233,8 +233,12 @@ func printStatus(out io.Writer, b workv1alpha1.Binding, overrides map[string]str
 		}); i >= 0 && spec.GracefulEvictionTasks[i].Replicas != nil {
 			replicas = strconv.Itoa(int(*spec.GracefulEvictionTasks[i].Replicas)) + " (leaving)"
 		}
+		message := item.AppliedMessage
+		if u := item.Unschedulable; u != nil && message == "" {
+			message = fmt.Sprintf("%d unschedulable for %s", u.Replicas, now.Sub(u.Since.Time).Round(time.Second))
+		}
 		fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\t%s\n", item.ClusterName, replicas, item.Applied, orDash(string(item.Health)),
-			orDash(overrides[item.ClusterName]), orDash(item.AppliedMessage))
+			orDash(overrides[item.ClusterName]), orDash(message))
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -166,7 +166,8 @@ func TestPrintStatusListsEvictions(t *testing.T) {
 		task("m1", "TaintUntolerated", policyv1alpha1.PurgeGracefully, now, 2*time.Minute),
 		task("m3", "PlacementChanged", policyv1alpha1.PurgeNever, now, time.Hour)})
 	b.Status.AggregatedStatus = []workv1alpha1.AggregatedStatusItem{{ClusterName: "m1", Applied: true, Health: workv1alpha1.ResourceHealthy},
-		{ClusterName: "m2", Applied: true, Health: workv1alpha1.ResourceUnhealthy}}
+		{ClusterName: "m2", Applied: true, Health: workv1alpha1.ResourceUnhealthy,
+			Unschedulable: &workv1alpha1.UnschedulableReplicas{Replicas: 1, Since: metav1.NewTime(now.Add(-90 * time.Second))}}}
 	crb := &workv1alpha1.ClusterResourceBinding{ObjectMeta: metav1.ObjectMeta{Name: "ops-namespace"},
 		Spec: workv1alpha1.ResourceBindingSpec{Resource: workv1alpha1.ObjectReference{Kind: "Namespace", Name: "ops"}, Clusters: []workv1alpha1.TargetCluster{{Name: "m2"}},
 			GracefulEvictionTasks: []workv1alpha1.GracefulEvictionTask{task("m1", "PlacementChanged", policyv1alpha1.PurgeNever, now, time.Minute)}},
@@ -180,7 +181,7 @@ func TestPrintStatusListsEvictions(t *testing.T) {
 			"Deployment/web in shop (binding web-deployment)",
 			"CLUSTER REPLICAS APPLIED HEALTH OVERRIDES MESSAGE",
 			"m1 2 (leaving) true Healthy - -",
-			"m2 2 true Unhealthy - -",
+			"m2 2 true Unhealthy - 1 unschedulable for 1m30s",
 			"Leaving (the copy stays until the eviction ends):",
 			"CLUSTER REASON SINCE PURGE WAITING FOR MESSAGE",
 			"m1 TaintUntolerated 2m Gracefully replacement healthy on m2 (or the grace period ends in 8m) the cluster has the untolerated taint maintenance:NoExecute",

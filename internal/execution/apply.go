@@ -175,6 +175,6 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 	m.follow(mapping, out)
 	ms.Applied = true
 	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: ReasonApplied, Message: "applied"})
-	observe(&ms, out, statusLimit)
+	m.observe(&ms, out, statusLimit)
 	return ms, out.GetGeneration()
 }

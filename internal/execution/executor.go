@@ -337,7 +337,7 @@ func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work,
 			return nil, false // gone, unreadable, or changed in the member: apply again
 		}
 		if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Reason == ReasonApplied {
-			observe(&ms, out, statusLimit(len(manifests))) // a shared dependency's status belongs to the Work that manages it
+			m.observe(&ms, out, statusLimit(len(manifests))) // a shared dependency's status belongs to the Work that manages it
 		}
 		statuses[i] = ms
 	}

@@ -37,6 +37,8 @@ type Member struct {
 	watchKube kubernetes.Interface
 	// autoscalers follows the member's HorizontalPodAutoscalers once an object with replicas is applied.
 	autoscalers autoscalers
+	// pending follows the member's Pending pods once a workload is observed (unschedulable.go).
+	pending pendingPods
 	// stop ends the member's informers.
 	stop     chan struct{}
 	stopOnce sync.Once

@@ -31,9 +31,15 @@ const (
 // statusLimit is how many bytes of status each of a Work's manifests may reflect.
 func statusLimit(manifests int) int { return min(maxReflectedStatus, statusBudget/max(manifests, 1)) }
 
-// observe reflects a member object's status (at most limit bytes of it), whether its controllers observed
+// observe reflects what observeObject does, and counts a workload's unschedulable pods.
+func (m *Member) observe(ms *workv1alpha1.ManifestStatus, out *unstructured.Unstructured, limit int) {
+	observeObject(ms, out, limit)
+	ms.Unschedulable = m.unschedulable(out)
+}
+
+// observeObject reflects a member object's status (at most limit bytes of it), whether its controllers observed
 // its generation, and its health, which is judged from the whole object.
-func observe(ms *workv1alpha1.ManifestStatus, out *unstructured.Unstructured, limit int) {
+func observeObject(ms *workv1alpha1.ManifestStatus, out *unstructured.Unstructured, limit int) {
 	ms.Status = nil
 	meta.RemoveStatusCondition(&ms.Conditions, workv1alpha1.ManifestConditionStatusReflected)
 	if status, ok := out.Object["status"].(map[string]any); ok {

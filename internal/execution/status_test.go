@@ -29,7 +29,7 @@ func TestObserveCapsReflectedStatus(t *testing.T) {
 	for _, manifests := range []int{1, 100, 10000} {
 		limit := statusLimit(manifests)
 		ms := workv1alpha1.ManifestStatus{}
-		observe(&ms, obj, limit)
+		observeObject(&ms, obj, limit)
 		if ms.Status == nil || len(ms.Status.Raw) > limit {
 			t.Fatalf("%d manifests: reflected %d bytes, limit %d", manifests, len(ms.Status.Raw), limit)
 		}
@@ -55,8 +55,8 @@ func TestObserveCapsReflectedStatus(t *testing.T) {
 	// Once the status is small again it is reflected whole and the condition goes.
 	unstructured.RemoveNestedField(obj.Object, "status", "conditions")
 	ms := workv1alpha1.ManifestStatus{}
-	observe(&ms, obj, statusLimit(100))
-	observe(&ms, obj, statusLimit(1))
+	observeObject(&ms, obj, statusLimit(100))
+	observeObject(&ms, obj, statusLimit(1))
 	if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.ManifestConditionStatusReflected); c != nil {
 		t.Fatalf("condition %+v stays after the status became small", c)
 	}

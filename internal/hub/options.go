@@ -58,6 +58,9 @@ type Options struct {
 	// DefaultFailoverToleration is how long bindings tolerate a cluster's health NoExecute taints unless
 	// their policy tolerates them itself.
 	DefaultFailoverToleration time.Duration
+	// DescheduleAfter is how long replicas divided by capacity may stay unschedulable in a cluster before
+	// they move to clusters with room, unless their policy says otherwise; 0 never moves them.
+	DescheduleAfter time.Duration
 	// Failover says when an unhealthy cluster is tainted NoExecute.
 	Failover clusterstatus.FailoverOptions
 	// MaxAgentCertTTL is the longest lifetime of an agent certificate: longer requests are denied, and the
@@ -114,6 +117,7 @@ func NewOptions() *Options {
 		Controllers:               []string{"*"},
 		ClusterGracePeriod:        40 * time.Second,
 		DefaultFailoverToleration: scheduler.DefaultFailoverToleration,
+		DescheduleAfter:           scheduler.DefaultDescheduleAfter,
 		Failover: clusterstatus.FailoverOptions{
 			UnhealthyThreshold: clusterstatus.DefaultUnhealthyThreshold,
 			PerMinute:          clusterstatus.DefaultFailoverRate,
@@ -148,6 +152,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.MaxAgentCertTTL, "max-agent-cert-ttl", o.MaxAgentCertTTL, "longest lifetime of an agent's hub certificate: the hub denies requests for longer ones")
 	fs.DurationVar(&o.ClusterGracePeriod, "cluster-grace-period", o.ClusterGracePeriod, "how long a cluster may go without a heartbeat before it is Ready=Unknown and tainted unreachable; agents renew their Leases every quarter of it (at least every 10s)")
 	fs.DurationVar(&o.DefaultFailoverToleration, "default-failover-toleration", o.DefaultFailoverToleration, "how long workloads stay on an unreachable or not-ready cluster before they fail over, unless their policy tolerates the cluster.flotilla.io/unreachable or not-ready NoExecute taint itself")
+	fs.DurationVar(&o.DescheduleAfter, "deschedule-after", o.DescheduleAfter, "how long replicas divided by capacity (Aggregated, or dynamicWeight AvailableReplicas) may stay unschedulable in a cluster before they move to clusters with room, unless their policy sets replicaScheduling.descheduleAfter; 0 never moves them")
 	fs.Float64Var(&o.Failover.UnhealthyThreshold, "unhealthy-fleet-threshold", o.Failover.UnhealthyThreshold, "share of clusters (0-1) that may be unreachable at once: above it the hub assumes it is the one cut off and fails nothing over")
 	fs.Float64Var(&o.Failover.PerMinute, "failover-rate", o.Failover.PerMinute, "clusters per minute that may be tainted NoExecute for failing health")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "serve Go's profiles of the hub process at /debug/pprof on the secure port, to users allowed that non-resource URL (the hub admin): for measuring the hub, off otherwise")
@@ -232,6 +237,9 @@ func (o *Options) Validate() error {
 	}
 	if net.ParseIP(o.BindAddress) == nil {
 		errs = append(errs, fmt.Errorf("--bind-address %q: not an IP address", o.BindAddress))
+	}
+	if o.DescheduleAfter < 0 {
+		errs = append(errs, fmt.Errorf("--deschedule-after %s: must not be negative (0 never moves unschedulable replicas)", o.DescheduleAfter))
 	}
 	if o.DefaultFailoverToleration < 0 {
 		errs = append(errs, fmt.Errorf("--default-failover-toleration %s: must not be negative", o.DefaultFailoverToleration))

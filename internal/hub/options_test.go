@@ -56,6 +56,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"kubeconfig with etcd TLS", func(o *Options) { o.Kubeconfig, o.DataDir, o.EtcdTLS = kubeconfig, "", etcdTLS }, "cannot be used with --kubeconfig"},
 		{"negative failover toleration", func(o *Options) { o.DefaultFailoverToleration = -time.Second }, "--default-failover-toleration -1s: must not be negative"},
 		{"failover at once", func(o *Options) { o.DefaultFailoverToleration = 0 }, ""},
+		{"negative deschedule-after", func(o *Options) { o.DescheduleAfter = -time.Second }, "--deschedule-after -1s: must not be negative"},
+		{"never deschedule", func(o *Options) { o.DescheduleAfter = 0 }, ""},
 		{"threshold zero", func(o *Options) { o.Failover.UnhealthyThreshold = 0 }, "--unhealthy-fleet-threshold 0: must be a share above 0 and at most 1"},
 		{"threshold as a percentage", func(o *Options) { o.Failover.UnhealthyThreshold = 55 }, "--unhealthy-fleet-threshold 55"},
 		{"threshold not a number", func(o *Options) { o.Failover.UnhealthyThreshold = math.NaN() }, "--unhealthy-fleet-threshold NaN"},

@@ -78,7 +78,7 @@ var Controllers = Registry{
 	{Name: "clusterset", Setup: func(mgr ctrl.Manager, _ Settings) error { return clusterset.Setup(mgr) }},
 	{Name: "detector", Setup: func(mgr ctrl.Manager, s Settings) error { return detector.Setup(mgr, s.Templates) }},
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error {
-		return scheduler.Setup(mgr, s.DefaultFailoverToleration, s.Templates)
+		return scheduler.Setup(mgr, s.DefaultFailoverToleration, s.DescheduleAfter, s.Templates)
 	}},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates, s.Group) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},

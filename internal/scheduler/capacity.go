@@ -155,15 +155,20 @@ func fitsCapacity(b *workv1alpha1.ResourceBindingSpec, feasible []*clusterv1alph
 // ranking, division and the capacity check estimate a cluster once, not once per comparison.
 type rooms struct {
 	b    *workv1alpha1.ResourceBindingSpec
+	full map[string]int32
 	memo map[*clusterv1alpha1.Cluster]int64
 }
 
-func newRooms(b *workv1alpha1.ResourceBindingSpec) *rooms {
-	return &rooms{b: b, memo: map[*clusterv1alpha1.Cluster]int64{}}
+// newRooms estimates the clusters' room for b; the clusters in full have none.
+func newRooms(b *workv1alpha1.ResourceBindingSpec, full map[string]int32) *rooms {
+	return &rooms{b: b, full: full, memo: map[*clusterv1alpha1.Cluster]int64{}}
 }
 
 // of is the cluster's room for the binding.
 func (r *rooms) of(c *clusterv1alpha1.Cluster) int64 {
+	if _, full := r.full[c.Name]; full {
+		return 0
+	}
 	n, ok := r.memo[c]
 	if !ok {
 		n = availableReplicas(r.b, c)

@@ -59,6 +59,9 @@ type Controller[T workv1alpha1.Binding] struct {
 	New       func() T
 	// Templates reads templates (detector.Templates).
 	Templates client.Reader
+	// DescheduleAfter is how long replicas divided by capacity may stay unschedulable in a cluster before
+	// they move, unless the policy says otherwise; 0 never moves them (deschedule.go).
+	DescheduleAfter time.Duration
 }
 
 // Setup registers the scheduler for both binding kinds. A binding is placed again when its policy-derived
@@ -66,13 +69,14 @@ type Controller[T workv1alpha1.Binding] struct {
 // that can move it (clusterEvents), and a namespaced binding when its namespace's grant may have changed
 // (granttriggers.go) or the Placement it follows decides otherwise (placementref.go); never because of its
 // own writes or a cluster's heartbeat. Bindings fail
-// over from an unhealthy cluster after failoverAfter unless their policy says otherwise.
-func Setup(mgr ctrl.Manager, failoverAfter time.Duration, templates client.Reader) error {
+// over from an unhealthy cluster after failoverAfter, and replicas divided by capacity leave a cluster that
+// cannot schedule them after descheduleAfter, unless their policy says otherwise.
+func Setup(mgr ctrl.Manager, failoverAfter, descheduleAfter time.Duration, templates client.Reader) error {
 	f, recorder := New(failoverAfter), mgr.GetEventRecorder("flotilla-scheduler")
 	c := mgr.GetClient()
 	// Namespaced bindings are confined to their namespace's grant, so what changes a grant places them again.
 	if err := setup(mgr, "scheduler", &Controller[*workv1alpha1.ResourceBinding]{Client: c, Recorder: recorder, Framework: f,
-		Templates: templates, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }},
+		Templates: templates, DescheduleAfter: descheduleAfter, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }},
 		func() client.ObjectList { return &workv1alpha1.ResourceBindingList{} },
 		func(b *builder.Builder) *builder.Builder {
 			return b.Watches(&clusterv1alpha1.ClusterSetBinding{}, setBindingEvents(c)).
@@ -84,7 +88,7 @@ func Setup(mgr ctrl.Manager, failoverAfter time.Duration, templates client.Reade
 		return err
 	}
 	return setup(mgr, "cluster-scheduler", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: c, Recorder: recorder, Framework: f,
-		Templates: templates, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }},
+		Templates: templates, DescheduleAfter: descheduleAfter, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} }},
 		func() client.ObjectList { return &workv1alpha1.ClusterResourceBindingList{} }, nil)
 }
 
@@ -136,7 +140,9 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	tasks := finishEvictions(spec.GracefulEvictionTasks, status.Conditions, b.GetGeneration(), now)
 	records, recordWait := liveRecords(spec.FailoverRecords, now)
 	failed, failWait := applicationFailures(spec, status, now)
-	result, failed, blocked, err := r.schedule(f, spec, status, clusters.Items, records, failed, now)
+	stuck, stuckWait := stuckReplicas(spec, status, r.DescheduleAfter, now)
+	failing := len(failed) > 0
+	result, failed, moved, blocked, err := r.deschedule(f, spec, status, clusters.Items, records, failed, stuck, now)
 	if err != nil && decided.Missing != "" {
 		err = &placementError{reason: decided.Reason, error: errors.New(decided.Missing)}
 	}
@@ -172,13 +178,16 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 			return ctrl.Result{}, err
 		}
 		r.recordEvictions(b, spec, status, want, started)
+		if moved {
+			r.Recorder.Eventf(templateRef(spec), nil, corev1.EventTypeNormal, ReasonDescheduled, "Deschedule", "%s", descheduledMessage(stuck, status, want.Clusters))
+		}
 		for _, task := range started {
 			metrics.Evictions.WithLabelValues(task.Reason).Inc()
 		}
 		b.SetGeneration(generation)
 		spec.Clusters, spec.GracefulEvictionTasks, spec.FailoverRecords = want.Clusters, want.GracefulEvictionTasks, want.FailoverRecords
 	}
-	if blocked != "" {
+	if blocked != "" && failing {
 		r.Recorder.Eventf(templateRef(spec), nil, corev1.EventTypeWarning, ReasonApplicationFailoverBlocked, "Evict", "%s", blocked)
 	}
 	cond.ObservedGeneration = b.GetGeneration()
@@ -191,7 +200,7 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if next, ok := f.Taints.NextExpiry(spec, clusters.Items, now); ok && (wait == 0 || next+100*time.Millisecond < wait) {
 		wait = next + 100*time.Millisecond
 	}
-	for _, next := range []time.Duration{failWait, recordWait} {
+	for _, next := range []time.Duration{failWait, recordWait, stuckWait} {
 		if next > 0 && (wait == 0 || next < wait) {
 			wait = next
 		}

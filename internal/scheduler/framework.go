@@ -35,6 +35,9 @@ type Framework struct {
 	// Taints is the taint filter, which also says which clusters a binding is evicted from and when a
 	// toleration runs out.
 	Taints TaintToleration
+	// full are clusters that have no room for the binding being placed, whatever their capacity says: its
+	// replicas stayed unschedulable there (WithoutRoomIn).
+	full map[string]int32
 }
 
 // DefaultFailoverToleration is how long a binding tolerates a cluster's health NoExecute taints unless its
@@ -50,6 +53,17 @@ func New(failoverAfter time.Duration) *Framework {
 		Scores:  []ScorePlugin{Locality{}},
 		Taints:  taints,
 	}
+}
+
+// WithoutRoomIn is the framework for a pass that moves a binding's stuck replicas (deschedule.go): the
+// clusters they are stuck in have no room for more of them.
+func (f *Framework) WithoutRoomIn(stuck map[string]int32) *Framework {
+	if len(stuck) == 0 {
+		return f
+	}
+	g := *f
+	g.full = stuck
+	return &g
 }
 
 // Confined is the framework for the bindings of a namespace granted g: the same plugins, with ClusterSetGrant
@@ -229,7 +243,7 @@ func (f *Framework) scheduleOne(b *workv1alpha1.ResourceBindingSpec, clusters []
 		verdicts = append(verdicts, leftOut(feasible, picked, PluginSpreadConstraints, "are not among the clusters the spread constraints pick")...)
 		feasible = picked
 	}
-	room := newRooms(b)
+	room := newRooms(b, f.full)
 	if err := fitsCapacity(b, feasible, running, room); err != nil {
 		return nil, "", append(verdicts, leftOut(feasible, nil, PluginCapacity, "lack room together: "+err.Error())...), err
 	}

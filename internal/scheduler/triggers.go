@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -40,6 +41,9 @@ var bindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool 
 		!equality.Semantic.DeepEqual(healthOf(o.BindingStatus()), healthOf(n.BindingStatus())) {
 		return true // the application may have failed on a cluster, or recovered
 	}
+	if placedByCapacity(n.BindingSpec()) && !maps.Equal(unschedulableOf(o.BindingStatus()), unschedulableOf(n.BindingStatus())) {
+		return true // replicas may have become unschedulable in a cluster, or found a node (deschedule.go)
+	}
 	if len(n.BindingSpec().GracefulEvictionTasks) == 0 {
 		return false
 	}
@@ -65,6 +69,18 @@ func healthOf(status *workv1alpha1.ResourceBindingStatus) map[string]string {
 			since = item.HealthTransitionTime.UTC().Format(time.RFC3339)
 		}
 		out[item.ClusterName] = string(item.Health) + "@" + since
+	}
+	return out
+}
+
+// unschedulableOf is what descheduling reads of a binding's aggregated status: each cluster's unschedulable
+// replicas and since when.
+func unschedulableOf(status *workv1alpha1.ResourceBindingStatus) map[string]string {
+	out := map[string]string{}
+	for _, item := range status.AggregatedStatus {
+		if u := item.Unschedulable; u != nil {
+			out[item.ClusterName] = fmt.Sprintf("%d@%s", u.Replicas, u.Since.UTC().Format(time.RFC3339))
+		}
 	}
 	return out
 }

@@ -262,12 +262,17 @@ func TestApplicationFailoverWithNowhereToGo(t *testing.T) {
 	waitPlaced(t, ns, "web", only)
 	reportHealth(t, ns, "web", only, workv1alpha1.ResourceUnhealthy, `{"checkpoint":"ckpt-1"}`)
 	waitTemplateEvent(t, ns, "web", "no other cluster can host it, so its copy stays")
+	// The event comes before the status of the same pass: wait for the condition too.
+	testenv.Eventually(t, hangGuard, "Scheduled says the failover waits", func() error {
+		b := waitPlaced(t, ns, "web", only)
+		if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled); c == nil || !strings.Contains(c.Message, "no other cluster can host it") {
+			return fmt.Errorf("Scheduled %+v", c)
+		}
+		return nil
+	})
 	b := waitPlaced(t, ns, "web", only)
 	if len(b.Spec.GracefulEvictionTasks) != 0 || len(b.Spec.FailoverRecords) != 0 {
 		t.Errorf("nothing to fail over to, yet tasks %+v records %+v", b.Spec.GracefulEvictionTasks, b.Spec.FailoverRecords)
-	}
-	if c := meta.FindStatusCondition(b.Status.Conditions, workv1alpha1.ConditionScheduled); c == nil || !strings.Contains(c.Message, "no other cluster can host it") {
-		t.Errorf("Scheduled %+v, want it to say the failover waits", c)
 	}
 }
 

@@ -146,6 +146,7 @@ const (
 
 // ReplicaSchedulingStrategy says how replicas are divided among the selected clusters.
 // +kubebuilder:validation:XValidation:rule="!has(self.weightPreference) || self.replicaSchedulingType == 'Divided'",message="weightPreference is allowed only when replicaSchedulingType is Divided"
+// +kubebuilder:validation:XValidation:rule="!has(self.descheduleAfter) || (self.replicaSchedulingType == 'Divided' && ((has(self.replicaDivisionPreference) && self.replicaDivisionPreference == 'Aggregated') || (has(self.weightPreference) && has(self.weightPreference.dynamicWeight) && self.weightPreference.dynamicWeight == 'AvailableReplicas')))",message="descheduleAfter applies only to replicas divided by capacity: Divided with replicaDivisionPreference Aggregated or dynamicWeight AvailableReplicas"
 type ReplicaSchedulingStrategy struct {
 	// ReplicaSchedulingType is Duplicated or Divided. Default Divided (as in Karmada, when replicaScheduling
 	// is present without a type).
@@ -160,6 +161,13 @@ type ReplicaSchedulingStrategy struct {
 	// WeightPreference gives the weights for Weighted division. Omitted: equal weights.
 	// +optional
 	WeightPreference *ClusterPreferences `json:"weightPreference,omitempty"`
+
+	// DescheduleAfter is how long replicas may stay unschedulable in a cluster (Pending, the member's
+	// scheduler finding no node) before they move to clusters with room; "0s" never moves them. Only for
+	// replicas divided by capacity (Aggregated, or dynamicWeight AvailableReplicas): static weights and
+	// Duplicated placements are never descheduled. Omitted: the hub's --deschedule-after (5 minutes).
+	// +optional
+	DescheduleAfter *metav1.Duration `json:"descheduleAfter,omitempty"`
 }
 
 // DynamicWeightFactor is where dynamic weights come from.

@@ -480,6 +480,10 @@ type AggregatedStatusItem struct {
 	// of the hub.
 	// +optional
 	HealthTransitionTime *metav1.Time `json:"healthTransitionTime,omitempty"`
+
+	// Unschedulable counts the object's pods the member's scheduler found no node for, and since when.
+	// +optional
+	Unschedulable *UnschedulableReplicas `json:"unschedulable,omitempty"`
 }
 
 // ResourceBindingList is a list of ResourceBindings.

@@ -128,6 +128,22 @@ type ManifestStatus struct {
 	// Health is the object's health in the member.
 	// +optional
 	Health ResourceHealth `json:"health,omitempty"`
+
+	// Unschedulable counts the object's pods that the member's scheduler found no node for.
+	// +optional
+	Unschedulable *UnschedulableReplicas `json:"unschedulable,omitempty"`
+}
+
+// UnschedulableReplicas counts a workload's pods that stay Pending because the member's scheduler found no
+// node for them (condition PodScheduled=False, reason Unschedulable).
+type UnschedulableReplicas struct {
+	// Replicas is how many pods are unschedulable.
+	// +required
+	Replicas int32 `json:"replicas"`
+
+	// Since is when the first of them became unschedulable.
+	// +required
+	Since metav1.Time `json:"since"`
 }
 
 // ResourceIdentifier identifies one manifest of a Work and the object it became.
