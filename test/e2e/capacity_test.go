@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
@@ -23,6 +24,10 @@ import (
 // (three 32-CPU nodes each: 96 CPUs free in sum, room enough by summed capacity), is placed nowhere, and the
 // binding's Scheduled condition and flotilla explain say that no node fits 33 CPU. A member with two 64-CPU
 // nodes (flotilla dev member --node-cpu 64) joins, and both replicas go there and run.
+//
+// Then descheduling: a Deployment of 2 replicas × 1 CPU aggregated on that member, whose nodes are then
+// cordoned and its pods deleted, so they stay Pending there; once m1 is in the placement too, after the
+// policy's descheduleAfter the replicas move to m1 and run, and the template's events say so.
 func TestReplicasGoWhereANodeFits(t *testing.T) {
 	ctx := context.Background()
 	f := useFleet(t)
@@ -61,4 +66,44 @@ func TestReplicasGoWhereANodeFits(t *testing.T) {
 		f.hub.Flotilla("unjoin", big)
 	})
 	waitPlaced(t, f.ns, "wide", map[*framework.Cluster]int32{m: 2, f.m1: -1, f.m2: -1, f.m3: -1})
+
+	// Descheduling. The copy in the member keeps running until its replacement is healthy on m1.
+	small := deployment(f.ns, "spill", 2)
+	small.Spec.Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	f.createDeployment(t, small)
+	spill := placementOn(big)
+	spill.ReplicaScheduling = &policyv1alpha1.ReplicaSchedulingStrategy{ReplicaSchedulingType: policyv1alpha1.ReplicaSchedulingDivided,
+		ReplicaDivisionPreference: policyv1alpha1.ReplicaDivisionAggregated, DescheduleAfter: &metav1.Duration{Duration: 5 * time.Second}}
+	f.createPolicy(t, "spill", deploymentSelector("spill"), spill)
+	waitPlaced(t, f.ns, "spill", map[*framework.Cluster]int32{m: 2, f.m1: -1})
+	changePolicy(t, f.hub, f.ns, "spill", func(p *policyv1alpha1.PropagationPolicy) {
+		p.Spec.Placement.ClusterAffinity.ClusterNames = []string{big, "m1"}
+	})
+	nodes, err := m.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		n.Spec.Unschedulable = true
+		if _, err := m.Kube.CoreV1().Nodes().Update(ctx, &n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Kube.CoreV1().Pods(f.ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
+		metav1.ListOptions{LabelSelector: "app=spill"}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, f.ns, "spill", map[*framework.Cluster]int32{m: -1, f.m1: 2})
+	testenv.Eventually(t, time.Minute, "a Descheduled event on the template", func() error {
+		events, err := f.hub.Kube.EventsV1().Events(f.ns).List(ctx, metav1.ListOptions{FieldSelector: "regarding.name=spill"})
+		if err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "Descheduled" && strings.Contains(e.Note, "2 from "+big+" (unschedulable there since") {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none Descheduled", len(events.Items))
+	})
 }
