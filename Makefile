@@ -171,7 +171,7 @@ test-e2e: build
 BENCH_OUT := $(BIN)/bench-smoke
 bench-smoke: build
 	mkdir -p $(BENCH_OUT)
-	$(BIN)/flotilla bench propagation --members 2 --objects 20 --out $(BENCH_OUT)/propagation.json
+	$(BIN)/flotilla bench propagation --members 2 --objects 20 --rest 10s --out $(BENCH_OUT)/propagation.json
 	$(BIN)/flotilla bench scale --clusters 2 --objects 2 --settle 10s --out $(BENCH_OUT)/scale.json
 	$(BIN)/flotilla bench register --clusters 2
 	$(BIN)/flotilla bench mcs --changes 2 --out $(BENCH_OUT)/mcs.json

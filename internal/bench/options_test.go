@@ -30,6 +30,7 @@ func TestPropagationOptionsValidate(t *testing.T) {
 		{"no replicas", func(o *PropagationOptions) { o.Replicas = 0 }, "--replicas 0"},
 		{"unknown mode", func(o *PropagationOptions) { o.Mode = "pushy" }, `--mode "pushy"`},
 		{"no timeout", func(o *PropagationOptions) { o.Timeout = 0 }, "--timeout 0s"},
+		{"negative rest", func(o *PropagationOptions) { o.Rest = -time.Second }, "--rest -1s: must not be negative"},
 		{"update without create", func(o *PropagationOptions) { o.Waves = []string{"update"} }, "--waves update"},
 		{"out of order", func(o *PropagationOptions) { o.Waves = []string{"create", "delete"} }, "--waves create,delete"},
 		{"profiles into a new directory", func(o *PropagationOptions) { o.ProfileDir = filepath.Join(t.TempDir(), "profiles") }, ""},

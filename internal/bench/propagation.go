@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +52,9 @@ type PropagationOptions struct {
 	// MemberNice, when above zero, runs the members and agents at this niceness, so that the hub gets the CPU
 	// first (devenv.UpOptions.MemberNice).
 	MemberNice int
+	// Rest is how long the fleet is watched at rest after the create wave (every object placed, nothing
+	// changing): the hub's writes and the CPU per cluster. 0 skips it.
+	Rest time.Duration
 }
 
 // Validate checks the options before anything starts.
@@ -68,6 +73,8 @@ func (o *PropagationOptions) Validate() error {
 		return fmt.Errorf("--mode %q: must be pull, push or mixed", o.Mode)
 	case o.Timeout <= 0:
 		return fmt.Errorf("--timeout %s: must be positive", o.Timeout)
+	case o.Rest < 0:
+		return fmt.Errorf("--rest %s: must not be negative (0 skips the measurement at rest)", o.Rest)
 	case o.MemberNice < 0 || o.MemberNice > 19:
 		return fmt.Errorf("--member-nice %d: must be between 0 and 19", o.MemberNice)
 	case len(o.Waves) == 0 || len(o.Waves) > len(allWaves):
@@ -94,6 +101,22 @@ type PropagationResult struct {
 	HubIdleRSSMiB float64 `json:"hubIdleRSSMiB"`
 	// Waves are create, update and delete.
 	Waves map[string]WaveResult `json:"waves"`
+	// AtRest is the fleet after the create wave with nothing changing (--rest).
+	AtRest *RestResult `json:"atRest,omitempty"`
+}
+
+// RestResult is what the fleet costs at rest, per member cluster and minute.
+type RestResult struct {
+	Seconds float64 `json:"seconds"`
+	// Writes are the hub API's writes per cluster per minute, the agents' and the hub's alike, Leases
+	// (heartbeats) apart: status reports, resource models, Work statuses.
+	Writes float64 `json:"writesPerClusterPerMinute"`
+	// LeaseWrites are the Lease renewals per cluster per minute.
+	LeaseWrites float64 `json:"leaseWritesPerClusterPerMinute"`
+	// WritesByResource are Writes by resource (resource/subresource).
+	WritesByResource map[string]float64 `json:"writesByResource,omitempty"`
+	// CPUSeconds are the CPU seconds per minute of the hub, the members and the agents.
+	CPUSeconds map[string]float64 `json:"cpuSecondsPerMinute"`
 }
 
 // WaveResult is one wave: per stage, seconds from the hub request to the stage (p50, p90, p99, max).
@@ -240,6 +263,12 @@ func RunPropagation(ctx context.Context, o PropagationOptions, out io.Writer, pr
 			r.UserCreates.Ratio = compare(r.UserCreates.Burst, idleCreates, o.Sequential)
 		}
 		result.Waves[w.name] = r
+		if w.name == "create" && o.Rest > 0 {
+			progress(fmt.Sprintf("at rest: %s with every object placed", o.Rest))
+			if result.AtRest, err = p.atRest(ctx, o.Rest); err != nil {
+				return fmt.Errorf("at rest: %w", err)
+			}
+		}
 	}
 	printPropagation(out, &result)
 	return writeJSON(o.Out, &result)
@@ -505,6 +534,53 @@ func (p *propagation) waitObject(ctx context.Context, w *wave, name string) erro
 }
 
 // usage sums the CPU time of the fleet's processes by kind: hub, members, agents; the hub's memory as is.
+// atRest watches the fleet for d with nothing changing: the hub's writes (from its request counters) and
+// the CPU of every process, per member cluster and minute.
+func (p *propagation) atRest(ctx context.Context, d time.Duration) (*RestResult, error) {
+	scrape := func() (measure.RequestCounts, error) {
+		m, err := measure.ScrapeHubMetrics(ctx, p.fleet.kube)
+		if err != nil {
+			return nil, err
+		}
+		return measure.RequestCountsOf(m)
+	}
+	before, err := scrape()
+	if err != nil {
+		return nil, err
+	}
+	cpuBefore, err := p.usage()
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := sleep(ctx, d); err != nil {
+		return nil, err
+	}
+	after, err := scrape()
+	if err != nil {
+		return nil, err
+	}
+	cpuAfter, err := p.usage()
+	if err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	perClusterMinute := func(n float64) float64 { return n / float64(len(p.members)) / elapsed.Minutes() }
+	r := &RestResult{Seconds: elapsed.Seconds(), WritesByResource: map[string]float64{}, CPUSeconds: map[string]float64{}}
+	for resource, n := range after.Since(before).WritesByResource() {
+		if resource == "leases" {
+			r.LeaseWrites = perClusterMinute(n)
+			continue
+		}
+		r.WritesByResource[resource] = perClusterMinute(n)
+		r.Writes += perClusterMinute(n)
+	}
+	for kind, u := range cpuAfter {
+		r.CPUSeconds[kind] = (u.CPU - cpuBefore[kind].CPU).Seconds() / elapsed.Minutes()
+	}
+	return r, nil
+}
+
 func (p *propagation) usage() (map[string]process.Usage, error) {
 	sums := map[string]process.Usage{}
 	for _, proc := range p.fleet.env.Processes() {
@@ -568,6 +644,13 @@ func printPropagation(out io.Writer, r *PropagationResult) {
 		}
 		measure.PrintRequests(out, strings.Repeat(" ", 9), wr.HubRequests)
 		measure.PrintQueues(out, strings.Repeat(" ", 9), wr.Queues)
+	}
+	if a := r.AtRest; a != nil {
+		fmt.Fprintf(out, "\nat rest after the create wave (%.0f s), per cluster and minute: %.2f writes (goal ≤ 1), %.1f Lease renewals; "+
+			"CPU s per minute: hub %.2f, members %.2f, agents %.2f\n", a.Seconds, a.Writes, a.LeaseWrites, a.CPUSeconds["hub"], a.CPUSeconds["members"], a.CPUSeconds["agents"])
+		for _, resource := range slices.Sorted(maps.Keys(a.WritesByResource)) {
+			fmt.Fprintf(out, "         %-28s %.2f\n", resource, a.WritesByResource[resource])
+		}
 	}
 }
 

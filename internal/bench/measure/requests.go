@@ -117,6 +117,17 @@ func (c RequestCounts) writes(except ...string) float64 {
 	return n
 }
 
+// WritesByResource sums the write requests by resource (resource/subresource).
+func (c RequestCounts) WritesByResource() map[string]float64 {
+	by := map[string]float64{}
+	for k, v := range c {
+		if k.write {
+			by[k.resource] += v
+		}
+	}
+	return by
+}
+
 // HubRequests are the hub's API requests of one wave, divided by the number of objects.
 type HubRequests struct {
 	// Writes and Reads are the totals per object; failed writes are counted in Writes too.

@@ -96,7 +96,7 @@ func newBenchGetClustersCommand() *cobra.Command {
 
 func newBenchPropagationCommand() *cobra.Command {
 	o := bench.PropagationOptions{Members: 2, Objects: 100, Replicas: 1, Mode: devenv.ModePull, Timeout: 10 * time.Minute,
-		Waves: []string{"create", "update", "delete"}}
+		Waves: []string{"create", "update", "delete"}, Rest: time.Minute}
 	cmd := &cobra.Command{
 		Use:   "propagation",
 		Short: "Time each stage from hub to members for Deployments created, updated and deleted on a local fleet",
@@ -119,6 +119,7 @@ changes per second and the CPU time of the hub, the members and the agents.`,
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for one wave")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	cmd.Flags().StringVar(&o.ProfileDir, "profile-dir", "", "start the hub with --profiling and save its profiles here: heap, goroutines and 20 s of CPU at rest, and the CPU during each wave")
+	cmd.Flags().DurationVar(&o.Rest, "rest", o.Rest, "after the create wave, watch the fleet at rest this long: the hub's writes and the CPU per cluster and minute (0: skip)")
 	cmd.Flags().IntVar(&o.MemberNice, "member-nice", 0, "run the members and agents at this niceness (1-19), so the hub gets the CPU first, as on cores of its own")
 	return cmd
 }
