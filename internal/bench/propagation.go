@@ -111,7 +111,8 @@ type RestResult struct {
 	// Writes are the hub API's writes per cluster per minute, the agents' and the hub's alike, Leases
 	// (heartbeats) apart: status reports, resource models, Work statuses.
 	Writes float64 `json:"writesPerClusterPerMinute"`
-	// LeaseWrites are the Lease renewals per cluster per minute.
+	// LeaseWrites are the Lease renewals per cluster per minute: the agents' heartbeats and the hub's own
+	// leader elections (which do not grow with the fleet).
 	LeaseWrites float64 `json:"leaseWritesPerClusterPerMinute"`
 	// WritesByResource are Writes by resource (resource/subresource).
 	WritesByResource map[string]float64 `json:"writesByResource,omitempty"`
@@ -646,7 +647,7 @@ func printPropagation(out io.Writer, r *PropagationResult) {
 		measure.PrintQueues(out, strings.Repeat(" ", 9), wr.Queues)
 	}
 	if a := r.AtRest; a != nil {
-		fmt.Fprintf(out, "\nat rest after the create wave (%.0f s), per cluster and minute: %.2f writes (goal ≤ 1), %.1f Lease renewals; "+
+		fmt.Fprintf(out, "\nat rest after the create wave (%.0f s), per cluster and minute: %.2f writes (goal ≤ 1), %.1f Lease renewals (heartbeats and the hub's leader elections); "+
 			"CPU s per minute: hub %.2f, members %.2f, agents %.2f\n", a.Seconds, a.Writes, a.LeaseWrites, a.CPUSeconds["hub"], a.CPUSeconds["members"], a.CPUSeconds["agents"])
 		for _, resource := range slices.Sorted(maps.Keys(a.WritesByResource)) {
 			fmt.Fprintf(out, "         %-28s %.2f\n", resource, a.WritesByResource[resource])
