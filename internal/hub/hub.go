@@ -194,7 +194,7 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		}
 	}
 	progress("controllers elect their leader as " + h.Identity)
-	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, HubID: h.ID, Version: o.Version, Tunnels: h.Tunnels}, selected); err != nil {
+	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, HubID: h.ID, Version: o.Version, Tunnels: h.Tunnels, HubURL: h.Config.Host}, selected); err != nil {
 		return nil, err
 	}
 	if err := h.serveMetrics(ctx, o, h.manager.GetCache()); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flotilla-io/flotilla/internal/addon"
 	"github.com/flotilla-io/flotilla/internal/autoscaling"
 	"github.com/flotilla-io/flotilla/internal/binding"
 	"github.com/flotilla-io/flotilla/internal/clusterset"
@@ -51,6 +52,8 @@ type Settings struct {
 	// bindings exist; the controllers read templates through them. Without the detector nothing is watched,
 	// and templates are read from the API server.
 	Templates *detector.Templates
+	// HubURL is the hub's address for members, as agents reach it.
+	HubURL string
 	// Group is this hub process's member of the shard group with --shard; nil without: then the per-cluster
 	// controllers run on the leader, for every cluster.
 	Group *shard.Group
@@ -103,6 +106,8 @@ var Controllers = Registry{
 		return autoscaling.SetupFederatedHPA(mgr, memberBackends(mgr, s))
 	}},
 	{Name: "cronfederatedhpa", Setup: func(mgr ctrl.Manager, _ Settings) error { return autoscaling.SetupCronFederatedHPA(mgr) }},
+	{Name: "addon", Setup: func(mgr ctrl.Manager, s Settings) error { return addon.Setup(mgr, s.HubURL) }},
+	{Name: "clusteraddon", Setup: func(mgr ctrl.Manager, _ Settings) error { return addon.SetupCluster(mgr) }},
 }
 
 // memberBackends reach members as the proxy does, for the controllers that read members' APIs: Push members
