@@ -51,8 +51,9 @@ func addOnBindAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, *
 			}},
 			Validations: []admissionregistrationv1.Validation{{
 				Expression: unchanged + " || " + perms + ".all(p, " + allowed + ")",
-				MessageExpression: "'spec.registration.hubPermissions: granting ' + " + perms + ".filter(p, !" + allowed + ").map(p, " + describe + ").join(', ') + " +
-					"' to the add-on\\'s agents needs the bind verb on it, as a RoleBinding would (ask an administrator of the hub)'",
+				// A message cannot ask the authorizer: it names every role granted.
+				MessageExpression: "'spec.registration.hubPermissions: granting ' + " + perms + ".map(p, " + describe + ").join(', ') + " +
+					"' to the add-on\\'s agents needs the bind verb on each, as a RoleBinding would (ask an administrator of the hub)'",
 				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
