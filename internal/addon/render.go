@@ -83,7 +83,7 @@ func Render(in Input) (*Rendered, error) {
 	first := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}
 	out := &Rendered{Namespace: ns, Manifests: []map[string]any{first}}
 	for i, raw := range in.AddOn.Spec.Template.Manifests {
-		m, err := manifest(raw, i)
+		m, err := manifest(raw.RawExtension, i)
 		if err != nil {
 			return nil, err
 		}

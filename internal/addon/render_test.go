@@ -10,12 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 func testAddOn(manifests ...string) *addonv1alpha1.AddOn {
 	a := &addonv1alpha1.AddOn{ObjectMeta: metav1.ObjectMeta{Name: "observer"}}
 	for _, m := range manifests {
-		a.Spec.Template.Manifests = append(a.Spec.Template.Manifests, runtime.RawExtension{Raw: []byte(m)})
+		a.Spec.Template.Manifests = append(a.Spec.Template.Manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(m)}})
 	}
 	return a
 }

@@ -39,7 +39,7 @@ var addOnManifests = []string{
 func newAddOn(name string, manifests ...string) *addonv1alpha1.AddOn {
 	a := &addonv1alpha1.AddOn{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, m := range manifests {
-		a.Spec.Template.Manifests = append(a.Spec.Template.Manifests, runtime.RawExtension{Raw: []byte(m)})
+		a.Spec.Template.Manifests = append(a.Spec.Template.Manifests, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: []byte(m)}})
 	}
 	return a
 }
