@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -20,7 +21,7 @@ import (
 
 // dynamicReader reads the kinds a check's warnings and Admit need through the embedded API server's loopback
 // dynamic client (the client admission plugins are given), as a client.Reader: Flotilla's kinds and the
-// cluster-set mode's ConfigMap typed, and the workloads quotaCheck checks as unstructured objects.
+// cluster-set mode's ConfigMap typed (and the AddOn a ClusterAddOn names), and the workloads quotaCheck checks as unstructured objects.
 type dynamicReader struct{ d dynamic.Interface }
 
 // resourceOf is the resource of the objects and lists dynamicReader reads.
@@ -29,6 +30,8 @@ func resourceOf(obj runtime.Object) (schema.GroupVersionResource, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
 		return corev1.SchemeGroupVersion.WithResource("configmaps"), nil
+	case *addonv1alpha1.AddOn:
+		return addonv1alpha1.GroupVersion.WithResource("addons"), nil
 	case *clusterv1alpha1.Cluster, *clusterv1alpha1.ClusterList:
 		return gv.WithResource("clusters"), nil
 	case *clusterv1alpha1.ClusterSet, *clusterv1alpha1.ClusterSetList:
