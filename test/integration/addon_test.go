@@ -493,4 +493,46 @@ func TestAddOnProgressiveRollout(t *testing.T) {
 	rolled("the change rolled out in 3 waves", func(r workv1alpha1.RolloutStatus) bool {
 		return complete(r) && r.TargetRevision == first.TargetRevision+1 && r.Wave == 3
 	})
+
+	// At rest: a reconcile of every add-on (any AddOnConfig change brings one) writes nothing.
+	versions := func() []string {
+		out := []string{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ao), ao); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, ao.ResourceVersion)
+		for _, c := range clusters {
+			ca, err := getClusterAddOn(c, name)
+			w, err2 := readAddOnWork(c, name)
+			if err != nil || err2 != nil {
+				t.Fatal(err, err2)
+			}
+			out = append(out, ca.ResourceVersion, w.work.ResourceVersion)
+		}
+		return out
+	}
+	before := versions()
+	since := reconciles(t, "addon")
+	create(t, addOnConfig(ns, "unrelated", "x"))
+	waitReconciled(t, "addon", since, 1)
+	if after := versions(); !slices.Equal(before, after) {
+		t.Errorf("a reconcile at rest wrote the AddOn, a ClusterAddOn or a Work: resourceVersions %v, then %v", before, after)
+	}
+}
+
+// TestAddOnClusterDeletedDoesNotHang: a cluster deleted with an add-on enabled goes, and its ClusterAddOn with
+// it: the add-on's finalizer leaves the Work to deregistration (which keeps or deletes member objects as the
+// unjoin says) rather than wait for an agent that is leaving.
+func TestAddOnClusterDeletedDoesNotHang(t *testing.T) {
+	const name, cluster = "ao-gone", "ao-gone-a"
+	c := createPullCluster(t, cluster)
+	ao := newAddOn(name, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)
+	create(t, ao)
+	create(t, clusterAddOn(cluster, name))
+	waitAddOnWork(t, cluster, name, "written", func(*renderedWork) error { return nil })
+	if err := env.Client.Delete(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	testenv.EventuallyGone(t, env.Client, &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: name}}, time.Minute)
+	testenv.EventuallyGone(t, env.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterv1alpha1.ClusterNamespace(cluster)}}, time.Minute)
 }
