@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,7 +54,7 @@ const (
 // +kubebuilder:rbac:groups=work.flotilla.io,resources=works,verbs=get;list;watch;delete
 
 // ClusterController runs one cluster's add-on besides its rendering: it gives the ClusterAddOn its
-// finalizer, grants the add-on's agent its hub permissions (registration.go) and reports them, judges the
+// finalizer and an owner reference to its AddOn (the AddOn's deletion disables it everywhere), grants the add-on's agent its hub permissions (registration.go) and reports them, judges the
 // add-on's health from its Work or its Lease, and, when the ClusterAddOn is deleted, deletes the Work and the
 // RBAC and waits until the Work is gone (the member objects deleted) before letting the ClusterAddOn go.
 //
@@ -89,7 +90,8 @@ func SetupCluster(mgr ctrl.Manager) error {
 	// A Lease in a cluster namespace may be an add-on's (named after it): the ClusterAddOn of that name, if
 	// any, is looked at.
 	ofLease := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		if _, ok := clusterv1alpha1.ClusterOfNamespace(o.GetNamespace()); !ok {
+		// The agent's own Lease, named after its cluster, renews often and is no add-on's.
+		if cluster, ok := clusterv1alpha1.ClusterOfNamespace(o.GetNamespace()); !ok || o.GetName() == cluster {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
@@ -122,18 +124,15 @@ func (r *ClusterController) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if ca.DeletionTimestamp != nil {
 		return r.disable(ctx, ca, cluster)
 	}
-	if !controllerutil.ContainsFinalizer(ca, Finalizer) {
-		patch := client.MergeFromWithOptions(ca.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(ca, Finalizer)
-		if err := r.Client.Patch(ctx, ca, patch); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-	}
 	a := &addonv1alpha1.AddOn{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: ca.Name}, a); err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, err
-		}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: ca.Name}, a)
+	if client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.adopt(ctx, ca, a, err == nil); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err != nil {
 		msg := fmt.Sprintf("AddOn %s does not exist", ca.Name)
 		return ctrl.Result{}, r.writeStatus(ctx, ca, clusterAddOnStatus{Conditions: []metav1.Condition{
 			condition(addonv1alpha1.ConditionAvailable, false, ReasonAddOnNotFound, msg, ca.Generation)}})
@@ -143,7 +142,7 @@ func (r *ClusterController) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		want.HealthCheck.Mode = addonv1alpha1.HealthWork
 	}
 	roles, bindings := grants(a, cluster)
-	err := r.applyGrants(ctx, a.Name, cluster, roles, bindings)
+	err = r.applyGrants(ctx, a.Name, cluster, roles, bindings)
 	var missing errMissing
 	switch {
 	case errors.As(err, &missing):
@@ -162,6 +161,23 @@ func (r *ClusterController) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	want.Conditions = append(want.Conditions, available)
 	return ctrl.Result{RequeueAfter: requeue}, r.writeStatus(ctx, ca, want)
+}
+
+// adopt gives a ClusterAddOn the finalizer and, when its AddOn exists, an owner reference to it, so that
+// deleting the AddOn disables it everywhere (the garbage collector deletes the ClusterAddOns, whose finalizer
+// removes what they installed), whoever enabled it. One patch, once.
+func (r *ClusterController) adopt(ctx context.Context, ca *addonv1alpha1.ClusterAddOn, a *addonv1alpha1.AddOn, exists bool) error {
+	owned := !exists || slices.ContainsFunc(ca.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == a.UID })
+	if owned && controllerutil.ContainsFinalizer(ca, Finalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(ca.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(ca, Finalizer)
+	if !owned {
+		ca.OwnerReferences = append(ca.OwnerReferences, metav1.OwnerReference{APIVersion: addonv1alpha1.GroupVersion.String(), Kind: "AddOn",
+			Name: a.Name, UID: a.UID, BlockOwnerDeletion: ptr.To(false)})
+	}
+	return r.Client.Patch(ctx, ca, patch)
 }
 
 // health judges the add-on on the cluster: from its Work's status, or from its Lease's last renewal (then it

@@ -222,7 +222,8 @@ func addOnFleet(t *testing.T, namespace, set string, clusters map[string]string)
 // strategy's) and a Work on the placed clusters only, nothing while its Placement does not exist yet; the Work
 // holds the install Namespace first, the variables filled, the default config's registries applied; a
 // ClusterAddOn's own config wins over the default and is reported with its spec hash; a cluster leaving the
-// placement loses the strategy's ClusterAddOn and its Work, and keeps one created by hand.
+// placement loses the strategy's ClusterAddOn and its Work, and keeps one created by hand; deleting the AddOn
+// disables it on every cluster.
 func TestAddOnEnabledByPlacement(t *testing.T) {
 	ctx := context.Background()
 	const ns, name = "ao-place", "ao-place"
@@ -299,6 +300,15 @@ func TestAddOnEnabledByPlacement(t *testing.T) {
 		if w, err := readAddOnWork(cluster, name); err != nil || w.work.DeletionTimestamp != nil {
 			t.Errorf("%s's Work deleted (%v)", cluster, err)
 		}
+	}
+
+	// Deleting the AddOn disables it everywhere, on the cluster enabled by hand too.
+	if err := env.Client.Delete(ctx, ao); err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range []string{a, c} {
+		releaseAddOnWork(t, cluster, name)
+		testenv.EventuallyGone(t, env.Client, clusterAddOn(cluster, name), time.Minute)
 	}
 }
 
