@@ -17,15 +17,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
@@ -83,6 +86,15 @@ func TestChecksRunOverExistingCluster(t *testing.T) {
 			Spec: autoscalingv1alpha1.CronFederatedHPASpec{ScaleTargetRef: webRef, Rules: []autoscalingv1alpha1.CronFederatedHPARule{
 				{Name: "r", Schedule: "0 8 * * *", TimeZone: ptr.To("Mars/Olympus"), TargetReplicas: ptr.To[int32](2)}}}},
 			[]string{"spec.rules[0].timeZone", `unknown time zone "Mars/Olympus"`}},
+		{"addon whose agent would be granted a role in a cluster's namespace", &addonv1alpha1.AddOn{
+			ObjectMeta: metav1.ObjectMeta{Name: "bad-grant"},
+			Spec: addonv1alpha1.AddOnSpec{
+				Template: addonv1alpha1.AddOnTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{
+					Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)}}}},
+				Registration: &addonv1alpha1.Registration{HubPermissions: []addonv1alpha1.HubPermission{{Type: addonv1alpha1.PermissionSingleNamespace,
+					SingleNamespace: &addonv1alpha1.SingleNamespacePermission{Namespace: "flotilla-cluster-east", RoleRef: addonv1alpha1.RoleRef{Kind: "Role", Name: "r"}}}}},
+			}},
+			[]string{"spec.registration.hubPermissions[0].singleNamespace.namespace", "a cluster's namespace"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
