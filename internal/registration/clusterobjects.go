@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -160,6 +161,8 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference, ownCluster b
 				{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceexports"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
 					Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+				// Add-ons: which are enabled here, and the hub identities their agents get (addon_credentials.go).
+				{APIGroups: []string{addonv1alpha1.GroupVersion.Group}, Resources: []string{"clusteraddons"}, Verbs: []string{"get", "list", "watch"}},
 			},
 		},
 		&rbacv1.RoleBinding{
