@@ -110,11 +110,7 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, addOnCertificateWait)
 	defer cancel()
-	certPEM, key, err := requestCertificate(waitCtx, r.CSRs, addOnCertificate(addon, cluster), r.TTL, func(string) {})
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("the hub certificate of add-on %s: %w", addon, err)
-	}
-	data, err := hubKubeconfig(url, ca, certPEM, key)
+	data, err := RequestAddOnCredential(waitCtx, r.CSRs, addon, cluster, url, ca, r.TTL)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -124,6 +120,17 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	ctrl.LoggerFrom(ctx).Info("add-on credential written", "addon", addon, "cluster", cluster, "secret", namespace+"/"+name)
 	renewAt, _ := currentCredential(data, url, ca, user)
 	return ctrl.Result{RequeueAfter: time.Until(renewAt)}, nil
+}
+
+// RequestAddOnCredential files, with csrs, the CSR of add-on addon's agent on cluster for a certificate of
+// lifetime ttl, with a key made here, waits for the certificate and returns the credential: a kubeconfig for
+// the hub at url, trusting ca.
+func RequestAddOnCredential(ctx context.Context, csrs kubernetes.Interface, addon, cluster, url string, ca []byte, ttl time.Duration) ([]byte, error) {
+	certPEM, key, err := requestCertificate(ctx, csrs, addOnCertificate(addon, cluster), ttl, func(string) {})
+	if err != nil {
+		return nil, fmt.Errorf("the hub certificate of add-on %s on cluster %s: %w", addon, cluster, err)
+	}
+	return hubKubeconfig(url, ca, certPEM, key)
 }
 
 // addOnCertificate is the request for the certificate of add-on addon's agent on cluster.
