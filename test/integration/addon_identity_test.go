@@ -214,9 +214,13 @@ func TestAddOnIdentityIsScopedToItsCluster(t *testing.T) {
 		"create a Work": func() error {
 			return addOnAgent.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: nsA}})
 		},
-		"get its Cluster":  func() error { return addOnAgent.Get(ctx, client.ObjectKey{Name: "aoscope-a"}, &clusterv1alpha1.Cluster{}) },
-		"list Clusters":    func() error { return addOnAgent.List(ctx, &clusterv1alpha1.ClusterList{}) },
-		"get its Lease":    func() error { return addOnAgent.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "aoscope-a"}, &coordinationv1.Lease{}) },
+		"get its Cluster": func() error {
+			return addOnAgent.Get(ctx, client.ObjectKey{Name: "aoscope-a"}, &clusterv1alpha1.Cluster{})
+		},
+		"list Clusters": func() error { return addOnAgent.List(ctx, &clusterv1alpha1.ClusterList{}) },
+		"get its Lease": func() error {
+			return addOnAgent.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "aoscope-a"}, &coordinationv1.Lease{})
+		},
 		"list ClusterAddOns": func() error {
 			return addOnAgent.List(ctx, &addonv1alpha1.ClusterAddOnList{}, client.InNamespace(nsA))
 		},
