@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	certutil "k8s.io/client-go/util/cert"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,7 +55,15 @@ type AddOnCredentials struct {
 	HubEndpoint func(ctx context.Context) (url string, ca []byte, err error)
 	// TTL is the lifetime asked for each certificate (AddOnCertTTL).
 	TTL time.Duration
+	// Recorder records on the ClusterAddOn when its credential is issued or cannot be.
+	Recorder events.EventRecorder
 }
+
+// Reasons of the events on a ClusterAddOn about its agent's credential.
+const (
+	ReasonCredentialIssued = "CredentialIssued"
+	ReasonCredentialFailed = "CredentialFailed"
+)
 
 // Reconcile brings the credential of the add-on req.Name on the cluster of namespace req.Namespace to what its
 // ClusterAddOn asks.
@@ -111,13 +120,14 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	waitCtx, cancel := context.WithTimeout(ctx, addOnCertificateWait)
 	defer cancel()
 	data, err := RequestAddOnCredential(waitCtx, r.CSRs, addon, cluster, url, ca, r.TTL)
+	if err == nil {
+		err = writeCredential(ctx, member, secret, namespace, name, cluster, addon, data)
+	}
 	if err != nil {
+		r.event(enabled, corev1.EventTypeWarning, ReasonCredentialFailed, err.Error())
 		return ctrl.Result{}, err
 	}
-	if err := writeCredential(ctx, member, secret, namespace, name, cluster, addon, data); err != nil {
-		return ctrl.Result{}, err
-	}
-	ctrl.LoggerFrom(ctx).Info("add-on credential written", "addon", addon, "cluster", cluster, "secret", namespace+"/"+name)
+	r.event(enabled, corev1.EventTypeNormal, ReasonCredentialIssued, fmt.Sprintf("the hub credential of %s is in Secret %s/%s of the member", user, namespace, name))
 	renewAt, _ := currentCredential(data, url, ca, user)
 	return ctrl.Result{RequeueAfter: time.Until(renewAt)}, nil
 }
@@ -223,4 +233,10 @@ func CredentialsInMember(ctx context.Context, member kubernetes.Interface, clust
 		}
 	}
 	return reqs, nil
+}
+
+func (r *AddOnCredentials) event(enabled *addonv1alpha1.ClusterAddOn, eventType, reason, message string) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(enabled, nil, eventType, reason, "KeepCredential", "%s", message)
+	}
 }

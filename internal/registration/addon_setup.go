@@ -36,7 +36,7 @@ func SetupAgentAddOnCredentials(mgr ctrl.Manager, hubConfig *rest.Config, member
 	if err != nil {
 		return err
 	}
-	r := &AddOnCredentials{Hub: mgr.GetClient(), CSRs: csrs, TTL: AddOnCertTTL(agentTTL),
+	r := &AddOnCredentials{Hub: mgr.GetClient(), CSRs: csrs, TTL: AddOnCertTTL(agentTTL), Recorder: mgr.GetEventRecorder("flotilla-agent"),
 		Member: func(_ context.Context, name string) (kubernetes.Interface, error) {
 			if name != cluster {
 				return nil, nil
@@ -81,7 +81,7 @@ func SetupPushAddOnCredentials(mgr ctrl.Manager, maxAgentCertTTL time.Duration) 
 	newClient := func(_ string, cfg *rest.Config) (kubernetes.Interface, error) { return kubernetes.NewForConfig(cfg) }
 	memberClients := members.NewCache(members.FromSecrets(mgr.GetAPIReader()), newClient, nil)
 	hub := mgr.GetClient()
-	r := &AddOnCredentials{Hub: hub, CSRs: csrs, TTL: AddOnCertTTL(maxAgentCertTTL),
+	r := &AddOnCredentials{Hub: hub, CSRs: csrs, TTL: AddOnCertTTL(maxAgentCertTTL), Recorder: mgr.GetEventRecorder("flotilla-registration"),
 		Member: func(ctx context.Context, name string) (kubernetes.Interface, error) {
 			cluster := &clusterv1alpha1.Cluster{}
 			err := hub.Get(ctx, client.ObjectKey{Name: name}, cluster)

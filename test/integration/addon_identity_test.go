@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -293,6 +295,19 @@ func checkCredentialWorks(t *testing.T, addon, cluster, namespace string) {
 		secret, err = credentialSecret(ctx, addon, namespace)
 		return err
 	})
+	testenv.Eventually(t, 30*time.Second, "an event on the ClusterAddOn says where its credential is", func() error {
+		list, err := env.Kube.EventsV1().Events(clusterv1alpha1.ClusterNamespace(cluster)).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "ClusterAddOn" && e.Regarding.Name == addon && e.Reason == registration.ReasonCredentialIssued &&
+				strings.Contains(e.Note, namespace+"/"+addonv1alpha1.CredentialSecretName(addon)) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event on ClusterAddOn %s", registration.ReasonCredentialIssued, addon)
+	})
 	c := kubeconfigClient(t, secret.Data[addonv1alpha1.CredentialSecretKey])
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "written-with-secret", Namespace: clusterv1alpha1.ClusterNamespace(cluster)}}
 	testenv.Eventually(t, 30*time.Second, "the credential writes a ConfigMap in its cluster's namespace", func() error {
@@ -377,5 +392,44 @@ func TestHubKeepsAddOnCredentialOfPushCluster(t *testing.T) {
 			return fmt.Errorf("credential Secret: %v, want NotFound", err)
 		}
 		return nil
+	})
+}
+
+// TestHubGivesEarlierAgentRolesTheirRules: the agent Role of a cluster registered by an earlier version, without
+// the right to read its ClusterAddOns, gets this version's rules when the hub starts (EnsureAgentRoles), and
+// its agent reads them.
+func TestHubGivesEarlierAgentRolesTheirRules(t *testing.T) {
+	ctx := context.Background()
+	agent, _ := join(t, env, "aorole", "id-aorole")
+	ns := clusterv1alpha1.ClusterNamespace("aorole")
+	role := &rbacv1.Role{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flotilla:agent"}, role); err != nil {
+		t.Fatal(err)
+	}
+	want := role.Rules
+	role.Rules = slices.DeleteFunc(slices.Clone(role.Rules), func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "clusteraddons") })
+	if len(role.Rules) == len(want) {
+		t.Fatal("the agent Role has no rule for clusteraddons")
+	}
+	if err := env.Client.Update(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the earlier Role forbids reading ClusterAddOns", func() error {
+		if err := agent.List(ctx, &addonv1alpha1.ClusterAddOnList{}, client.InNamespace(ns)); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("listing ClusterAddOns: %v, want Forbidden", err)
+		}
+		return nil
+	})
+	if err := registration.EnsureAgentRoles(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(role), role); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(role.Rules, want) {
+		t.Fatalf("agent Role rules after EnsureAgentRoles:\n%v\nwant\n%v", role.Rules, want)
+	}
+	testenv.Eventually(t, 30*time.Second, "the agent reads its ClusterAddOns", func() error {
+		return agent.List(ctx, &addonv1alpha1.ClusterAddOnList{}, client.InNamespace(ns))
 	})
 }
