@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,13 +71,20 @@ func enableAddOn(t *testing.T, addon, cluster, installNamespace string) *addonv1
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), enabled) })
-	if installNamespace != "" {
+	if installNamespace == "" {
+		return enabled
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(enabled), enabled); err != nil {
+			return err
+		}
 		enabled.Status.Namespace = installNamespace
 		enabled.Status.Registrations = []addonv1alpha1.RegistrationStatus{{User: addonv1alpha1.AgentUser(addon, cluster),
 			Groups: []string{addonv1alpha1.AgentGroup(addon)}, SecretName: addonv1alpha1.CredentialSecretName(addon)}}
-		if err := env.Client.Status().Update(ctx, enabled); err != nil {
-			t.Fatal(err)
-		}
+		return env.Client.Status().Update(ctx, enabled)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return enabled
 }
