@@ -88,17 +88,18 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}) {
 		namespace = enabled.Status.Namespace
 	}
-	if err := r.deleteOthers(ctx, member, cluster, addon, namespace); err != nil {
-		return ctrl.Result{}, err
-	}
 	if namespace == "" {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.deleteOthers(ctx, member, cluster, addon, "")
 	}
 	ns, err := member.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil) {
 		return ctrl.Result{RequeueAfter: namespaceRetry}, nil
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading namespace %s in the member: %w", namespace, err)
+	}
+	// A credential left in a namespace the add-on moved from goes once the new one is there.
+	if err := r.deleteOthers(ctx, member, cluster, addon, namespace); err != nil {
+		return ctrl.Result{}, err
 	}
 	url, ca, err := r.HubEndpoint(ctx)
 	if err != nil {
