@@ -299,7 +299,7 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 	err = hub.List(ctx, &addonv1alpha1.ClusterAddOnList{}, client.InNamespace(namespace), client.Limit(1))
 	switch {
 	case err == nil:
-		if err := registration.SetupAgentAddOnCredentials(mgr, hubConfig, memberKube, cluster, o.CertTTL); err != nil {
+		if err := registration.SetupAgentAddOnCredentials(mgr, hubConfig, memberKube, cluster, o.CertTTL, o.RenewBefore); err != nil {
 			return err
 		}
 	case apierrors.IsForbidden(err) || meta.IsNoMatchError(err) || apierrors.IsNotFound(err):

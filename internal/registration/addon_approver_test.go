@@ -123,29 +123,35 @@ func TestCurrentCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	renewAt, ok := currentCredential(data, "https://hub:6443", ca, "system:flotilla:addon:obs:m1")
+	renewAt, ok := currentCredential(data, "https://hub:6443", ca, "system:flotilla:addon:obs:m1", 0)
 	if !ok || !renewAt.Equal(notBefore.Add(8*time.Hour)) {
 		t.Fatalf("currentCredential = %s, %v; want %s", renewAt, ok, notBefore.Add(8*time.Hour))
 	}
+	if renewAt, _ := currentCredential(data, "https://hub:6443", ca, "system:flotilla:addon:obs:m1", time.Hour); !renewAt.Equal(notBefore.Add(9 * time.Hour)) {
+		t.Errorf("renewing an hour before expiry: at %s, want %s", renewAt, notBefore.Add(9*time.Hour))
+	}
+	if renewAt, _ := currentCredential(data, "https://hub:6443", ca, "system:flotilla:addon:obs:m1", 48*time.Hour); !renewAt.Equal(notBefore.Add(8 * time.Hour)) {
+		t.Errorf("renewing longer before expiry than the certificate lives: at %s, want a fifth of its life before", renewAt)
+	}
 	for what, check := range map[string]func() bool{
 		"another user": func() bool {
-			_, ok := currentCredential(data, "https://hub:6443", ca, "system:flotilla:addon:obs:m2")
+			_, ok := currentCredential(data, "https://hub:6443", ca, "system:flotilla:addon:obs:m2", 0)
 			return ok
 		},
 		"another hub": func() bool {
-			_, ok := currentCredential(data, "https://other:6443", ca, "system:flotilla:addon:obs:m1")
+			_, ok := currentCredential(data, "https://other:6443", ca, "system:flotilla:addon:obs:m1", 0)
 			return ok
 		},
 		"another CA": func() bool {
-			_, ok := currentCredential(data, "https://hub:6443", []byte("x"), "system:flotilla:addon:obs:m1")
+			_, ok := currentCredential(data, "https://hub:6443", []byte("x"), "system:flotilla:addon:obs:m1", 0)
 			return ok
 		},
 		"no kubeconfig": func() bool {
-			_, ok := currentCredential(nil, "https://hub:6443", ca, "system:flotilla:addon:obs:m1")
+			_, ok := currentCredential(nil, "https://hub:6443", ca, "system:flotilla:addon:obs:m1", 0)
 			return ok
 		},
 		"not a kubeconfig": func() bool {
-			_, ok := currentCredential([]byte("{"), "https://hub:6443", ca, "system:flotilla:addon:obs:m1")
+			_, ok := currentCredential([]byte("{"), "https://hub:6443", ca, "system:flotilla:addon:obs:m1", 0)
 			return ok
 		},
 	} {

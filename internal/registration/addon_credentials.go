@@ -55,6 +55,9 @@ type AddOnCredentials struct {
 	HubEndpoint func(ctx context.Context) (url string, ca []byte, err error)
 	// TTL is the lifetime asked for each certificate (AddOnCertTTL).
 	TTL time.Duration
+	// RenewBefore is how long before expiry a certificate is renewed; 0, or not less than its lifetime:
+	// when a fifth of its life is left.
+	RenewBefore time.Duration
 	// Recorder records on the ClusterAddOn when its credential is issued or cannot be.
 	Recorder events.EventRecorder
 }
@@ -112,7 +115,7 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s/%s in the member: %w", namespace, name, err)
 	}
 	if err == nil {
-		if renewAt, ok := currentCredential(secret.Data[addonv1alpha1.CredentialSecretKey], url, ca, user); ok && time.Now().Before(renewAt) {
+		if renewAt, ok := currentCredential(secret.Data[addonv1alpha1.CredentialSecretKey], url, ca, user, r.RenewBefore); ok && time.Now().Before(renewAt) {
 			return ctrl.Result{RequeueAfter: time.Until(renewAt)}, nil
 		}
 	} else {
@@ -129,7 +132,7 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, err
 	}
 	r.event(enabled, corev1.EventTypeNormal, ReasonCredentialIssued, fmt.Sprintf("the hub credential of %s is in Secret %s/%s of the member", user, namespace, name))
-	renewAt, _ := currentCredential(data, url, ca, user)
+	renewAt, _ := currentCredential(data, url, ca, user, r.RenewBefore)
 	return ctrl.Result{RequeueAfter: time.Until(renewAt)}, nil
 }
 
@@ -152,8 +155,9 @@ func addOnCertificate(addon, cluster string) certificateRequest {
 }
 
 // currentCredential reports whether kubeconfig is a credential of user for the hub at url with ca, and when
-// it is to be renewed: with a fifth of its life left.
-func currentCredential(kubeconfig []byte, url string, ca []byte, user string) (time.Time, bool) {
+// it is to be renewed: renewBefore its expiry, or with a fifth of its life left when renewBefore is 0 or not
+// less than its life.
+func currentCredential(kubeconfig []byte, url string, ca []byte, user string, renewBefore time.Duration) (time.Time, bool) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil || cfg.Host != url || !bytes.Equal(cfg.CAData, ca) {
 		return time.Time{}, false
@@ -163,7 +167,11 @@ func currentCredential(kubeconfig []byte, url string, ca []byte, user string) (t
 		return time.Time{}, false
 	}
 	cert := certs[0]
-	return cert.NotAfter.Add(-cert.NotAfter.Sub(cert.NotBefore) / 5), true
+	life := cert.NotAfter.Sub(cert.NotBefore)
+	if renewBefore <= 0 || renewBefore >= life {
+		renewBefore = life / 5
+	}
+	return cert.NotAfter.Add(-renewBefore), true
 }
 
 // writeCredential creates the credential Secret, or updates secret (nil: there is none).

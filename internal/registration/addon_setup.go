@@ -30,13 +30,15 @@ import (
 
 // SetupAgentAddOnCredentials adds to an agent's manager (whose cache holds its cluster's namespace) the add-on
 // credentials of its cluster, requested with hubConfig, the agent's own identity, whose certificates last
-// agentTTL. The credential Secrets already in member are looked at when it starts.
-func SetupAgentAddOnCredentials(mgr ctrl.Manager, hubConfig *rest.Config, member kubernetes.Interface, cluster string, agentTTL time.Duration) error {
+// agentTTL and are renewed renewBefore their expiry (0: with a fifth of their life left). The credential
+// Secrets already in member are looked at when it starts.
+func SetupAgentAddOnCredentials(mgr ctrl.Manager, hubConfig *rest.Config, member kubernetes.Interface, cluster string, agentTTL, renewBefore time.Duration) error {
 	csrs, err := kubernetes.NewForConfig(hubConfig)
 	if err != nil {
 		return err
 	}
-	r := &AddOnCredentials{Hub: mgr.GetClient(), CSRs: csrs, TTL: AddOnCertTTL(agentTTL), Recorder: mgr.GetEventRecorder("flotilla-agent"),
+	r := &AddOnCredentials{Hub: mgr.GetClient(), CSRs: csrs, TTL: AddOnCertTTL(agentTTL), RenewBefore: renewBefore,
+		Recorder: mgr.GetEventRecorder("flotilla-agent"),
 		Member: func(_ context.Context, name string) (kubernetes.Interface, error) {
 			if name != cluster {
 				return nil, nil

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -323,6 +325,24 @@ func checkCredentialWorks(t *testing.T, addon, cluster, namespace string) {
 	})
 }
 
+// credentialCertificate returns the certificate in the credential Secret of addon in namespace.
+func credentialCertificate(t *testing.T, addon, namespace string) *x509.Certificate {
+	t.Helper()
+	secret, err := credentialSecret(context.Background(), addon, namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data[addonv1alpha1.CredentialSecretKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := certutil.ParseCertsPEM(cfg.CertData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certs[0]
+}
+
 // memberNamespace creates namespace name in the test hub, the member of these tests.
 func memberNamespace(t *testing.T, name string) {
 	t.Helper()
@@ -352,7 +372,9 @@ func TestAgentKeepsAddOnCredentialInMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := registration.SetupAgentAddOnCredentials(mgr, hubConfig, env.Kube, "aocred", time.Hour); err != nil {
+	// Certificates of 10 minutes (the shortest the signer grants), renewed 9m55s before they expire: the
+	// first renewal comes a few seconds after the first certificate.
+	if err := registration.SetupAgentAddOnCredentials(mgr, hubConfig, env.Kube, "aocred", 10*time.Minute, 10*time.Minute-5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -366,6 +388,16 @@ func TestAgentKeepsAddOnCredentialInMember(t *testing.T) {
 		t.Fatalf("credential before its install namespace exists: %v", err)
 	}
 	memberNamespace(t, install)
+	checkCredentialWorks(t, "aocred", "aocred", install)
+	first := credentialCertificate(t, "aocred", install)
+	testenv.Eventually(t, time.Minute, "the add-on credential renewed before it expires", func() error {
+		if cert := credentialCertificate(t, "aocred", install); cert.SerialNumber.Cmp(first.SerialNumber) == 0 {
+			return fmt.Errorf("still the certificate valid until %s", cert.NotAfter)
+		} else if cert.Subject.CommonName != first.Subject.CommonName {
+			return fmt.Errorf("renewed for %s", cert.Subject.CommonName)
+		}
+		return nil
+	})
 	checkCredentialWorks(t, "aocred", "aocred", install)
 
 	if err := env.Client.Delete(ctx, enabled); err != nil {
