@@ -100,10 +100,6 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	} else if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading namespace %s in the member: %w", namespace, err)
 	}
-	// A credential left in a namespace the add-on moved from goes once the new one is there.
-	if err := r.deleteOthers(ctx, member, cluster, addon, namespace); err != nil {
-		return ctrl.Result{}, err
-	}
 	url, ca, err := r.HubEndpoint(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -116,7 +112,7 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	if err == nil {
 		if renewAt, ok := currentCredential(secret.Data[addonv1alpha1.CredentialSecretKey], url, ca, user, r.RenewBefore); ok && time.Now().Before(renewAt) {
-			return ctrl.Result{RequeueAfter: time.Until(renewAt)}, nil
+			return ctrl.Result{RequeueAfter: time.Until(renewAt)}, r.deleteOthers(ctx, member, cluster, addon, namespace)
 		}
 	} else {
 		secret = nil
@@ -133,7 +129,8 @@ func (r *AddOnCredentials) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	r.event(enabled, corev1.EventTypeNormal, ReasonCredentialIssued, fmt.Sprintf("the hub credential of %s is in Secret %s/%s of the member", user, namespace, name))
 	renewAt, _ := currentCredential(data, url, ca, user, r.RenewBefore)
-	return ctrl.Result{RequeueAfter: time.Until(renewAt)}, nil
+	// A credential left in a namespace the add-on moved from goes once the one in the new namespace is there.
+	return ctrl.Result{RequeueAfter: time.Until(renewAt)}, r.deleteOthers(ctx, member, cluster, addon, namespace)
 }
 
 // RequestAddOnCredential files, with csrs, the CSR of add-on addon's agent on cluster for a certificate of
