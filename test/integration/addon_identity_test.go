@@ -62,17 +62,21 @@ func testAddOn(t *testing.T, name string, registered bool) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), addon) })
 }
 
-// enableAddOn creates the ClusterAddOn of addon on cluster and, with installNamespace, gives it the status
-// the add-on controllers give a registered add-on: its install namespace and its agent's registration.
+// enableAddOn creates the ClusterAddOn of addon on cluster (unless it exists) and, with installNamespace, gives
+// it the status the add-on controllers give a registered add-on: its install namespace and its agent's
+// registration.
 func enableAddOn(t *testing.T, addon, cluster, installNamespace string) *addonv1alpha1.ClusterAddOn {
 	t.Helper()
 	ctx := context.Background()
 	enabled := &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Name: addon, Namespace: clusterv1alpha1.ClusterNamespace(cluster),
 		Labels: map[string]string{addonv1alpha1.LabelAddOn: addon}}}
-	if err := env.Client.Create(ctx, enabled); err != nil {
+	if err := env.Client.Create(ctx, enabled); apierrors.IsAlreadyExists(err) {
+		// enabled already: its status changes
+	} else if err != nil {
 		t.Fatal(err)
+	} else {
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), enabled) })
 	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), enabled) })
 	if installNamespace == "" {
 		return enabled
 	}
@@ -400,11 +404,23 @@ func TestAgentKeepsAddOnCredentialInMember(t *testing.T) {
 	})
 	checkCredentialWorks(t, "aocred", "aocred", install)
 
+	// The add-on moves to another install namespace: the credential follows, and the old one goes.
+	const moved = "aocred-moved"
+	memberNamespace(t, moved)
+	enabled = enableAddOn(t, "aocred", "aocred", moved)
+	checkCredentialWorks(t, "aocred", "aocred", moved)
+	testenv.Eventually(t, time.Minute, "the credential in the namespace the add-on left deleted", func() error {
+		if _, err := credentialSecret(ctx, "aocred", install); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("credential Secret in %s: %v, want NotFound", install, err)
+		}
+		return nil
+	})
+
 	if err := env.Client.Delete(ctx, enabled); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, time.Minute, "the disabled add-on's credential Secret deleted", func() error {
-		if _, err := credentialSecret(ctx, "aocred", install); !apierrors.IsNotFound(err) {
+		if _, err := credentialSecret(ctx, "aocred", moved); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("credential Secret: %v, want NotFound", err)
 		}
 		return nil
