@@ -1,6 +1,7 @@
 // Package agent runs next to a member cluster: it keeps the cluster's hub identity (joining with a bootstrap
-// token once, renewing its certificate after), reports the member's health and status to the hub, applies
-// the cluster's Works to the member, and reports the EndpointSlices of the member's exported Services.
+// token once, renewing its certificate after) and those of its add-ons' agents, reports the member's health
+// and status to the hub, applies the cluster's Works to the member, and reports the EndpointSlices of the
+// member's exported Services.
 package agent
 
 import (
@@ -27,6 +28,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/execution"
@@ -289,6 +291,19 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 		}
 	case apierrors.IsForbidden(err) || meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
 		klog.FromContext(ctx).Info("not reporting multi-cluster service endpoints: the hub does not let this agent read export requests", "reason", err.Error())
+	default:
+		return err
+	}
+	// The agent keeps the hub credentials of its cluster's add-on agents. A cluster registered by an older hub
+	// may not read its ClusterAddOns: its agent runs without add-on credentials.
+	err = hub.List(ctx, &addonv1alpha1.ClusterAddOnList{}, client.InNamespace(namespace), client.Limit(1))
+	switch {
+	case err == nil:
+		if err := registration.SetupAgentAddOnCredentials(mgr, hubConfig, memberKube, cluster, o.CertTTL, o.RenewBefore); err != nil {
+			return err
+		}
+	case apierrors.IsForbidden(err) || meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		klog.FromContext(ctx).Info("not keeping add-on credentials: the hub does not let this agent read its ClusterAddOns", "reason", err.Error())
 	default:
 		return err
 	}

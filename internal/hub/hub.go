@@ -443,7 +443,7 @@ func (h *Hub) authorizeAgents(ctx context.Context) error {
 
 // publishForAgents learns the hub's ID and publishes it, with the hub's address and CA, for agents'
 // discovery, lets bootstrap tokens file CSRs, and gives clusters registered by earlier versions what
-// registering gives them now (their report quota).
+// registering gives them now (their report quota, their agent Role's rules).
 func (h *Hub) publishForAgents(ctx context.Context) error {
 	caPEM, err := registration.HubCA(h.Config)
 	if err != nil {
@@ -457,6 +457,9 @@ func (h *Hub) publishForAgents(ctx context.Context) error {
 		return err
 	}
 	if err := registration.EnsureReportQuotas(ctx, c); err != nil {
+		return err
+	}
+	if err := registration.EnsureAgentRoles(ctx, c); err != nil {
 		return err
 	}
 	return registration.EnsureHubObjects(ctx, c, h.Config.Host, caPEM, h.ID)

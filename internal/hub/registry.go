@@ -69,6 +69,9 @@ var Controllers = Registry{
 		return registration.SetupApprover(mgr, s.RequireApproval, s.MaxAgentCertTTL)
 	}},
 	{Name: "deregistration", Setup: func(mgr ctrl.Manager, _ Settings) error { return registration.SetupDeregistration(mgr) }},
+	{Name: "addon-push-credentials", Setup: func(mgr ctrl.Manager, s Settings) error {
+		return registration.SetupPushAddOnCredentials(mgr, s.MaxAgentCertTTL)
+	}},
 	{Name: "cluster-health", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return clusterstatus.SetupHealthMonitor(mgr, s.ClusterGracePeriod, s.Failover, s.Group)
 	}},

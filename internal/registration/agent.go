@@ -136,20 +136,26 @@ func (c Credential) ClusterName() (string, error) {
 }
 
 func (c Credential) save(hubURL string, caPEM, certPEM []byte, key *ecdsa.PrivateKey) error {
-	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	data, err := hubKubeconfig(hubURL, caPEM, certPEM, key)
 	if err != nil {
 		return err
+	}
+	return c.store.save(data)
+}
+
+// hubKubeconfig is a kubeconfig that reaches the hub at hubURL, trusting caPEM, with a client certificate and
+// its key: the credential of an agent or of an add-on's agent.
+func hubKubeconfig(hubURL string, caPEM, certPEM []byte, key *ecdsa.PrivateKey) ([]byte, error) {
+	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(key)
+	if err != nil {
+		return nil, err
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["hub"] = &clientcmdapi.Cluster{Server: hubURL, CertificateAuthorityData: caPEM}
 	cfg.AuthInfos["agent"] = &clientcmdapi.AuthInfo{ClientCertificateData: certPEM, ClientKeyData: keyPEM}
 	cfg.Contexts["hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "agent"}
 	cfg.CurrentContext = "hub"
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		return err
-	}
-	return c.store.save(data)
+	return clientcmd.Write(*cfg)
 }
 
 // fileStore keeps the credential in a file readable only by the agent's user.
@@ -197,7 +203,7 @@ func Join(ctx context.Context, r JoinRequest, cred Credential, progress func(str
 	if err != nil {
 		return err
 	}
-	certPEM, key, err := requestCertificate(ctx, kube, AgentUser(r.ClusterName, registration), annotations, r.CertTTL, progress)
+	certPEM, key, err := requestCertificate(ctx, kube, agentCertificate(AgentUser(r.ClusterName, registration), annotations), r.CertTTL, progress)
 	if err != nil {
 		if apierrors.IsUnauthorized(err) {
 			return fmt.Errorf("the hub rejected the token: it is unknown, expired or malformed; create a new one with flotilla token create")
@@ -240,23 +246,39 @@ func (c Credential) Renew(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	certPEM, key, err := requestCertificate(ctx, kube, user, nil, ttl, func(string) {})
+	certPEM, key, err := requestCertificate(ctx, kube, agentCertificate(user, nil), ttl, func(string) {})
 	if err != nil {
 		return err
 	}
 	return c.save(cfg.Host, cfg.CAData, certPEM, key)
 }
 
-// requestCertificate files a CSR for the agent user name user and waits for the signed certificate.
-func requestCertificate(ctx context.Context, kube kubernetes.Interface, user string, annotations map[string]string,
-	ttl time.Duration, progress func(string)) ([]byte, *ecdsa.PrivateKey, error) {
+// certificateRequest is what a CSR asks for: a client certificate for user in groups, filed under a name
+// that starts with namePrefix, with labels and annotations.
+type certificateRequest struct {
+	user, cluster, namePrefix string
+	groups                    []string
+	labels, annotations       map[string]string
+}
+
+// agentCertificate is the request for the certificate of the agent user name user.
+func agentCertificate(user string, annotations map[string]string) certificateRequest {
 	cluster, _ := ClusterOfUser(user)
+	return certificateRequest{user: user, cluster: cluster, namePrefix: "flotilla-" + cluster, groups: []string{AgentGroup},
+		labels: map[string]string{LabelClusterName: cluster}, annotations: annotations}
+}
+
+// requestCertificate files a CSR for r with a key made here, in memory, and waits for the signed
+// certificate.
+func requestCertificate(ctx context.Context, kube kubernetes.Interface, r certificateRequest,
+	ttl time.Duration, progress func(string)) ([]byte, *ecdsa.PrivateKey, error) {
+	cluster := r.cluster
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: user, Organization: []string{AgentGroup}},
+		Subject: pkix.Name{CommonName: r.user, Organization: r.groups},
 	}, key)
 	if err != nil {
 		return nil, nil, err
@@ -269,9 +291,9 @@ func requestCertificate(ctx context.Context, kube kubernetes.Interface, user str
 	}
 	csr := &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        fmt.Sprintf("flotilla-%s-%s", cluster, suffix),
-			Labels:      map[string]string{LabelClusterName: cluster},
-			Annotations: annotations,
+			Name:        fmt.Sprintf("%s-%s", r.namePrefix, suffix),
+			Labels:      r.labels,
+			Annotations: r.annotations,
 		},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:           pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),

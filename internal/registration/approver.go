@@ -36,7 +36,7 @@ const annotationAwaiting = "flotilla.io/awaiting-acceptance"
 // +kubebuilder:rbac:groups=certificates.k8s.io,resources=signers,resourceNames=kubernetes.io/kube-apiserver-client,verbs=approve
 // +kubebuilder:rbac:groups="",namespace=kube-system,resources=secrets,verbs=get;delete
 
-// Approver decides on agents' CertificateSigningRequests. A join (filed with a Flotilla bootstrap token) is
+// Approver decides on agents' CertificateSigningRequests, and on those of add-on agents (addon_approver.go). A join (filed with a Flotilla bootstrap token) is
 // approved when its token allows it and the cluster name is free, after the cluster's objects exist; a join
 // for a registered name, or any join with RequireApproval, waits for `flotilla accept`. A renewal (filed by
 // the agent's own certificate) is approved only for the Cluster's current agent user. Anything else about
@@ -50,14 +50,21 @@ type Approver struct {
 	RequireApproval bool
 	// MaxCertTTL is the longest certificate lifetime an agent may ask for.
 	MaxCertTTL time.Duration
+	// HubUser is the hub's own user, the one that requests the certificates of add-on agents on Push
+	// clusters (addon_approver.go).
+	HubUser string
 
 	waiting sync.Mutex // held while counting and marking waiting requests
 }
 
 // SetupApprover registers the approver with the manager.
 func SetupApprover(mgr ctrl.Manager, requireApproval bool, maxCertTTL time.Duration) error {
+	hubUser, err := selfUser(mgr.GetConfig())
+	if err != nil {
+		return err
+	}
 	a := &Approver{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("flotilla-registration"),
-		RequireApproval: requireApproval, MaxCertTTL: maxCertTTL}
+		RequireApproval: requireApproval, MaxCertTTL: maxCertTTL, HubUser: hubUser}
 	return ctrl.NewControllerManagedBy(mgr).Named("registration").For(&certificatesv1.CertificateSigningRequest{}).Complete(a)
 }
 
@@ -66,6 +73,9 @@ func (a *Approver) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	csr := &certificatesv1.CertificateSigningRequest{}
 	if err := a.Client.Get(ctx, req.NamespacedName, csr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r, err := parseAddOnCSR(csr); !errors.Is(err, errNotAddOnCSR) {
+		return ctrl.Result{}, a.addOn(ctx, csr, r, err)
 	}
 	join := isJoin(csr)
 	r, err := parseAgentCSR(csr)

@@ -7,11 +7,13 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	proxyv1alpha1 "github.com/flotilla-io/flotilla/api/proxy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -135,6 +137,45 @@ func EnsureReportQuotas(ctx context.Context, c client.Client) error {
 	return nil
 }
 
+// EnsureAgentRoles gives the agent Role of every registered Pull cluster the rules of this version: a cluster
+// registered by an earlier version keeps its Role until it registers again, and its agent would go without
+// what later versions let it read (its ClusterAddOns). The hub runs it when it starts; it writes only the
+// Roles whose rules differ. A namespace that is gone or going is left alone.
+func EnsureAgentRoles(ctx context.Context, c client.Client) error {
+	clusters := &clusterv1alpha1.ClusterList{}
+	if err := c.List(ctx, clusters); err != nil {
+		return err
+	}
+	roles := &rbacv1.RoleList{}
+	if err := c.List(ctx, roles); err != nil {
+		return err
+	}
+	current := map[string]*rbacv1.Role{}
+	for i := range roles.Items {
+		if roles.Items[i].Name == agentRoleName {
+			current[roles.Items[i].Namespace] = &roles.Items[i]
+		}
+	}
+	for _, cluster := range clusters.Items {
+		have := current[clusterv1alpha1.ClusterNamespace(cluster.Name)]
+		if cluster.Spec.SyncMode != clusterv1alpha1.Pull || cluster.DeletionTimestamp != nil || have == nil {
+			continue // a Role that is missing is registration's to create
+		}
+		want := agentRBAC(cluster.Name, CurrentAgentUser(&cluster), nil, false)[0].(*rbacv1.Role)
+		if equality.Semantic.DeepEqual(have.Rules, want.Rules) {
+			continue
+		}
+		err := apply(ctx, c, want)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			return fmt.Errorf("agent role of cluster %s: %w", cluster.Name, err)
+		}
+	}
+	return nil
+}
+
+// agentRoleName names the agent's Role and RoleBinding in its cluster's namespace.
+const agentRoleName = "flotilla:agent"
+
 // agentRBACPrefix starts the name of an agent's ClusterRole and ClusterRoleBinding; the cluster's name ends
 // it.
 const agentRBACPrefix = "flotilla:agent:"
@@ -149,7 +190,7 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference, ownCluster b
 	objs := []client.Object{
 		&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "Role"},
-			ObjectMeta: metav1.ObjectMeta{Name: "flotilla:agent", Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: agentRoleName, Namespace: ns},
 			Rules: []rbacv1.PolicyRule{
 				// update: to remove the execution finalizer once a deleted Work's objects are gone.
 				{APIGroups: []string{work}, Resources: []string{"works"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
@@ -160,6 +201,8 @@ func agentRBAC(cluster, user string, owner []metav1.OwnerReference, ownCluster b
 				{APIGroups: []string{"multicluster.x-k8s.io"}, Resources: []string{"serviceexports"}, Verbs: []string{"get", "list", "watch"}},
 				{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"},
 					Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+				// Add-ons: which are enabled here, and the hub identities their agents get (addon_credentials.go).
+				{APIGroups: []string{addonv1alpha1.GroupVersion.Group}, Resources: []string{"clusteraddons"}, Verbs: []string{"get", "list", "watch"}},
 			},
 		},
 		&rbacv1.RoleBinding{

@@ -15,6 +15,11 @@
 // signs the certificate; the agent keeps it in its data directory and renews it before it expires with a CSR
 // authenticated by the certificate itself.
 //
+// Add-on agents get hub identities the same way (addon_approver.go, addon_credentials.go): the agent of a Pull
+// cluster, or the hub for a Push cluster, files a CSR for system:flotilla:addon:ADDON:CLUSTER with a key made
+// in memory, the approver approves it only for an add-on enabled on that cluster that has a registration, and
+// the credential lands in a Secret of the add-on's install namespace in the member, never on the hub.
+//
 // Push registration (push.go) stores the member's kubeconfig in a Secret and creates the Cluster; the hub reads
 // it back, and checks it, through internal/members.
 package registration

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
@@ -83,7 +84,7 @@ func agentClient(t *testing.T, cred registration.Credential) client.Client {
 }
 
 // TestJoinCreatesClusterAndIsolatesAgents joins two clusters and checks what each agent may do: its own
-// Works, Lease and Cluster status, and nothing of the other cluster's, nor any Secret.
+// Works, Lease and Cluster status, read its ClusterAddOns, and nothing of the other cluster's, nor any Secret.
 func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 	ctx := context.Background()
 	agentA, _ := join(t, env, "iso-a", "id-a")
@@ -99,6 +100,9 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 	for _, ns := range []string{"flotilla-cluster-iso-a", "flotilla-cluster-iso-b"} {
 		work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns, Labels: ownedWorkLabels(t, ns, "w", nil)}}
 		if err := env.Client.Create(ctx, work); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(ctx, &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Name: "iso", Namespace: ns}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,6 +121,12 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 				return err
 			}
 			return agentA.Status().Update(ctx, w)
+		},
+		"list own ClusterAddOns": func() error {
+			return agentA.List(ctx, &addonv1alpha1.ClusterAddOnList{}, client.InNamespace("flotilla-cluster-iso-a"))
+		},
+		"get own ClusterAddOn": func() error {
+			return agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-a", Name: "iso"}, &addonv1alpha1.ClusterAddOn{})
 		},
 		"renew own Lease": func() error {
 			l := &coordinationv1.Lease{}
@@ -178,6 +188,31 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 		},
 		"create a Work": func() error {
 			return agentA.Create(ctx, &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "flotilla-cluster-iso-a"}})
+		},
+		"list the other cluster's ClusterAddOns": func() error {
+			return agentA.List(ctx, &addonv1alpha1.ClusterAddOnList{}, client.InNamespace("flotilla-cluster-iso-b"))
+		},
+		"list ClusterAddOns of all namespaces": func() error { return agentA.List(ctx, &addonv1alpha1.ClusterAddOnList{}) },
+		"create a ClusterAddOn": func() error {
+			return agentA.Create(ctx, &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "flotilla-cluster-iso-a"}})
+		},
+		"change own ClusterAddOn": func() error {
+			c := &addonv1alpha1.ClusterAddOn{}
+			if err := agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-a", Name: "iso"}, c); err != nil {
+				return err
+			}
+			c.Spec.InstallNamespace = "kube-system"
+			return agentA.Update(ctx, c)
+		},
+		"write own ClusterAddOn's status": func() error {
+			c := &addonv1alpha1.ClusterAddOn{}
+			if err := agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-a", Name: "iso"}, c); err != nil {
+				return err
+			}
+			return agentA.Status().Update(ctx, c)
+		},
+		"delete own ClusterAddOn": func() error {
+			return agentA.Delete(ctx, &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Name: "iso", Namespace: "flotilla-cluster-iso-a"}})
 		},
 		"get the other cluster's Lease": func() error {
 			return agentA.Get(ctx, client.ObjectKey{Namespace: "flotilla-cluster-iso-b", Name: "iso-b"}, &coordinationv1.Lease{})
