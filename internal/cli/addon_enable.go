@@ -191,6 +191,11 @@ func (o *addOnChange) disable(ctx context.Context, c client.Client, out io.Write
 	for i := range items {
 		ca := &items[i]
 		cluster := clusterOf(ca)
+		if ca.DeletionTimestamp != nil {
+			fmt.Fprintf(out, "AddOn %s is already being disabled on cluster %s: the hub is removing its objects there\n", name, cluster)
+			clusters = append(clusters, cluster)
+			continue
+		}
 		var err error
 		if o.dryRun != cmdutil.DryRunClient {
 			err = c.Delete(ctx, ca, &client.DeleteOptions{DryRun: o.dryRun.Options(), Preconditions: &metav1.Preconditions{UID: &ca.UID}})

@@ -15,9 +15,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -50,6 +52,32 @@ func enabledOn(t *testing.T, addon string) []string {
 	return clusters
 }
 
+// releaseDisabledWorks waits until the ClusterAddOns of addon on clusters are gone, removing the execution
+// finalizer of their deleted Works as each cluster's agent would once the member objects are gone.
+func releaseDisabledWorks(t *testing.T, addon string, clusters ...string) {
+	t.Helper()
+	ctx := context.Background()
+	testenv.Eventually(t, hangGuard, fmt.Sprintf("AddOn %s disabled on %v", addon, clusters), func() error {
+		for _, cluster := range clusters {
+			ns := clusterv1alpha1.ClusterNamespace(cluster)
+			w := &workv1alpha1.Work{}
+			err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: addonv1alpha1.WorkName(addon)}, w)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			if err == nil && w.DeletionTimestamp != nil && controllerutil.RemoveFinalizer(w, workv1alpha1.FinalizerExecution) {
+				if err := env.Client.Update(ctx, w); client.IgnoreNotFound(err) != nil {
+					return err
+				}
+			}
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: addon}, &addonv1alpha1.ClusterAddOn{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("the ClusterAddOn on %s is still there (%v)", cluster, err)
+			}
+		}
+		return nil
+	})
+}
+
 // TestAddOnCommands: flotilla addon enable writes a ClusterAddOn per named cluster, labelled with the add-on
 // and not as the install strategy's, after refusing (and writing nothing for) a missing add-on, a missing
 // cluster and an add-on installed by placements; list and status print what the objects hold; disable
@@ -60,6 +88,12 @@ func TestAddOnCommands(t *testing.T) {
 	placeableCluster(t, "ao-cli-m1", nil)
 	placeableCluster(t, "ao-cli-m2", nil)
 	manualAddOn(t, "ao-cli-hello")
+	// ao-cli-placed is installed by a Placement that decides on ao-cli-m1.
+	createNamespace(t, "ao-cli-team")
+	create(t, setBinding("ao-cli-team", clusterv1alpha1.ClusterSetGlobal))
+	create(t, &clusterv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: "ao-cli-team", Name: "everywhere"},
+		Spec: clusterv1alpha1.PlacementSpec{ClusterSets: []string{clusterv1alpha1.ClusterSetGlobal}, Predicates: []clusterv1alpha1.ClusterPredicate{{
+			RequiredClusterSelector: clusterv1alpha1.ClusterSelector{CelSelector: clusterv1alpha1.CelSelector{CelExpressions: []string{`cluster.metadata.name == "ao-cli-m1"`}}}}}}})
 	placed := &addonv1alpha1.AddOn{ObjectMeta: metav1.ObjectMeta{Name: "ao-cli-placed"}, Spec: addonv1alpha1.AddOnSpec{
 		InstallStrategy: addonv1alpha1.InstallStrategy{Type: addonv1alpha1.InstallPlacements,
 			Placements: []addonv1alpha1.PlacementStrategy{{Namespace: "ao-cli-team", Name: "everywhere"}}},
@@ -183,16 +217,31 @@ func TestAddOnCommands(t *testing.T) {
 
 	refused("--cluster or --all-clusters is required", "addon", "disable", "ao-cli-hello")
 	refused("AddOn ao-cli-hello is not enabled on cluster ao-cli-m9; nothing was disabled", "addon", "disable", "ao-cli-hello", "--cluster", "ao-cli-m1", "--cluster", "ao-cli-m9")
-	// A ClusterAddOn of the install strategy's is not disabled here: the strategy would create it again.
+	// A ClusterAddOn of the install strategy's is not disabled here: the strategy would create it again. The
+	// hub's strategy creates it where it runs; this test does otherwise.
 	byStrategy := &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace("ao-cli-m1"), Name: "ao-cli-placed",
 		Labels: map[string]string{addonv1alpha1.LabelAddOn: "ao-cli-placed", addonv1alpha1.LabelInstalledBy: "ao-cli-placed"}}}
-	create(t, byStrategy)
+	if err := env.Client.Create(ctx, byStrategy); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), byStrategy) })
 	refused("AddOn ao-cli-placed was enabled on ao-cli-m1 by its install strategy", "addon", "disable", "ao-cli-placed", "--cluster", "ao-cli-m1")
 	if got := enabledOn(t, "ao-cli-hello"); strings.Join(got, ",") != "ao-cli-m1,ao-cli-m2" {
 		t.Fatalf("refused disables left ao-cli-hello on %v", got)
 	}
 
-	out = run("addon", "disable", "ao-cli-hello", "--cluster", "ao-cli-m1", "--wait", "1m")
+	// disable --wait follows the hub until the ClusterAddOn is gone; with no agent here, the test releases the
+	// Work as the agent would once the member objects are gone.
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		out, err = runFlotilla(ctx, "addon", "disable", "ao-cli-hello", "--cluster", "ao-cli-m1", "--wait", "1m")
+		done <- err
+	}()
+	releaseDisabledWorks(t, "ao-cli-hello", "ao-cli-m1")
+	if err := <-done; err != nil {
+		t.Fatalf("disable --wait: %v\n%s", err, out)
+	}
 	if !strings.Contains(out, "deleted from namespace "+clusterv1alpha1.ClusterNamespace("ao-cli-m1")) ||
 		!strings.Contains(out, "removes AddOn ao-cli-hello's objects from cluster ao-cli-m1") || !strings.Contains(out, "ao-cli-m1: removed") {
 		t.Errorf("disable said:\n%s", out)
@@ -204,6 +253,7 @@ func TestAddOnCommands(t *testing.T) {
 	if got := enabledOn(t, "ao-cli-hello"); len(got) != 0 {
 		t.Fatalf("after --all-clusters the add-on is on %v", got)
 	}
+	releaseDisabledWorks(t, "ao-cli-hello", "ao-cli-m2")
 	refused("AddOn ao-cli-hello is enabled on no cluster", "addon", "disable", "ao-cli-hello", "--all-clusters")
 }
 

@@ -259,6 +259,7 @@ func TestDashboard(t *testing.T) {
 		if err := testenv.WaitText(ctx, "main", "No add-on is enabled on this cluster.", 10*time.Second); err != nil {
 			t.Fatalf("dash-b's page has no add-ons section: %v\n%s", err, testenv.Text(t, ctx, "main"))
 		}
+		manualAddOn(t, "dash-hello")
 		testenv.NoReload(t, ctx, true)
 		ca := &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace("dash-b"), Name: "dash-hello",
 			Labels: map[string]string{addonv1alpha1.LabelAddOn: "dash-hello"}}}
