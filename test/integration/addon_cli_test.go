@@ -29,8 +29,8 @@ func manualAddOn(t *testing.T, name string) *addonv1alpha1.AddOn {
 	a := &addonv1alpha1.AddOn{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: addonv1alpha1.AddOnSpec{
 		Description:     "a ConfigMap per cluster",
 		InstallStrategy: addonv1alpha1.InstallStrategy{Type: addonv1alpha1.InstallManual},
-		Template: addonv1alpha1.AddOnTemplate{Manifests: []runtime.RawExtension{{
-			Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"},"data":{"cluster":"{{CLUSTER_NAME}}"}}`)}}}}}
+		Template: addonv1alpha1.AddOnTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"` + name + `"},"data":{"cluster":"{{CLUSTER_NAME}}"}}`)}}}}}}
 	create(t, a)
 	return a
 }
@@ -97,7 +97,8 @@ func TestAddOnCommands(t *testing.T) {
 	placed := &addonv1alpha1.AddOn{ObjectMeta: metav1.ObjectMeta{Name: "ao-cli-placed"}, Spec: addonv1alpha1.AddOnSpec{
 		InstallStrategy: addonv1alpha1.InstallStrategy{Type: addonv1alpha1.InstallPlacements,
 			Placements: []addonv1alpha1.PlacementStrategy{{Namespace: "ao-cli-team", Name: "everywhere"}}},
-		Template: addonv1alpha1.AddOnTemplate{Manifests: []runtime.RawExtension{{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)}}}}}
+		Template: addonv1alpha1.AddOnTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{
+			Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}`)}}}}}}
 	create(t, placed)
 	run := func(args ...string) string {
 		t.Helper()
