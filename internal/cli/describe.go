@@ -22,7 +22,7 @@ func newDescribeCommand() *cobra.Command {
 	var hub cmdutil.HubFlags
 	cmd := &cobra.Command{
 		Use:   "describe cluster NAME",
-		Short: "Show a cluster's conditions, taints, failover, workloads waiting to move, capacity, APIs and recent events",
+		Short: "Show a cluster's conditions, taints, failover, workloads waiting to move, capacity, APIs, add-ons and recent events",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] != "cluster" && args[0] != "clusters" {
@@ -80,6 +80,7 @@ func newDescribeCommand() *cobra.Command {
 				groups = append(groups, e.GroupVersion)
 			}
 			fmt.Fprintf(w, "APIs:\t%d group versions: %s\n", len(groups), strings.Join(groups, ", "))
+			printClusterAddOns(ctx, w, c, cl.Name)
 			events, err := kube.EventsV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "regarding.kind=Cluster,regarding.name=" + cl.Name})
 			if err != nil {
 				return err

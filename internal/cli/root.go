@@ -1,4 +1,4 @@
-// Package cli holds the verbs of Flotilla's users — get, describe, status, rollout, token, kubeconfig and the
+// Package cli holds the verbs of Flotilla's users — get, describe, status, rollout, addon, token, kubeconfig and the
 // rest that read and change the hub through its API — one file per verb, each with an options struct that
 // validates itself before anything starts. They link no control plane: kubectl-flotilla is these verbs alone
 // (NewPluginRoot), and flotilla adds them (AddUserCommands) to the verbs that run a hub or a fleet
@@ -20,7 +20,7 @@ import (
 func AddUserCommands(root *cobra.Command) {
 	root.AddCommand(newTokenCommand(), newAcceptCommand(true), newAcceptCommand(false), newGetCommand(), newDescribeCommand(),
 		newStatusCommand(), newRolloutCommand(), newExplainCommand(), newDiffCommand(), newDashboardCommand(), newRebalanceCommand(),
-		newTaintCommand(), newClusterSetCommand(), newKubeconfigCommand(), newKubectlCommand(), newPromoteCommand(), agentcmd.NewVersionCommand())
+		newTaintCommand(), newClusterSetCommand(), newAddOnCommand(), newKubeconfigCommand(), newKubectlCommand(), newPromoteCommand(), agentcmd.NewVersionCommand())
 }
 
 // NewPluginRoot returns kubectl-flotilla, the kubectl plugin: `kubectl flotilla get clusters` runs what

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -34,6 +35,7 @@ var watched = map[schema.GroupVersionResource]bool{
 	workv1alpha1.GroupVersion.WithResource("works"):                        true,
 	policyv1alpha1.GroupVersion.WithResource("clusterpropagationpolicies"): false,
 	policyv1alpha1.GroupVersion.WithResource("propagationpolicies"):        true,
+	addonv1alpha1.GroupVersion.WithResource("clusteraddons"):               true,
 }
 
 // Watched returns the kinds the Notifier keeps the metadata of, for measurements of its size.

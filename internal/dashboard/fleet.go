@@ -157,10 +157,11 @@ func or(s, fallback string) string {
 	return s
 }
 
-// clusterPage is one cluster: its tile, conditions, APIs, the workloads placed there and its events.
+// clusterPage is one cluster: its tile, conditions, add-ons, APIs, the workloads placed there and its events.
 type clusterPage struct {
 	Tile       tile
 	Conditions []metav1.Condition
+	AddOns     addOns
 	APIs       []string
 	Workloads  []workloadRow
 	Events     []event
@@ -171,7 +172,7 @@ func (s *Server) cluster(r *http.Request, c client.Client) (string, any, error) 
 	if err := c.Get(r.Context(), client.ObjectKey{Name: r.PathValue("name")}, cl); err != nil {
 		return "", nil, err
 	}
-	page := &clusterPage{Tile: newTile(cl, heartbeats(r, c), time.Now()), Conditions: cl.Status.Conditions}
+	page := &clusterPage{Tile: newTile(cl, heartbeats(r, c), time.Now()), Conditions: cl.Status.Conditions, AddOns: clusterAddOns(r, c, cl.Name)}
 	for _, e := range cl.Status.APIEnablements {
 		page.APIs = append(page.APIs, fmt.Sprintf("%s (%d kinds)", e.GroupVersion, len(e.Resources)))
 	}

@@ -15,11 +15,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -250,6 +253,51 @@ func TestDashboard(t *testing.T) {
 		}
 	})
 
+	t.Run("add-ons of a cluster, live", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url+"clusters/dash-b")); err != nil {
+			t.Fatal(err)
+		}
+		if err := testenv.WaitText(ctx, "main", "No add-on is enabled on this cluster.", 10*time.Second); err != nil {
+			t.Fatalf("dash-b's page has no add-ons section: %v\n%s", err, testenv.Text(t, ctx, "main"))
+		}
+		manualAddOn(t, "dash-hello")
+		testenv.NoReload(t, ctx, true)
+		ca := &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace("dash-b"), Name: "dash-hello",
+			Labels: map[string]string{addonv1alpha1.LabelAddOn: "dash-hello"}}}
+		create(t, ca)
+		if err := testenv.WaitText(ctx, `[data-addon="dash-hello"]`, "dash-hello", testenv.LiveWithin); err != nil {
+			t.Fatalf("the add-on did not show within %s: %v\n%s", testenv.LiveWithin, err, testenv.Text(t, ctx, "main"))
+		}
+		// The page says what the hub says: set a status (the hub's add-on controller, where it runs, may
+		// write its own) and wait until the row shows the object's Available and Degraded, whatever wrote them.
+		ca.Status.Conditions = []metav1.Condition{
+			{Type: addonv1alpha1.ConditionAvailable, Status: metav1.ConditionFalse, Reason: "Unhealthy", Message: "Deployment hello: 0/1 ready", LastTransitionTime: metav1.Now()},
+			{Type: addonv1alpha1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: "Unhealthy", Message: "Deployment hello: 0/1 ready", LastTransitionTime: metav1.Now()}}
+		if err := env.Client.Status().Update(context.Background(), ca); err != nil && !apierrors.IsConflict(err) {
+			t.Fatal(err) // a conflict: the hub wrote the status first
+		}
+		testenv.Eventually(t, testenv.LiveWithin, "dash-b's add-on row showing the ClusterAddOn's conditions", func() error {
+			now := &addonv1alpha1.ClusterAddOn{}
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ca), now); err != nil {
+				return err
+			}
+			row := testenv.Text(t, ctx, `[data-addon="dash-hello"]`)
+			for _, want := range []string{conditionText(now.Status.Conditions, addonv1alpha1.ConditionAvailable),
+				conditionText(now.Status.Conditions, addonv1alpha1.ConditionDegraded), "hand"} {
+				if !strings.Contains(row, want) {
+					return fmt.Errorf("the row %q lacks %q", row, want)
+				}
+			}
+			if a := meta.FindStatusCondition(now.Status.Conditions, addonv1alpha1.ConditionAvailable); a == nil || a.Status != metav1.ConditionTrue {
+				if a != nil && !strings.Contains(row, a.Message) {
+					return fmt.Errorf("the row %q does not say why it is not available (%q)", row, a.Message)
+				}
+			}
+			return nil
+		})
+		testenv.NoReload(t, ctx, false)
+	})
+
 	t.Run("phone width", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(url+"workloads")); err != nil {
 			t.Fatal(err)
@@ -309,4 +357,12 @@ func grantNamespaceReader(t *testing.T, namespace, name, kind string) {
 	create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "reader-" + name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "reader-" + name},
 		Subjects: []rbacv1.Subject{subject}})
+}
+
+// conditionText is a condition's status as the dashboard writes it, Unknown until it is set.
+func conditionText(conditions []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conditions, t); c != nil {
+		return string(c.Status)
+	}
+	return string(metav1.ConditionUnknown)
 }
