@@ -38,6 +38,8 @@ var OCM = []Kind{
 	{Peer: ocmKind("ManagedClusterAddOn"), Twin: addonv1alpha1.GroupVersion.WithKind("ClusterAddOn"),
 		Spec: typed(clusterAddOnSpec), Status: typedStatus(managedClusterAddOnStatus),
 		TwinNamespace: clusterNamespaceOf,
+		// Admission refuses a ClusterAddOn whose AddOn does not exist yet: it is mirrored again when it does.
+		Follows: []Follow{{Kind: addonv1alpha1.GroupVersion.WithKind("AddOn"), Peers: managedClusterAddOnsOf}},
 		Labels: func(peer client.Object) map[string]string {
 			return map[string]string{addonv1alpha1.LabelAddOn: peer.GetName()}
 		}},
@@ -186,6 +188,22 @@ func addOnsOfTemplate(ctx context.Context, r client.Reader, template client.Obje
 			if c.Resource == ocmaddonv1alpha1.ResourceAddOnTemplates && c.DefaultConfig != nil && c.DefaultConfig.Name == template.GetName() {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: cma.Name}})
 			}
+		}
+	}
+	return out
+}
+
+// managedClusterAddOnsOf are the ManagedClusterAddOns of an add-on (named after it), in every cluster.
+func managedClusterAddOnsOf(ctx context.Context, r client.Reader, addon client.Object) []reconcile.Request {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(ocmKind("ManagedClusterAddOnList"))
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, u := range list.Items {
+		if u.GetName() == addon.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}})
 		}
 	}
 	return out

@@ -324,6 +324,8 @@ func TestOCMAddOnsServed(t *testing.T) {
 	for what, doc := range map[string]string{
 		"a variable name in lower case": "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnDeploymentConfig\nmetadata: {name: lower, namespace: ocm-apis-config}\nspec:\n  customizedVariables: [{name: logLevel, value: '4'}]\n",
 		"a CustomSigner registration":   "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnTemplate\nmetadata: {name: signer}\nspec:\n  addonName: signer\n  agentSpec: {workload: {manifests: [{apiVersion: v1, kind: ConfigMap, metadata: {name: x}}]}}\n  registration: [{type: CustomSigner}]\n",
+		"a variable the hub fills":      "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnDeploymentConfig\nmetadata: {name: builtin, namespace: ocm-apis-config}\nspec:\n  customizedVariables: [{name: CLUSTER_NAME, value: other}]\n",
+		"a config without a namespace":  "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: ManagedClusterAddOn\nmetadata: {name: nons, namespace: ocm-apis-1}\nspec:\n  configs: [{group: addon.open-cluster-management.io, resource: addondeploymentconfigs, name: c}]\n",
 		"proxyConfig":                   "apiVersion: addon.open-cluster-management.io/v1alpha1\nkind: AddOnDeploymentConfig\nmetadata: {name: proxy, namespace: ocm-apis-config}\nspec:\n  proxyConfig: {httpProxy: 'http://proxy'}\n",
 	} {
 		err := env.Client.Create(ctx, parseObject(t, doc), client.DryRunAll, client.FieldValidation("Strict"))

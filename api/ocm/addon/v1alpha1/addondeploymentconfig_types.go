@@ -40,6 +40,7 @@ type AddOnDeploymentConfigSpec struct {
 }
 
 // CustomizedVariable is one template variable.
+// +kubebuilder:validation:XValidation:rule="!(self.name in ['CLUSTER_NAME', 'INSTALL_NAMESPACE', 'HUB_KUBECONFIG', 'HUB_URL', 'HUB_KUBECONFIG_SECRET'])",message="the hub fills this variable itself"
 type CustomizedVariable struct {
 	// Name of the variable.
 	// +required

@@ -26,7 +26,7 @@ type ConfigReferent struct {
 }
 
 // AddOnConfig names one configuration object of a kind.
-// +kubebuilder:validation:XValidation:rule="self.resource != 'addondeploymentconfigs' || (has(self.namespace) && self.namespace != ”)",message="an addondeploymentconfigs config needs a namespace"
+// +kubebuilder:validation:XValidation:rule="self.resource != 'addondeploymentconfigs' || (has(self.namespace) && size(self.namespace) > 0)",message="an addondeploymentconfigs config needs a namespace"
 type AddOnConfig struct {
 	ConfigGroupResource `json:",inline"`
 	ConfigReferent      `json:",inline"`
