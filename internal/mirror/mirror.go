@@ -341,6 +341,11 @@ func (m *Mirror) create(ctx context.Context, peer *unstructured.Unstructured, sp
 		}
 	}
 	err = m.Client.Create(ctx, twin)
+	if apierrors.IsNotFound(err) && twin.GetNamespace() != peer.GetNamespace() {
+		// The twin's namespace is a cluster's: retried, as the cluster may be joining.
+		m.Recorder.Eventf(peer, nil, "Warning", ReasonMirrorFailed, "Mirror", "%s %s not created: namespace %s not found (is the cluster joined?)", m.Kind.Twin.Kind, describe(twin), twin.GetNamespace())
+		return err
+	}
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 		// Admission refused the twin: the peer object says why, as its own refusal would have.
 		m.Recorder.Eventf(peer, nil, "Warning", ReasonMirrorFailed, "Mirror", "%s %s refused: %v", m.Kind.Twin.Kind, describe(twin), err)

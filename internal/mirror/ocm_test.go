@@ -137,3 +137,18 @@ func TestManagedClusterAddOnStatus(t *testing.T) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }
+
+// TestClusterManagementAddOnStatus: per placement being rolled out, the AddOn's Progressing condition.
+func TestClusterManagementAddOnStatus(t *testing.T) {
+	progressing := metav1.Condition{Type: addonv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "Rolling"}
+	in := &addonv1alpha1.AddOnStatus{Conditions: []metav1.Condition{{Type: "Degraded", Status: metav1.ConditionFalse}, progressing},
+		Rollouts: []addonv1alpha1.PlacementRollout{{ConfigName: addonv1alpha1.ConfigName{Name: "p", Namespace: "n"}}}}
+	want := &ocmaddonv1alpha1.ClusterManagementAddOnStatus{InstallProgressions: []ocmaddonv1alpha1.InstallProgression{
+		{PlacementRef: ocmaddonv1alpha1.PlacementRef{Name: "p", Namespace: "n"}, Conditions: []metav1.Condition{progressing}}}}
+	if got := clusterManagementAddOnStatus(in); !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+	if got := clusterManagementAddOnStatus(&addonv1alpha1.AddOnStatus{}); len(got.InstallProgressions) != 0 {
+		t.Errorf("no rollouts: got %+v", got)
+	}
+}
