@@ -169,7 +169,8 @@ func (m *Mirror) peer() *unstructured.Unstructured {
 func (m *Mirror) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	peer := m.peer()
 	if err := m.Client.Get(ctx, req.NamespacedName, peer); err != nil {
-		// Gone: the garbage collector deletes its twin.
+		// Gone: the garbage collector deletes an owned twin; one in another namespace went before its
+		// finalizer was released.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if peer.GetDeletionTimestamp() != nil {
