@@ -10,6 +10,7 @@ import (
 
 	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	ocmaddonv1alpha1 "github.com/flotilla-io/flotilla/api/ocm/addon/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // What OCM's template add-ons expect of the pods they install, which Flotilla's template has as variables
@@ -37,7 +38,7 @@ var hubKubeconfigPath = hubKubeconfigDir + "/" + addonv1alpha1.CredentialSecretK
 //     mounted at /managed/hub-kubeconfig.
 //   - {{HUB_KUBECONFIG}} becomes the path of that kubeconfig; {{CLUSTER_NAME}}, {{INSTALL_NAMESPACE}} and
 //     the customizedVariables are Flotilla's variables too, replaced per cluster by the hub.
-func templateManifests(addon string, template *ocmaddonv1alpha1.AddOnTemplate) ([]runtime.RawExtension, error) {
+func templateManifests(addon string, template *ocmaddonv1alpha1.AddOnTemplate) ([]workv1alpha1.Manifest, error) {
 	registered := len(template.Spec.Registration) > 0
 	objects := make([]map[string]any, 0, len(template.Spec.AgentSpec.Workload.Manifests))
 	relocated := map[string]bool{}
@@ -51,7 +52,7 @@ func templateManifests(addon string, template *ocmaddonv1alpha1.AddOnTemplate) (
 			relocated[ns] = true
 		}
 	}
-	var out []runtime.RawExtension
+	var out []workv1alpha1.Manifest
 	for _, o := range objects {
 		kind, _ := o["kind"].(string)
 		if kind == "Namespace" && relocated[nameOf(o)] {
@@ -77,7 +78,7 @@ func templateManifests(addon string, template *ocmaddonv1alpha1.AddOnTemplate) (
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, runtime.RawExtension{Raw: raw})
+		out = append(out, workv1alpha1.Manifest{RawExtension: runtime.RawExtension{Raw: raw}})
 	}
 	return out, nil
 }

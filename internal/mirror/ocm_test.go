@@ -15,6 +15,7 @@ import (
 	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
 	ocmaddonv1alpha1 "github.com/flotilla-io/flotilla/api/ocm/addon/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // TestTemplateManifests: an OCM template's manifests as Flotilla installs them: the Namespace they were in
@@ -40,7 +41,7 @@ func TestTemplateManifests(t *testing.T) {
 	template := &ocmaddonv1alpha1.AddOnTemplate{Spec: ocmaddonv1alpha1.AddOnTemplateSpec{AddonName: "hello",
 		Registration: []ocmaddonv1alpha1.RegistrationSpec{{Type: "KubeClient", KubeClient: &ocmaddonv1alpha1.KubeClientRegistrationConfig{}}}}}
 	for _, m := range manifests {
-		template.Spec.AgentSpec.Workload.Manifests = append(template.Spec.AgentSpec.Workload.Manifests, raw(t, m))
+		template.Spec.AgentSpec.Workload.Manifests = append(template.Spec.AgentSpec.Workload.Manifests, workv1alpha1.Manifest{RawExtension: raw(t, m)})
 	}
 	got, err := templateManifests("hello", template)
 	if err != nil {
@@ -50,7 +51,7 @@ func TestTemplateManifests(t *testing.T) {
 
 	// Without registration: the variables, no credential.
 	template.Spec.Registration = nil
-	template.Spec.AgentSpec.Workload.Manifests = []runtime.RawExtension{raw(t, "{apiVersion: apps/v1, kind: DaemonSet, metadata: {name: agent}, spec: {template: {spec: {containers: [{name: a, image: agent}]}}}}")}
+	template.Spec.AgentSpec.Workload.Manifests = []workv1alpha1.Manifest{{RawExtension: raw(t, "{apiVersion: apps/v1, kind: DaemonSet, metadata: {name: agent}, spec: {template: {spec: {containers: [{name: a, image: agent}]}}}}")}}
 	got, err = templateManifests("hello", template)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func raw(t *testing.T, doc string) runtime.RawExtension {
 	return runtime.RawExtension{Raw: data}
 }
 
-func expectManifests(t *testing.T, got []runtime.RawExtension, want []string) {
+func expectManifests(t *testing.T, got []workv1alpha1.Manifest, want []string) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("got %d manifests, want %d", len(got), len(want))

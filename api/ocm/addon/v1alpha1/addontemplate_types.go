@@ -3,7 +3,8 @@ package v1alpha1
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // AddOnTemplate is what a template add-on installs in each cluster and the hub permissions of its agent. A
@@ -53,8 +54,7 @@ type ManifestsTemplate struct {
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:EmbeddedResource
-	Manifests []runtime.RawExtension `json:"manifests"`
+	Manifests []workv1alpha1.Manifest `json:"manifests"`
 }
 
 // RegistrationSpec is a hub identity of an add-on's agent.

@@ -5,6 +5,7 @@
 package v1alpha1
 
 import (
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -720,7 +721,7 @@ func (in *ManifestsTemplate) DeepCopyInto(out *ManifestsTemplate) {
 	*out = *in
 	if in.Manifests != nil {
 		in, out := &in.Manifests, &out.Manifests
-		*out = make([]runtime.RawExtension, len(*in))
+		*out = make([]workv1alpha1.Manifest, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
