@@ -23,14 +23,21 @@ import (
 )
 
 // CRDs returns the CustomResourceDefinitions embedded in the binary: Flotilla's, the Multi-Cluster Services
-// API's, and with karmada those of Karmada's groups the hub serves.
-func CRDs(karmada bool) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// API's, with karmada those of Karmada's groups the hub serves, and with ocm those of OCM's add-on group.
+func CRDs(karmada, ocm bool) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	out, err := readCRDs(crds.FS, "*.yaml")
 	if err != nil {
 		return nil, err
 	}
 	if karmada {
 		peers, err := readCRDs(crds.Karmada, "karmada/*.yaml")
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, peers...)
+	}
+	if ocm {
+		peers, err := readCRDs(crds.OCM, "ocm/*.yaml")
 		if err != nil {
 			return nil, err
 		}
@@ -65,11 +72,11 @@ func readCRDs(fsys fs.FS, pattern string) ([]*apiextensionsv1.CustomResourceDefi
 	return out, nil
 }
 
-// InstallCRDs installs or upgrades Flotilla's CRDs (with karmada, Karmada's groups' too) and waits until every
-// one is Established, so objects of every kind can be created as soon as it returns. Turning karmada off
-// removes nothing: a CRD deleted would take its objects with it.
-func InstallCRDs(ctx context.Context, cfg *rest.Config, karmada bool) error {
-	want, err := CRDs(karmada)
+// InstallCRDs installs or upgrades Flotilla's CRDs (with karmada, Karmada's groups' too; with ocm, OCM's
+// add-on group's) and waits until every one is Established, so objects of every kind can be created as soon
+// as it returns. Turning karmada or ocm off removes nothing: a CRD deleted would take its objects with it.
+func InstallCRDs(ctx context.Context, cfg *rest.Config, karmada, ocm bool) error {
+	want, err := CRDs(karmada, ocm)
 	if err != nil {
 		return err
 	}

@@ -128,7 +128,7 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 	if err := admission.InstallPolicies(ctx, h.Config, settings); err != nil {
 		return nil, err
 	}
-	if err := InstallCRDs(ctx, h.Config, o.KarmadaAPIs); err != nil {
+	if err := InstallCRDs(ctx, h.Config, o.KarmadaAPIs, o.OCMAPIs); err != nil {
 		return nil, err
 	}
 	if err := ensureNamespace(ctx, h.Config, clusterv1alpha1.SystemNamespace); err != nil {

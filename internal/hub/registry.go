@@ -105,6 +105,12 @@ var Controllers = Registry{
 		}
 		return mirror.Setup(mgr, "karmada", mirror.Karmada)
 	}},
+	{Name: "ocm-mirror", Setup: func(mgr ctrl.Manager, s Settings) error {
+		if !s.OCMAPIs {
+			return nil
+		}
+		return mirror.Setup(mgr, "ocm", mirror.OCM)
+	}},
 	{Name: "federatedhpa", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return autoscaling.SetupFederatedHPA(mgr, memberBackends(mgr, s))
 	}},

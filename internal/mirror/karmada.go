@@ -18,8 +18,8 @@ import (
 // Karmada is every Karmada kind the hub serves (hub --karmada-apis), with its Flotilla twin. Their CRDs are
 // the twins' schemas under Karmada's group and kind (hack/peercrds).
 var Karmada = []Kind{
-	{Peer: karmadaPolicy("PropagationPolicy"), Twin: policyv1alpha1.GroupVersion.WithKind("PropagationPolicy"), Adapt: karmadaFailover},
-	{Peer: karmadaPolicy("ClusterPropagationPolicy"), Twin: policyv1alpha1.GroupVersion.WithKind("ClusterPropagationPolicy"), Adapt: karmadaFailover},
+	{Peer: karmadaPolicy("PropagationPolicy"), Twin: policyv1alpha1.GroupVersion.WithKind("PropagationPolicy"), Spec: adapted(karmadaFailover)},
+	{Peer: karmadaPolicy("ClusterPropagationPolicy"), Twin: policyv1alpha1.GroupVersion.WithKind("ClusterPropagationPolicy"), Spec: adapted(karmadaFailover)},
 	{Peer: karmadaPolicy("OverridePolicy"), Twin: policyv1alpha1.GroupVersion.WithKind("OverridePolicy")},
 	{Peer: karmadaPolicy("ClusterOverridePolicy"), Twin: policyv1alpha1.GroupVersion.WithKind("ClusterOverridePolicy")},
 	{Peer: karmadaPolicy("FederatedResourceQuota"), Twin: policyv1alpha1.GroupVersion.WithKind("FederatedResourceQuota")},

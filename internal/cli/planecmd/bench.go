@@ -16,7 +16,7 @@ import (
 
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks: each starts its own environment, measures and prints percentiles"}
-	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchGetClustersCommand(), newBenchMCSCommand(), newBenchDashboardCommand(), newBenchRolloutCommand(), newBenchPlotCommand())
+	cmd.AddCommand(newBenchRegisterCommand(), newBenchPropagationCommand(), newBenchScaleCommand(), newBenchFailoverCommand(), newBenchProxyCommand(), newBenchFleetListCommand(), newBenchGetClustersCommand(), newBenchMCSCommand(), newBenchDashboardCommand(), newBenchRolloutCommand(), newBenchAddOnCommand(), newBenchPlotCommand())
 	return cmd
 }
 
@@ -272,6 +272,28 @@ hub's API requests per template change.`,
 	cmd.Flags().IntVar(&o.Changes, "changes", o.Changes, "changes of every template, each rolled out in full before the next")
 	cmd.Flags().DurationVar(&o.MinSuccessTime, "min-success-time", o.MinSuccessTime, "the policy's minSuccessTime: how long a cluster stays healthy before the next wave")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for the first placement and for each change's rollout")
+	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
+	return cmd
+}
+
+func newBenchAddOnCommand() *cobra.Command {
+	o := bench.AddOnOptions{Clusters: 100, Rest: time.Minute, Timeout: 5 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "addon",
+		Short: "The hub's cost of one add-on on many hollow clusters: time to Available everywhere, writes at rest",
+		Long: `Start a hub as a child process and join --clusters hollow pull agents (as bench scale does; they
+report their Works applied and healthy), enable one add-on (a ConfigMap and a Deployment per cluster) on
+every cluster by a Placement, time how long until it is Available on all of them, then count the hub API's
+write requests for --rest, per cluster per minute: those of the add-on's kinds, Works and RBAC (the goal:
+at most 1), and all of them.`,
+		Args: cobra.NoArgs,
+		RunE: runBench(func(ctx context.Context, out io.Writer, progress func(string)) error {
+			return bench.RunAddOn(ctx, o, out, progress)
+		}),
+	}
+	cmd.Flags().IntVar(&o.Clusters, "clusters", o.Clusters, "number of hollow clusters, each enabled with the add-on")
+	cmd.Flags().DurationVar(&o.Rest, "rest", o.Rest, "how long the hub's writes are counted at rest (at least 10s)")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", o.Timeout, "longest wait for the add-on to be Available on every cluster")
 	cmd.Flags().StringVar(&o.Out, "out", "", "write the results as JSON to this file")
 	return cmd
 }

@@ -35,7 +35,7 @@ func TestMain(m *testing.M) { testenv.MainCluster(m, &env) }
 func TestHubAdoptsExistingCluster(t *testing.T) {
 	ctx := context.Background()
 	crdNames := []string{}
-	crds, err := hub.CRDs(true)
+	crds, err := hub.CRDs(true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
