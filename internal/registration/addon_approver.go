@@ -2,8 +2,6 @@ package registration
 
 import (
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"slices"
@@ -42,15 +40,8 @@ var errNotAddOnCSR = errors.New("not a Flotilla add-on CSR")
 // no alternative names, client usages only. errNotAddOnCSR says the request is not one.
 func parseAddOnCSR(csr *certificatesv1.CertificateSigningRequest) (addOnRequest, error) {
 	var r addOnRequest
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
-		return r, errNotAddOnCSR
-	}
-	block, _ := pem.Decode(csr.Spec.Request)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return r, errNotAddOnCSR
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
+	req := clientCertificateRequest(csr)
+	if req == nil {
 		return r, errNotAddOnCSR
 	}
 	addon, cluster, ok := addonv1alpha1.ParseAgentUser(req.Subject.CommonName)
@@ -61,18 +52,7 @@ func parseAddOnCSR(csr *certificatesv1.CertificateSigningRequest) (addOnRequest,
 	if err := ValidateClusterName(cluster); err != nil {
 		return r, err
 	}
-	if want := []string{addonv1alpha1.AgentGroup(addon)}; !slices.Equal(req.Subject.Organization, want) {
-		return r, fmt.Errorf("an add-on agent's certificate has organization %v only, not %v", want, req.Subject.Organization)
-	}
-	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
-		return r, errors.New("an add-on agent's certificate carries no subject alternative names")
-	}
-	for _, u := range csr.Spec.Usages {
-		if u != certificatesv1.UsageClientAuth && u != certificatesv1.UsageDigitalSignature && u != certificatesv1.UsageKeyEncipherment {
-			return r, fmt.Errorf("an add-on agent's certificate is for client authentication only, not %q", u)
-		}
-	}
-	return r, nil
+	return r, checkClientCertificate(csr, req, addonv1alpha1.AgentGroup(addon), "an add-on agent's certificate")
 }
 
 // addOn decides on an add-on agent's CSR (parsed into r, or refused with invalid). It is approved only when

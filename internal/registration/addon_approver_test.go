@@ -47,7 +47,7 @@ func TestParseAddOnCSR(t *testing.T) {
 	}{
 		{"an add-on agent's", addOnCSR(t, pkix.Name{CommonName: user, Organization: []string{group}}, nil), ""},
 		{"an agent's", addOnCSR(t, pkix.Name{CommonName: "system:flotilla:agent:m1:0123456789abcdef0123", Organization: []string{AgentGroup}}, nil), errNotAddOnCSR.Error()},
-		{"extra group", addOnCSR(t, pkix.Name{CommonName: user, Organization: []string{group, "system:masters"}}, nil), "organization [system:flotilla:addon:obs] only"},
+		{"extra group", addOnCSR(t, pkix.Name{CommonName: user, Organization: []string{group, "system:masters"}}, nil), "must have organization system:flotilla:addon:obs, not"},
 		{"another add-on's group", addOnCSR(t, pkix.Name{CommonName: user, Organization: []string{"system:flotilla:addon:other"}}, nil), "organization"},
 		{"alternative names", addOnCSR(t, pkix.Name{CommonName: user, Organization: []string{group}}, []string{"hub.example"}), "no subject alternative names"},
 		{"server usage", addOnCSR(t, pkix.Name{CommonName: user, Organization: []string{group}}, nil, certificatesv1.UsageServerAuth), "client authentication only"},

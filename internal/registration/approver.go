@@ -345,15 +345,8 @@ var errNotAgentCSR = errors.New("not a Flotilla agent CSR")
 // agent's client certificate.
 func parseAgentCSR(csr *certificatesv1.CertificateSigningRequest) (joinRequest, error) {
 	r := joinRequest{csr: csr}
-	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
-		return r, errNotAgentCSR
-	}
-	block, _ := pem.Decode(csr.Spec.Request)
-	if block == nil || block.Type != "CERTIFICATE REQUEST" {
-		return r, errNotAgentCSR
-	}
-	req, err := x509.ParseCertificateRequest(block.Bytes)
-	if err != nil {
+	req := clientCertificateRequest(csr)
+	if req == nil {
 		return r, errNotAgentCSR
 	}
 	cluster, registration, ok := ParseAgentUser(req.Subject.CommonName)
@@ -369,21 +362,47 @@ func parseAgentCSR(csr *certificatesv1.CertificateSigningRequest) (joinRequest, 
 		return r, fmt.Errorf("the agent user name %q needs a registration suffix of at least %d lowercase letters and digits: update the agent",
 			r.user, minRegistrationLength)
 	}
-	if !slices.Equal(req.Subject.Organization, []string{AgentGroup}) {
-		return r, fmt.Errorf("an agent certificate must have organization %s, not %v", AgentGroup, req.Subject.Organization)
-	}
-	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
-		return r, errors.New("an agent certificate carries no subject alternative names")
-	}
-	for _, u := range csr.Spec.Usages {
-		if u != certificatesv1.UsageClientAuth && u != certificatesv1.UsageDigitalSignature && u != certificatesv1.UsageKeyEncipherment {
-			return r, fmt.Errorf("an agent certificate is for client authentication only, not %q", u)
-		}
+	if err := checkClientCertificate(csr, req, AgentGroup, "an agent certificate"); err != nil {
+		return r, err
 	}
 	if isJoin(csr) && csr.Labels[LabelClusterName] != cluster {
 		return r, fmt.Errorf("label %s=%q does not match the certificate's cluster %q", LabelClusterName, csr.Labels[LabelClusterName], cluster)
 	}
 	return r, nil
+}
+
+// clientCertificateRequest is the certificate request of a CSR for the kube-apiserver-client signer, or nil
+// when the CSR is for another signer or its request does not parse.
+func clientCertificateRequest(csr *certificatesv1.CertificateSigningRequest) *x509.CertificateRequest {
+	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
+		return nil
+	}
+	block, _ := pem.Decode(csr.Spec.Request)
+	if block == nil || block.Type != "CERTIFICATE REQUEST" {
+		return nil
+	}
+	req, err := x509.ParseCertificateRequest(block.Bytes)
+	if err != nil {
+		return nil
+	}
+	return req
+}
+
+// checkClientCertificate checks that a request asks for exactly a client certificate of one group: that
+// organization only, no subject alternative names, client usages only. what names the certificate in errors.
+func checkClientCertificate(csr *certificatesv1.CertificateSigningRequest, req *x509.CertificateRequest, group, what string) error {
+	if !slices.Equal(req.Subject.Organization, []string{group}) {
+		return fmt.Errorf("%s must have organization %s, not %v", what, group, req.Subject.Organization)
+	}
+	if len(req.DNSNames)+len(req.IPAddresses)+len(req.EmailAddresses)+len(req.URIs) > 0 {
+		return fmt.Errorf("%s carries no subject alternative names", what)
+	}
+	for _, u := range csr.Spec.Usages {
+		if u != certificatesv1.UsageClientAuth && u != certificatesv1.UsageDigitalSignature && u != certificatesv1.UsageKeyEncipherment {
+			return fmt.Errorf("%s is for client authentication only, not %q", what, u)
+		}
+	}
+	return nil
 }
 
 // isJoin reports whether a CSR was filed with a Flotilla bootstrap token.
