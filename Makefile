@@ -181,6 +181,7 @@ bench-smoke: build
 	$(BIN)/flotilla bench fleet-list --clusters 1,2 --objects 2 --requests 10 --out $(BENCH_OUT)/fleet-list.json
 	$(BIN)/flotilla bench get-clusters --clusters 2 --requests 2 --out $(BENCH_OUT)/get-clusters.json
 	$(BIN)/flotilla bench rollout --members 2 --templates 1 --changes 1 --min-success-time 1s --out $(BENCH_OUT)/rollout.json
+	$(BIN)/flotilla bench addon --clusters 2 --rest 10s --out $(BENCH_OUT)/addon.json
 	$(BIN)/flotilla bench failover --members 2 --objects 2 --cluster-grace-period 20s --toleration 5s --timeout 3m --out $(BENCH_OUT)/failover.json
 	$(BIN)/flotilla bench plot --out-dir $(BENCH_OUT) $(BENCH_OUT)/propagation.json $(BENCH_OUT)/scale.json $(BENCH_OUT)/failover.json $(BENCH_OUT)/mcs.json
 

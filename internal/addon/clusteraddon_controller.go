@@ -106,7 +106,7 @@ func SetupCluster(mgr ctrl.Manager) error {
 
 // clusterAddOnStatus is the part of a ClusterAddOn's status the ClusterAddOn controller owns.
 type clusterAddOnStatus struct {
-	HealthCheck   addonv1alpha1.HealthCheck          `json:"healthCheck"`
+	HealthCheck   *addonv1alpha1.HealthCheck         `json:"healthCheck,omitempty"` // nil while the AddOn is missing
 	Registrations []addonv1alpha1.RegistrationStatus `json:"registrations,omitempty"`
 	Conditions    []metav1.Condition                 `json:"conditions,omitempty"`
 }
@@ -137,10 +137,11 @@ func (r *ClusterController) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, r.writeStatus(ctx, ca, clusterAddOnStatus{Conditions: []metav1.Condition{
 			condition(addonv1alpha1.ConditionAvailable, false, ReasonAddOnNotFound, msg, ca.Generation)}})
 	}
-	want := clusterAddOnStatus{HealthCheck: a.Spec.HealthCheck}
-	if want.HealthCheck.Mode == "" {
-		want.HealthCheck.Mode = addonv1alpha1.HealthWork
+	health := a.Spec.HealthCheck
+	if health.Mode == "" {
+		health.Mode = addonv1alpha1.HealthWork
 	}
+	want := clusterAddOnStatus{HealthCheck: &health}
 	roles, bindings := grants(a, cluster)
 	err = r.applyGrants(ctx, a.Name, cluster, roles, bindings)
 	var missing errMissing
@@ -224,8 +225,12 @@ func (r *ClusterController) writeStatus(ctx context.Context, ca *addonv1alpha1.C
 	for _, c := range want.Conditions {
 		meta.SetStatusCondition(&conditions, c)
 	}
+	var health addonv1alpha1.HealthCheck
+	if want.HealthCheck != nil {
+		health = *want.HealthCheck
+	}
 	same := equality.Semantic.DeepEqual(conditions, ca.Status.Conditions) && equality.Semantic.DeepEqual(want.Registrations, ca.Status.Registrations) &&
-		want.HealthCheck.Mode == ca.Status.HealthCheck.Mode && equality.Semantic.DeepEqual(want.HealthCheck.LeaseDuration, ca.Status.HealthCheck.LeaseDuration)
+		health.Mode == ca.Status.HealthCheck.Mode && equality.Semantic.DeepEqual(health.LeaseDuration, ca.Status.HealthCheck.LeaseDuration)
 	if same {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
+	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // The variables the hub fills in every add-on's template; an AddOnConfig's customizedVariables add others.
@@ -106,6 +107,17 @@ func Render(in Input) (*Rendered, error) {
 		}
 		podSpecs(m, func(spec map[string]any) { place(spec, config) })
 		out.Manifests = append(out.Manifests, m)
+	}
+	// The install Namespace is the add-on's: disabling it deletes the Namespace with what is in it. One the
+	// member had before is adopted, and the executor never deletes an adopted Namespace.
+	nsMeta := out.Manifests[0]["metadata"].(map[string]any)
+	annotations, _ := nsMeta["annotations"].(map[string]any)
+	if annotations == nil {
+		annotations = map[string]any{}
+		nsMeta["annotations"] = annotations
+	}
+	if _, set := annotations[workv1alpha1.AnnotationDeletionPolicy]; !set {
+		annotations[workv1alpha1.AnnotationDeletionPolicy] = workv1alpha1.DeletionPolicyDelete
 	}
 	content, err := json.Marshal(out.Manifests)
 	if err != nil {

@@ -39,6 +39,9 @@ func TestRender(t *testing.T) {
 	if len(out.Manifests) != 3 || out.Manifests[0]["kind"] != "Namespace" || out.Namespace != "flotilla-addon-observer" {
 		t.Fatalf("manifests %v, namespace %s: want the install Namespace first, then the two", out.Manifests, out.Namespace)
 	}
+	if ns, _ := json.Marshal(out.Manifests[0]); !strings.Contains(string(ns), `"work.flotilla.io/deletion-policy":"Delete"`) {
+		t.Errorf("install Namespace %s: want it deleted with the add-on", ns)
+	}
 	raw, _ := json.Marshal(out.Manifests[1])
 	for _, want := range []string{`"namespace":"flotilla-addon-observer"`, `--cluster=east`, `--hub=https://hub:6443`, `--secret=observer-hub-kubeconfig`,
 		`--level=debug`, `"image":"mirror.local/obs/agent:1"`, `"nodeSelector":{"role":"infra"}`, `"key":"infra"`} {

@@ -83,14 +83,25 @@ func divisionVerdicts(b *workv1alpha1.ResourceBindingSpec, picked []*clusterv1al
 }
 
 // BoundVerdicts sorts verdicts by cluster and plugin and keeps at most MaxClusterVerdicts; it returns how many
-// it left out.
+// it left out. When they do not all fit, the clusters refused for the fewest reasons are kept: a near miss
+// (one filter between a cluster and the placement) says more than a cluster every filter refused.
 func BoundVerdicts(verdicts []workv1alpha1.ClusterVerdict) ([]workv1alpha1.ClusterVerdict, int32) {
-	out := slices.Clone(verdicts)
-	slices.SortStableFunc(out, func(a, b workv1alpha1.ClusterVerdict) int {
+	byCluster := func(a, b workv1alpha1.ClusterVerdict) int {
 		return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Plugin, b.Plugin))
-	})
+	}
+	out := slices.Clone(verdicts)
 	if len(out) <= workv1alpha1.MaxClusterVerdicts {
+		slices.SortStableFunc(out, byCluster)
 		return out, 0
 	}
-	return out[:workv1alpha1.MaxClusterVerdicts], int32(len(out) - workv1alpha1.MaxClusterVerdicts)
+	reasons := map[string]int{}
+	for _, v := range out {
+		reasons[v.Cluster]++
+	}
+	slices.SortStableFunc(out, func(a, b workv1alpha1.ClusterVerdict) int {
+		return cmp.Or(cmp.Compare(reasons[a.Cluster], reasons[b.Cluster]), byCluster(a, b))
+	})
+	kept := out[:workv1alpha1.MaxClusterVerdicts]
+	slices.SortStableFunc(kept, byCluster)
+	return kept, int32(len(out) - workv1alpha1.MaxClusterVerdicts)
 }

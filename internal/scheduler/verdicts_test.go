@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,5 +106,17 @@ func TestBoundVerdicts(t *testing.T) {
 	kept, omitted := BoundVerdicts(vs)
 	if len(kept) != workv1alpha1.MaxClusterVerdicts || omitted != 7 || kept[0].Cluster != "c000" {
 		t.Fatalf("kept %d, omitted %d, want %d and 7", len(kept), omitted, workv1alpha1.MaxClusterVerdicts)
+	}
+
+	// Clusters refused twice make room for the near miss, which sorts last by name.
+	for i := range workv1alpha1.MaxClusterVerdicts {
+		vs[i].Plugin = "TaintToleration"
+		vs = append(vs, workv1alpha1.ClusterVerdict{Cluster: vs[i].Cluster, Plugin: "ClusterAffinity"})
+	}
+	vs = append(vs, workv1alpha1.ClusterVerdict{Cluster: "zz-near-miss", Plugin: "ClusterSetGrant"})
+	kept, omitted = BoundVerdicts(vs)
+	if len(kept) != workv1alpha1.MaxClusterVerdicts || kept[len(kept)-1].Cluster != "zz-near-miss" ||
+		!slices.IsSortedFunc(kept, func(a, b workv1alpha1.ClusterVerdict) int { return strings.Compare(a.Cluster, b.Cluster) }) {
+		t.Fatalf("kept %d (last %s), omitted %d: want the near miss kept, the list sorted by cluster", len(kept), kept[len(kept)-1].Cluster, omitted)
 	}
 }

@@ -62,16 +62,25 @@ func testAddOn(t *testing.T, name string, registered bool) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), addon) })
 }
 
-// enableAddOn creates the ClusterAddOn of addon on cluster (unless it exists) and, with installNamespace, gives
-// it the status the add-on controllers give a registered add-on: its install namespace and its agent's
-// registration.
+// enableAddOn creates the ClusterAddOn of addon on cluster (unless it exists) with installNamespace as its
+// install namespace, and waits until the hub's add-on controllers report that namespace and its agent's
+// registration in its status (addon must be registered when installNamespace is given).
 func enableAddOn(t *testing.T, addon, cluster, installNamespace string) *addonv1alpha1.ClusterAddOn {
 	t.Helper()
 	ctx := context.Background()
 	enabled := &addonv1alpha1.ClusterAddOn{ObjectMeta: metav1.ObjectMeta{Name: addon, Namespace: clusterv1alpha1.ClusterNamespace(cluster),
-		Labels: map[string]string{addonv1alpha1.LabelAddOn: addon}}}
+		Labels: map[string]string{addonv1alpha1.LabelAddOn: addon}}, Spec: addonv1alpha1.ClusterAddOnSpec{InstallNamespace: installNamespace}}
 	if err := env.Client.Create(ctx, enabled); apierrors.IsAlreadyExists(err) {
-		// enabled already: its status changes
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(enabled), enabled); err != nil {
+				return err
+			}
+			enabled.Spec.InstallNamespace = installNamespace
+			return env.Client.Update(ctx, enabled)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	} else if err != nil {
 		t.Fatal(err)
 	} else {
@@ -80,18 +89,15 @@ func enableAddOn(t *testing.T, addon, cluster, installNamespace string) *addonv1
 	if installNamespace == "" {
 		return enabled
 	}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	testenv.Eventually(t, time.Minute, "the ClusterAddOn's install namespace and registration reported", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(enabled), enabled); err != nil {
 			return err
 		}
-		enabled.Status.Namespace = installNamespace
-		enabled.Status.Registrations = []addonv1alpha1.RegistrationStatus{{User: addonv1alpha1.AgentUser(addon, cluster),
-			Groups: []string{addonv1alpha1.AgentGroup(addon)}, SecretName: addonv1alpha1.CredentialSecretName(addon)}}
-		return env.Client.Status().Update(ctx, enabled)
+		if enabled.Status.Namespace != installNamespace || len(enabled.Status.Registrations) == 0 {
+			return fmt.Errorf("namespace %q, registrations %v", enabled.Status.Namespace, enabled.Status.Registrations)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return enabled
 }
 

@@ -97,6 +97,7 @@ func TestJoinCreatesClusterAndIsolatesAgents(t *testing.T) {
 	if cluster.Spec.SyncMode != clusterv1alpha1.Pull || cluster.Spec.ID != "id-a" || cluster.Labels["env"] != "test" || cluster.Spec.Region != "eu-west-1" {
 		t.Fatalf("cluster not created as asked: %+v %v", cluster.Spec, cluster.Labels)
 	}
+	testAddOn(t, "iso", false)
 	for _, ns := range []string{"flotilla-cluster-iso-a", "flotilla-cluster-iso-b"} {
 		work := &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns, Labels: ownedWorkLabels(t, ns, "w", nil)}}
 		if err := env.Client.Create(ctx, work); err != nil {

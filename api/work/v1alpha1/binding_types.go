@@ -392,8 +392,9 @@ type ResourceBindingStatus struct {
 	// NotPlacedOn says why the last scheduling pass did not choose each cluster it left out: every filter
 	// that refused the cluster (affinity, taint, API, failover record), or the spread constraints, replica
 	// division or capacity that left a feasible cluster out. Sorted by cluster, then plugin; at most
-	// MaxClusterVerdicts entries (notPlacedOnOmitted counts the rest). Written by the scheduler, only when it
-	// changes; `flotilla explain` and the dashboard read it.
+	// MaxClusterVerdicts entries, those of the clusters refused for the fewest reasons when not all fit
+	// (notPlacedOnOmitted counts the rest). Written by the scheduler, only when it changes; `flotilla
+	// explain` and the dashboard read it.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
