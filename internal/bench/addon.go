@@ -83,8 +83,11 @@ func RunAddOn(ctx context.Context, o AddOnOptions, out io.Writer, progress func(
 	admin := fleet.admin
 
 	const ns = "bench-addon"
+	// The Placement picks every cluster of the global ClusterSet, bound to its namespace.
+	binding := &clusterv1alpha1.ClusterSetBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: clusterv1alpha1.ClusterSetGlobal},
+		Spec: clusterv1alpha1.ClusterSetBindingSpec{ClusterSet: clusterv1alpha1.ClusterSetGlobal}}
 	placement := &clusterv1alpha1.Placement{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "everywhere"}}
-	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, placement, benchAddOnObject(ns)} {
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, binding, placement, benchAddOnObject(ns)} {
 		if err := admin.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
