@@ -77,6 +77,8 @@ func TestClusterStatusWritersKeepEachOthersFields(t *testing.T) {
 			for _, t := range cluster.Spec.Taints {
 				keys = append(keys, t.Key)
 			}
+			// A not-ready cluster may carry the key with both effects (NoExecute as the failover rate allows).
+			keys = slices.Compact(keys)
 			if want := []string{user.Key, taint}; !slices.Equal(keys, slices.DeleteFunc(want, func(k string) bool { return k == "" })) {
 				return fmt.Errorf("taints %v, want %v", keys, want)
 			}
