@@ -106,4 +106,18 @@ func TestReplicasGoWhereANodeFits(t *testing.T) {
 		}
 		return fmt.Errorf("%d events, none Descheduled", len(events.Items))
 	})
+	// The 2 CPUs on m1 go before the next test on the shared fleet counts m1's allocation.
+	if err := f.hub.Kube.AppsV1().Deployments(f.ns).Delete(ctx, "spill", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 2*time.Minute, "spill's pods gone from m1", func() error {
+		pods, err := f.m1.Kube.CoreV1().Pods(f.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=spill"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d pods left", len(pods.Items))
+		}
+		return nil
+	})
 }
