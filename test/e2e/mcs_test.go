@@ -67,9 +67,12 @@ func TestMultiClusterServices(t *testing.T) {
 	if err != nil || derived.Spec.Selector != nil || len(derived.Spec.Ports) != 1 || derived.Spec.Ports[0].Port != 80 {
 		t.Fatalf("m3's derived Service: %v %+v", err, derived)
 	}
-	if out := f.hub.Flotilla("status", "serviceexport/web", "-n", f.ns); !strings.Contains(out, "m3") || !strings.Contains(out, "consumer") {
-		t.Fatalf("status does not show the consumer:\n%s", out)
-	}
+	testenv.Eventually(t, time.Minute, "status shows the consumer", func() error {
+		if out := f.hub.Flotilla("status", "serviceexport/web", "-n", f.ns); !strings.Contains(out, "m3") || !strings.Contains(out, "consumer") {
+			return fmt.Errorf("status does not show the consumer:\n%s", out)
+		}
+		return nil
+	})
 
 	scale(t, f, 5)
 	waitImported(t, f, 5, f.m1, f.m2)

@@ -58,9 +58,13 @@ func TestOverridePolicyAdaptsPerClusterAllOrNothing(t *testing.T) {
 		}
 		return nil
 	})
-	if out := f.hub.Flotilla("status", "deployment/tuned", "-n", f.ns); !strings.Contains(out, "OverridePolicy/"+f.ns+"/tuned") {
-		t.Fatalf("status does not show the override:\n%s", out)
-	}
+	// The per-cluster rows come from the binding's aggregated status, which follows the members.
+	testenv.Eventually(t, time.Minute, "status shows the override on m1", func() error {
+		if out := f.hub.Flotilla("status", "deployment/tuned", "-n", f.ns); !strings.Contains(out, "OverridePolicy/"+f.ns+"/tuned") {
+			return fmt.Errorf("status does not show the override:\n%s", out)
+		}
+		return nil
+	})
 
 	// A rule that cannot apply is reported on the binding; m1 keeps its last good manifest.
 	update(t, f.hub, op, func(op *policyv1alpha1.OverridePolicy) {
