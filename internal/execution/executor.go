@@ -54,6 +54,10 @@ const (
 	ReasonApplyFailed   = "ApplyFailed"
 	ReasonConflictAbort = "ConflictAbort"
 	ReasonSuspended     = "Suspended"
+	// ReasonApplyConflict: a server-side apply without force (manifestConfigs) met a field another manager owns.
+	ReasonApplyConflict = "ApplyConflict"
+	// ReasonNotFound: the object of a ReadOnly manifest (manifestConfigs) is not in the member.
+	ReasonNotFound = "NotFound"
 	// ReasonNamespaceMismatch: a manifest of a namespaced binding would land outside the binding's namespace.
 	ReasonNamespaceMismatch = "NamespaceMismatch"
 	// ReasonApplying marks an object listed in the status before its first apply.
@@ -338,6 +342,8 @@ func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work,
 		}
 		if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Reason == ReasonApplied {
 			m.observe(&ms, out, statusLimit(len(manifests))) // a shared dependency's status belongs to the Work that manages it
+			id := ms.Identifier
+			feedback(&ms, out, w.Spec.ManifestConfig(id.Group, id.Resource, id.Namespace, id.Name))
 		}
 		statuses[i] = ms
 	}
