@@ -26,7 +26,8 @@ import (
 // +kubebuilder:rbac:groups=addon.flotilla.io,resources=addons;clusteraddons;addonconfigs,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=addon.flotilla.io,resources=clusteraddons,verbs=delete
 
-// OCM is every OCM add-on kind the hub serves (hub --ocm-apis), with its Flotilla twin. Their shapes differ
+// OCM is every OCM kind the hub serves (hub --ocm-apis), with its Flotilla twin: the add-on kinds, and the
+// ManifestWork (ocm_work.go). Their shapes differ
 // from the twins', so each is converted: a ClusterManagementAddOn and the AddOnTemplate it names become one
 // AddOn; a ManagedClusterAddOn, in the namespace named after its cluster, becomes the ClusterAddOn in the
 // cluster's Flotilla namespace; an AddOnDeploymentConfig becomes an AddOnConfig. The AddOnTemplate has no
@@ -45,6 +46,7 @@ var OCM = []Kind{
 		}},
 	{Peer: ocmKind("AddOnDeploymentConfig"), Twin: addonv1alpha1.GroupVersion.WithKind("AddOnConfig"),
 		Spec: typed(addOnConfigSpec)},
+	ManifestWork,
 }
 
 func ocmKind(kind string) schema.GroupVersionKind {
