@@ -241,7 +241,7 @@ func TestOCMManifestWorkRefusesUnknownFields(t *testing.T) {
 		"ignoreFields":   "manifestConfigs: [{resourceIdentifier: {resource: configmaps, name: a}, updateStrategy: {type: ServerSideApply, serverSideApply: {ignoreFields: [{condition: OnSpokePresent, jsonPaths: [.data]}]}}}]",
 	} {
 		mw := parseObject(t, "apiVersion: work.open-cluster-management.io/v1\nkind: ManifestWork\nmetadata: {name: strict, namespace: mw-strict}\nspec: {"+spec+"}\n")
-		err := env.Client.Create(context.Background(), mw, client.DryRunAll)
+		err := env.Client.Create(context.Background(), mw, client.DryRunAll, client.FieldValidation("Strict"))
 		if err == nil || !strings.Contains(err.Error(), "unknown field") {
 			t.Errorf("%s: accepted (%v)", field, err)
 		}
