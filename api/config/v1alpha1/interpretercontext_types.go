@@ -43,12 +43,12 @@ type ResourceInterpreterRequest struct {
 	// Operation is the question.
 	Operation InterpreterOperation `json:"operation"`
 	// Object is the object asked about: the template (InterpretReplica, InterpretDependency,
-	// AggregateStatus), a cluster's manifest (ReviseReplica, Retain), or a cluster's manifest holding the
-	// status its member reported (InterpretStatus, InterpretHealth).
+	// AggregateStatus), a cluster's manifest (ReviseReplica), or a cluster's manifest holding the status its
+	// member reported (InterpretStatus, InterpretHealth).
 	// +optional
 	Object runtime.RawExtension `json:"object,omitempty"`
-	// ObservedObject is sent with Retain: the hub's view of the member's object, the cluster's manifest with
-	// its reported status (the hub does not read members' objects).
+	// ObservedObject is the member's object, which Karmada sends with Retain; Flotilla does not ask Retain
+	// and never sets it.
 	// +optional
 	ObservedObject *runtime.RawExtension `json:"observedObject,omitempty"`
 	// DesiredReplicas is sent with ReviseReplica: the cluster's share of the replicas.
@@ -68,9 +68,8 @@ type ResourceInterpreterResponse struct {
 	// Status says why a call was not successful.
 	// +optional
 	Status *RequestStatus `json:"status,omitempty"`
-	// Patch is a JSON patch (RFC 6902) of the request's object: the revised manifest (ReviseReplica), the
-	// fields members keep (Retain; the paths it sets are left to members), the template with its aggregated
-	// status (AggregateStatus).
+	// Patch is a JSON patch (RFC 6902) of the request's object: to the revised manifest (ReviseReplica), or
+	// to the template with its aggregated status (AggregateStatus; only the status is kept).
 	// +optional
 	Patch []byte `json:"patch,omitempty"`
 	// PatchType is JSONPatch, the only type.

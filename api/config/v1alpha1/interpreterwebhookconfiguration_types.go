@@ -15,9 +15,11 @@ import (
 // Karmada's order (declarative customization, webhook, bundled third-party, native). Among webhooks, the
 // first matching webhook of the configuration whose name sorts first answers.
 //
-// The hub calls the webhooks: for replicas, replica revision, retention and dependencies with the template or
-// a cluster's manifest, for status and health with a cluster's manifest holding the status its member
-// reported (member agents do not call webhooks; the hub judges every cluster's report, pull clusters' too).
+// The hub calls the webhooks (member agents never do): InterpretReplica and InterpretDependency with the
+// template, ReviseReplica with a cluster's manifest, InterpretStatus and InterpretHealth with a cluster's
+// manifest holding the status its member reported (so pull clusters' objects are judged too), and
+// AggregateStatus with the template and the clusters' statuses. Retain is not asked: it needs the member's
+// object, which only the member's executor sees; an InterpreterCustomization's retention serves instead.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:printcolumn:name="AGE",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -59,11 +61,13 @@ type InterpreterWebhook struct {
 	// order of preference; Flotilla speaks v1alpha1, which the list must hold.
 	// +kubebuilder:validation:MinItems=1
 	InterpreterContextVersions []string `json:"interpreterContextVersions"`
-	// FailurePolicy says what a failed call means (unreachable, timed out, an answer that is not
-	// successful or not understood): Fail (the default, and Karmada's only behaviour) fails the operation,
-	// and the binding's Interpreted condition names the webhook and the error while the binding keeps what
-	// the last good answer gave it; Ignore lets the next interpreter answer (a shipped customization or the
-	// built-in rule). A Flotilla addition: Karmada's kind has no such field.
+	// FailurePolicy says what a failed call means (unreachable, timed out, an HTTP error, an answer larger
+	// than 3 MiB, not a ResourceInterpreterContext, for another uid, or not successful): Fail (the default,
+	// and Karmada's only behaviour) fails the operation, and the binding's Interpreted condition names the
+	// webhook and the error while the binding keeps what the last good answer gave it; Ignore lets the next
+	// interpreter answer (a shipped customization or the built-in rule). A successful answer that lacks what
+	// the operation needs (no replicas, a patch that does not apply) fails whatever the policy. A Flotilla
+	// addition: Karmada's kind has no such field.
 	// +kubebuilder:validation:Enum=Fail;Ignore
 	// +kubebuilder:default=Fail
 	// +optional
@@ -82,8 +86,9 @@ const (
 
 // RuleWithOperations is a set of operations on a set of kinds.
 type RuleWithOperations struct {
-	// Operations are Karmada's interpreter operations: InterpretReplica, ReviseReplica, Retain,
-	// AggregateStatus, InterpretStatus, InterpretHealth, InterpretDependency, or "*" (all, alone in the list).
+	// Operations are Karmada's interpreter operations: InterpretReplica, ReviseReplica, Retain (accepted,
+	// never asked), AggregateStatus, InterpretStatus, InterpretHealth, InterpretDependency, or "*" (all,
+	// alone in the list).
 	// +kubebuilder:validation:MinItems=1
 	Operations []InterpreterOperation `json:"operations"`
 	// APIGroups are the kinds' API groups ("" is the core group); "*", alone, is every group.
