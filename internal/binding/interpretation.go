@@ -23,12 +23,18 @@ import (
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
-// customizationEvents wakes the bindings of the kind a changed InterpreterCustomization targets: what they
-// render, report and aggregate may change with it.
+// customizationEvents wakes the bindings of the kinds a changed InterpreterCustomization targets, or a
+// changed InterpreterWebhookConfiguration's webhooks answer: what they render, report and aggregate may
+// change with it.
 func customizationEvents(c client.Client, namespaced bool) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		ic, ok := o.(*configv1alpha1.InterpreterCustomization)
-		if !ok {
+		var applies func(schema.GroupVersionKind) bool
+		switch o := o.(type) {
+		case *configv1alpha1.InterpreterCustomization:
+			applies = func(gvk schema.GroupVersionKind) bool { return interpreter.Customizes(o.Spec.Target, gvk) }
+		case *configv1alpha1.InterpreterWebhookConfiguration:
+			applies = func(gvk schema.GroupVersionKind) bool { return interpreter.Answers(o, gvk) }
+		default:
 			return nil
 		}
 		list := listOf(namespaced)
@@ -43,7 +49,7 @@ func customizationEvents(c client.Client, namespaced bool) handler.EventHandler 
 				continue
 			}
 			gv, err := schema.ParseGroupVersion(b.BindingSpec().Resource.APIVersion)
-			if err == nil && interpreter.Customizes(ic.Spec.Target, gv.WithKind(b.BindingSpec().Resource.Kind)) {
+			if err == nil && applies(gv.WithKind(b.BindingSpec().Resource.Kind)) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 			}
 		}
@@ -135,7 +141,7 @@ func observeWork(ctx context.Context, interp *interpreter.Interpreter, w *workv1
 // interpretedCondition says whether every customization operation the binding needs works.
 func interpretedCondition(generation int64, errs []string) metav1.Condition {
 	c := metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionTrue, Reason: "Interpreted",
-		Message: "every customization of the template's kind works", ObservedGeneration: generation}
+		Message: "every customization and webhook of the template's kind works", ObservedGeneration: generation}
 	if len(errs) > 0 {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "CustomizationFailed", truncate(strings.Join(errs, "; "))
 	}

@@ -72,6 +72,7 @@ func setupStatus[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Statu
 	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(statusBindingChanged)).
 		Watches(&workv1alpha1.Work{}, workEvents(namespaced, statusBatchDelay, statusWakes)).
 		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), namespaced)).
+		Watches(&configv1alpha1.InterpreterWebhookConfiguration{}, customizationEvents(mgr.GetClient(), namespaced)).
 		Complete(r)
 }
 
@@ -141,16 +142,16 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 // each reports and its health), and returns the Interpreted condition: nil when no customization applies
 // and the binding has no such condition to clear.
 func (r *StatusController[T]) interpret(ctx context.Context, b T, template *unstructured.Unstructured, works []workv1alpha1.Work) (*metav1.Condition, error) {
-	c, err := r.Interpreter.Registry.For(ctx, template.GroupVersionKind())
+	interprets, err := r.Interpreter.Interprets(ctx, template.GroupVersionKind())
 	if err != nil {
 		return nil, err
 	}
-	if c == nil {
+	if !interprets {
 		if meta.FindStatusCondition(b.BindingStatus().Conditions, workv1alpha1.ConditionInterpreted) == nil {
 			return nil, nil
 		}
 		cond := interpretedCondition(b.GetGeneration(), nil)
-		cond.Message = "no customization applies to the template's kind"
+		cond.Message = "no customization or webhook applies to the template's kind"
 		return &cond, nil
 	}
 	errs, err := interpretationErrors(ctx, r.Interpreter, b.BindingSpec(), template, works)

@@ -224,6 +224,18 @@ func matchesRules(rules []configv1alpha1.RuleWithOperations, gvk schema.GroupVer
 	return false
 }
 
+// Answers says whether any webhook of cfg answers any operation for gvk.
+func Answers(cfg *configv1alpha1.InterpreterWebhookConfiguration, gvk schema.GroupVersionKind) bool {
+	for _, hook := range cfg.Webhooks {
+		for op := range webhookOps {
+			if matchesRules(hook.Rules, gvk, webhookOps[op]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // webhook returns the webhook that answers op for gvk: the first matching webhook of the configuration
 // whose name sorts first; nil when none matches. An error reading the configurations is returned, never
 // read as "there is none".
