@@ -30,6 +30,9 @@ func New(reader ctrlclient.Reader) *Interpreter { return &Interpreter{Registry: 
 type choice struct {
 	customization *Customization
 	webhook       *Webhook
+	// userCustomized says the user customized the kind: its shipped customization is not used, even for an
+	// operation the user's leaves out.
+	userCustomized bool
 }
 
 func (c choice) builtin() bool { return c.customization == nil && c.webhook == nil }
@@ -47,14 +50,18 @@ func (i *Interpreter) choose(ctx context.Context, obj *unstructured.Unstructured
 	}
 	w, err := r.webhook(ctx, gvk, op)
 	if err != nil || w != nil {
-		return choice{webhook: w}, err
+		return choice{webhook: w, userCustomized: c != nil}, err
 	}
-	return fallback(gvk, op)
+	return fallback(gvk, op, c != nil)
 }
 
 // fallback is who answers op for gvk after the user's customization and the webhooks: a shipped
-// customization, or the built-in rule. A webhook with failurePolicy Ignore that failed falls back here.
-func fallback(gvk schema.GroupVersionKind, op Operation) (choice, error) {
+// customization (unless the user customized the kind), or the built-in rule. A webhook with failurePolicy
+// Ignore that failed falls back here.
+func fallback(gvk schema.GroupVersionKind, op Operation, userCustomized bool) (choice, error) {
+	if userCustomized {
+		return choice{}, nil
+	}
 	c, err := shipped(gvk)
 	if err != nil || !c.Sets(op) {
 		return choice{}, err
@@ -73,7 +80,7 @@ func ask(ctx context.Context, ch choice, obj *unstructured.Unstructured, op Oper
 		return resp, ch, err
 	}
 	log.FromContext(ctx).V(1).Info("interpreter webhook failed; failurePolicy Ignore lets the next interpreter answer", "error", err.Error())
-	next, err = fallback(obj.GroupVersionKind(), op)
+	next, err = fallback(obj.GroupVersionKind(), op, ch.userCustomized)
 	return nil, next, err
 }
 

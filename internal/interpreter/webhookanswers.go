@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -112,7 +113,7 @@ func (w *Webhook) status(resp *configv1alpha1.ResourceInterpreterResponse) (map[
 	if resp.RawStatus == nil || len(resp.RawStatus.Raw) == 0 || string(resp.RawStatus.Raw) == "null" {
 		return status, nil
 	}
-	if err := json.Unmarshal(resp.RawStatus.Raw, &status); err != nil {
+	if err := utiljson.Unmarshal(resp.RawStatus.Raw, &status); err != nil {
 		return nil, w.fail(OpStatusReflection, "rawStatus is not an object: %v", err)
 	}
 	return status, nil
