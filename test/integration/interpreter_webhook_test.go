@@ -89,8 +89,10 @@ func TestInterpreterWebhook(t *testing.T) {
 	for _, name := range clusters {
 		placeableCluster(t, name, map[string]string{"interpreter-webhook": "yes"})
 		updateClusterStatus(t, name, func(s *clusterv1alpha1.ClusterStatus) {
-			s.APIEnablements = append(s.APIEnablements, clusterv1alpha1.APIEnablement{GroupVersion: webhookGroup + "/v1",
-				Resources: []clusterv1alpha1.APIResource{{Name: "gadgets", Kind: "Gadget"}}})
+			for _, v := range []string{"v1", "v2"} {
+				s.APIEnablements = append(s.APIEnablements, clusterv1alpha1.APIEnablement{GroupVersion: webhookGroup + "/" + v,
+					Resources: []clusterv1alpha1.APIResource{{Name: "gadgets", Kind: "Gadget"}}})
+			}
 		})
 	}
 
@@ -199,7 +201,7 @@ webhooks:
 				Conditions: []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied",
 					ObservedGeneration: w.Generation, LastTransitionTime: now}},
 				ManifestStatuses: []workv1alpha1.ManifestStatus{{
-					Identifier: workv1alpha1.ResourceIdentifier{Group: webhookGroup, Version: "v1", Kind: "Gadget", Namespace: namespace, Name: "g"},
+					Identifier: workv1alpha1.ResourceIdentifier{Group: webhookGroup, Version: "v2", Kind: "Gadget", Namespace: namespace, Name: "g"},
 					Applied:    true, Health: workv1alpha1.ResourceHealthy,
 					Status: &runtime.RawExtension{Raw: fmt.Appendf(nil, `{"ready":%d,"at":%q}`, n, now.Format(time.RFC3339Nano))},
 					Conditions: []metav1.Condition{
