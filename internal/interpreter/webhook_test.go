@@ -291,3 +291,28 @@ func TestWebhookURL(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookIgnoreKeepsTheUsersChoice: a webhook with failurePolicy Ignore that fails falls back past the
+// shipped customization when the user customized the kind (for other operations): the user's customization
+// replaces the shipped one, webhook or not.
+func TestWebhookIgnoreKeepsTheUsersChoice(t *testing.T) {
+	srv := answering(t, func(*configv1alpha1.ResourceInterpreterRequest) *configv1alpha1.ResourceInterpreterResponse {
+		return &configv1alpha1.ResourceInterpreterResponse{Status: &configv1alpha1.RequestStatus{Message: "down", Code: 503}}
+	})
+	rollout := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"name": "r"}, "spec": map[string]any{"replicas": int64(6)}}}
+	hooks := hookConfig(srv, "rollouts", "argoproj.io", configv1alpha1.FailurePolicyIgnore, configv1alpha1.InterpreterOperationInterpretReplica)
+	if n, _, ok, err := interpreterWith(t, hooks).Replicas(context.Background(), rollout); err != nil || !ok || n != 6 {
+		t.Errorf("without a user customization: Replicas = %d, %v, %v; want the shipped customization's 6", n, ok, err)
+	}
+	user := &configv1alpha1.InterpreterCustomization{
+		ObjectMeta: metav1.ObjectMeta{Name: "my-rollouts", UID: "u1"},
+		Spec: configv1alpha1.InterpreterCustomizationSpec{
+			Target:         configv1alpha1.CustomizationTarget{APIVersion: "argoproj.io/v1alpha1", Kind: "Rollout"},
+			Customizations: configv1alpha1.CustomizationRules{HealthInterpretation: &configv1alpha1.Expression{CEL: `true`}},
+		},
+	}
+	if _, _, ok, err := interpreterWith(t, hooks, user).Replicas(context.Background(), rollout); err != nil || ok {
+		t.Errorf("with a user customization: Replicas ok = %v, %v; want the built-in rule (no replicas for a Rollout)", ok, err)
+	}
+}
