@@ -83,9 +83,11 @@ func RenderInterpreted(ctx context.Context, interp *interpreter.Interpreter, tem
 
 // interpretationErrors runs every operation of the template's customization the way the detector and the
 // render controller run them, and the status ones on each member's report, and returns the failures, one
-// line each. The other controllers keep their last good result when an operation fails and say nothing;
-// this is where the binding is told why (the Interpreted condition), by the one controller that owns it.
-func interpretationErrors(ctx context.Context, interp *interpreter.Interpreter, spec *workv1alpha1.ResourceBindingSpec, template *unstructured.Unstructured, works []workv1alpha1.Work) ([]string, error) {
+// line each, and what was made of each Work's report (observed[i] of works[i]: each report is judged once
+// per reconcile, as a webhook may take up to its timeout to answer). The other controllers keep their last
+// good result when an operation fails and say nothing; this is where the binding is told why (the
+// Interpreted condition), by the one controller that owns it.
+func interpretationErrors(ctx context.Context, interp *interpreter.Interpreter, spec *workv1alpha1.ResourceBindingSpec, template *unstructured.Unstructured, works []workv1alpha1.Work) (errs []string, observed []observation, err error) {
 	seen := map[string]bool{}
 	var out []string
 	note := func(err error) error {
@@ -100,23 +102,34 @@ func interpretationErrors(ctx context.Context, interp *interpreter.Interpreter, 
 		return nil
 	}
 	if _, _, _, err := interp.Replicas(ctx, template); note(err) != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := interp.Dependencies(ctx, template); note(err) != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, target := range spec.Clusters {
 		if _, err := RenderInterpreted(ctx, interp, template, target, Division(spec)); note(err) != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for i := range works {
-		if _, _, _, err := observeWork(ctx, interp, &works[i]); note(err) != nil {
-			return nil, err
+		var o observation
+		o.status, o.health, o.customized, o.err = observeWork(ctx, interp, &works[i])
+		if note(o.err) != nil {
+			return nil, nil, o.err
 		}
+		observed = append(observed, o)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, observed, nil
+}
+
+// observation is what the interpreter made of one Work's report (observeWork).
+type observation struct {
+	status     map[string]any
+	health     workv1alpha1.ResourceHealth
+	customized bool
+	err        error
 }
 
 // observeWork judges the template's object in a Work's cluster with the kind's customization: the object is

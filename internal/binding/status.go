@@ -154,21 +154,20 @@ func (r *StatusController[T]) interpret(ctx context.Context, b T, template *unst
 		cond.Message = "no customization or webhook applies to the template's kind"
 		return &cond, nil
 	}
-	errs, err := interpretationErrors(ctx, r.Interpreter, b.BindingSpec(), template, works)
+	errs, observed, err := interpretationErrors(ctx, r.Interpreter, b.BindingSpec(), template, works)
 	if err != nil {
 		return nil, err
 	}
-	for i := range works {
-		status, health, customized, err := observeWork(ctx, r.Interpreter, &works[i])
-		if err != nil || !customized {
+	for i, o := range observed {
+		if o.err != nil || !o.customized {
 			continue // reported in errs; the agent's report stands
 		}
 		ms := &works[i].Status.ManifestStatuses[0]
-		if raw, err := json.Marshal(status); err == nil {
+		if raw, err := json.Marshal(o.status); err == nil {
 			ms.Status = &runtime.RawExtension{Raw: raw}
 		}
-		if health != workv1alpha1.ResourceUnknown {
-			ms.Health = health
+		if o.health != workv1alpha1.ResourceUnknown {
+			ms.Health = o.health
 		}
 	}
 	cond := interpretedCondition(b.GetGeneration(), errs)
