@@ -90,7 +90,7 @@ $(CONTROLLER_GEN):
 ## generate: deepcopy functions and CRD YAML from the api/ types; the charts' README.md and values.schema.json
 generate: $(CONTROLLER_GEN)
 	cd api && $(CONTROLLER_GEN) object paths=./... crd:crdVersions=v1 output:crd:artifacts:config=crds
-	cd api && mkdir -p crds/ocm && mv crds/addon.open-cluster-management.io_*.yaml crds/work.open-cluster-management.io_*.yaml crds/ocm/
+	cd api && mkdir -p crds/ocm && mv crds/*.open-cluster-management.io_*.yaml crds/ocm/
 	$(GO) run ./hack/chartdoc
 	$(GO) run ./hack/peercrds
 

@@ -31,6 +31,7 @@ var peers = []peer{
 	{"autoscaling.flotilla.io_federatedhpas.yaml", "autoscaling.karmada.io", "FederatedHPA", "federatedhpas"},
 	{"autoscaling.flotilla.io_cronfederatedhpas.yaml", "autoscaling.karmada.io", "CronFederatedHPA", "cronfederatedhpas"},
 	{"config.flotilla.io_interpretercustomizations.yaml", "config.karmada.io", "ResourceInterpreterCustomization", "resourceinterpretercustomizations"},
+	{"config.flotilla.io_interpreterwebhookconfigurations.yaml", "config.karmada.io", "ResourceInterpreterWebhookConfiguration", "resourceinterpreterwebhookconfigurations"},
 }
 
 func main() {

@@ -84,7 +84,7 @@ func (c Check) warnings(ctx context.Context, obj *unstructured.Unstructured) []s
 
 // Checks are the hub's checks in Go. clusterSetGrantCheck, which only warns, comes first: the tests of
 // refusals take the last check of a resource.
-var Checks = []Check{clusterSetGrantCheck, propagationPolicyCheck, customizationCheck, clusterSetCheck, quotaSpecCheck, quotaCheck, placementCheck, autoscalingCheck, clusterCheck, addOnCheck, addOnConfigCheck, clusterAddOnCheck}
+var Checks = []Check{clusterSetGrantCheck, propagationPolicyCheck, customizationCheck, interpreterWebhookCheck, clusterSetCheck, quotaSpecCheck, quotaCheck, placementCheck, autoscalingCheck, clusterCheck, addOnCheck, addOnConfigCheck, clusterAddOnCheck}
 
 // handles reports whether the check applies to an operation on a resource and subresource.
 func (c Check) handles(r schema.GroupResource, subresource string) bool {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	ocmclusterv1beta2 "github.com/flotilla-io/flotilla/api/ocm/cluster/v1beta2"
 )
 
 // clusterSetBindPolicy is the name of the admission policy (and its binding) that lets only who may bind a
@@ -26,18 +27,25 @@ const builtinSetsPolicy = "flotilla-clusterset-builtins"
 // clusterSetBindAdmission refuses the creation or change of a ClusterSetBinding to anyone who may not create
 // clustersets/bind on the set it names, as OCM does: RBAC on clustersetbindings says who may write bindings
 // in a namespace (a namespace's editors), the bind permission says which sets they may grant it, so a team
-// that edits its namespace cannot grant itself the PCI clusters. Unbinding (delete) needs only RBAC.
+// that edits its namespace cannot grant itself the PCI clusters. Unbinding (delete) needs only RBAC. OCM's
+// ManagedClusterSetBinding, mirrored onto a ClusterSetBinding by the hub, needs OCM's
+// managedclustersets/bind or Flotilla's clustersets/bind.
 func clusterSetBindAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
-	group := clusterv1alpha1.GroupVersion.Group
+	group, ocm := clusterv1alpha1.GroupVersion.Group, ocmclusterv1beta2.GroupVersion.Group
+	may := func(group, resource string) string {
+		return fmt.Sprintf("authorizer.group(%q).resource(%q).subresource('bind').name(object.spec.clusterSet).check('create').allowed()", group, resource)
+	}
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: clusterSetBindPolicy},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy:    ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: matching([]string{group}, []string{"clustersetbindings"}, admissionregistrationv1.Create, admissionregistrationv1.Update),
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: matching([]string{group, ocm}, []string{"clustersetbindings", "managedclustersetbindings"},
+				admissionregistrationv1.Create, admissionregistrationv1.Update),
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("authorizer.group(%q).resource('clustersets').subresource('bind').name(object.spec.clusterSet).check('create').allowed()", group),
-				MessageExpression: fmt.Sprintf("'spec.clusterSet: binding ClusterSet ' + object.spec.clusterSet + ' to a namespace needs create on %s (group %s) for that set (ask an administrator of the hub)'",
-					clusterv1alpha1.ResourceClusterSetsBind, group),
+				Expression: fmt.Sprintf("%s || (request.resource.group == %q && %s)", may(group, "clustersets"), ocm, may(ocm, "managedclustersets")),
+				MessageExpression: fmt.Sprintf("'spec.clusterSet: binding ClusterSet ' + object.spec.clusterSet + ' to a namespace needs create on %s (group %s) for that set' + "+
+					"(request.resource.group == %q ? ' or on %s (group %s)' : '') + ' (ask an administrator of the hub)'",
+					clusterv1alpha1.ResourceClusterSetsBind, group, ocm, ocmclusterv1beta2.ResourceManagedClusterSetsBind, ocm),
 				Reason: ptr.To(metav1.StatusReasonForbidden),
 			}},
 		},
@@ -81,11 +89,13 @@ func builtinSetsAdmission() (*admissionregistrationv1.ValidatingAdmissionPolicy,
 }
 
 // clusterSetCheck checks what the CRD schema cannot: that a ClusterSet's labelSelector is a label selector
-// (operators, keys and values), so a set that could hold no Cluster is refused when written.
+// (operators, keys and values), so a set that could hold no Cluster is refused when written; an OCM
+// ManagedClusterSet is checked alike.
 var clusterSetCheck = Check{
-	Name:      "FlotillaClusterSet",
-	Resources: []schema.GroupResource{{Group: clusterv1alpha1.GroupVersion.Group, Resource: "clustersets"}},
-	Validate:  validateClusterSet,
+	Name: "FlotillaClusterSet",
+	Resources: []schema.GroupResource{{Group: clusterv1alpha1.GroupVersion.Group, Resource: "clustersets"},
+		{Group: ocmclusterv1beta2.GroupVersion.Group, Resource: "managedclustersets"}},
+	Validate: validateClusterSet,
 }
 
 // validateClusterSet returns what is wrong with a ClusterSet's labelSelector, naming the field.

@@ -13,7 +13,9 @@
 //     mode names (flotilla-purge-mode-names). Any API server enforces them, embedded or not.
 //   - Checks in Go, for what CEL cannot do (check.go): that a propagation policy's statePreservation
 //     jsonPaths parse (policy.go), that a ClusterSet's labelSelector is one (clusterset.go), that an
-//     InterpreterCustomization's CEL expressions compile and its Lua scripts load (customization.go), and a
+//     InterpreterCustomization's CEL expressions compile and its Lua scripts load (customization.go), that an
+//     InterpreterWebhookConfiguration's webhooks can be called over HTTPS and its rules name known
+//     operations (interpreterwebhook.go), and a
 //     warning, never a refusal, when a namespaced policy names a cluster its namespace's ClusterSetBindings
 //     do not grant (grant.go; it reads bindings, sets and Clusters through the API server's loopback
 //     client, or the webhook's), that a FederatedResourceQuota's static assignments stay within its overall

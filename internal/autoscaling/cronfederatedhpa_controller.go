@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -145,10 +146,11 @@ func describe(e *autoscalingv1alpha1.SuccessfulExecution) string {
 	}
 }
 
-// IsFederatedHPA says whether a scaleTargetRef names a FederatedHPA.
+// IsFederatedHPA says whether a scaleTargetRef names a FederatedHPA: Flotilla's, or Karmada's, whose objects
+// the hub mirrors onto Flotilla's.
 func IsFederatedHPA(apiVersion, kind string) bool {
 	gv, err := schema.ParseGroupVersion(apiVersion)
-	return err == nil && gv.Group == autoscalingv1alpha1.GroupVersion.Group && kind == "FederatedHPA"
+	return err == nil && (gv.Group == autoscalingv1alpha1.GroupVersion.Group || gv.Group == autoscalingv1alpha1.KarmadaGroup) && kind == "FederatedHPA"
 }
 
 // apply sets what a rule sets on the target: a FederatedHPA's minReplicas and maxReplicas (the ones the rule
@@ -156,7 +158,7 @@ func IsFederatedHPA(apiVersion, kind string) bool {
 func (r *CronFederatedHPAController) apply(ctx context.Context, cron *autoscalingv1alpha1.CronFederatedHPA, rule autoscalingv1alpha1.CronFederatedHPARule) (*autoscalingv1alpha1.SuccessfulExecution, error) {
 	ref := cron.Spec.ScaleTargetRef
 	if IsFederatedHPA(ref.APIVersion, ref.Kind) {
-		return r.applyBounds(ctx, cron.Namespace, ref.Name, rule)
+		return r.applyBounds(ctx, cron.Namespace, ref, rule)
 	}
 	if rule.TargetReplicas == nil {
 		return nil, fmt.Errorf("a %s target takes targetReplicas", ref.Kind)
@@ -184,23 +186,41 @@ func (r *CronFederatedHPAController) apply(ctx context.Context, cron *autoscalin
 }
 
 // applyBounds sets a FederatedHPA's bounds, refusing a pair that would put minReplicas above maxReplicas.
-func (r *CronFederatedHPAController) applyBounds(ctx context.Context, namespace, name string, rule autoscalingv1alpha1.CronFederatedHPARule) (*autoscalingv1alpha1.SuccessfulExecution, error) {
+// A Karmada FederatedHPA is changed itself, not its Flotilla twin, which follows it.
+func (r *CronFederatedHPAController) applyBounds(ctx context.Context, namespace string, ref autoscalingv2.CrossVersionObjectReference, rule autoscalingv1alpha1.CronFederatedHPARule) (*autoscalingv1alpha1.SuccessfulExecution, error) {
 	if rule.TargetMinReplicas == nil && rule.TargetMaxReplicas == nil {
 		return nil, errors.New("a FederatedHPA target takes targetMinReplicas or targetMaxReplicas")
 	}
-	fhpa := &autoscalingv1alpha1.FederatedHPA{}
-	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, fhpa); err != nil {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("scaleTargetRef.apiVersion: %w", err)
+	}
+	fhpa := &unstructured.Unstructured{}
+	fhpa.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, fhpa); err != nil {
 		return nil, err
 	}
 	before := fhpa.DeepCopy()
-	if rule.TargetMinReplicas != nil {
-		fhpa.Spec.MinReplicas = rule.TargetMinReplicas
+	bound := func(field string, set *int32) (int64, error) {
+		if set != nil {
+			return int64(*set), unstructured.SetNestedField(fhpa.Object, int64(*set), "spec", field)
+		}
+		v, found, err := unstructured.NestedInt64(fhpa.Object, "spec", field)
+		if !found && field == "minReplicas" {
+			v = 1 // the API's default
+		}
+		return v, err
 	}
-	if rule.TargetMaxReplicas != nil {
-		fhpa.Spec.MaxReplicas = *rule.TargetMaxReplicas
+	min, err := bound("minReplicas", rule.TargetMinReplicas)
+	if err != nil {
+		return nil, err
 	}
-	if fhpa.Spec.MinReplicas != nil && *fhpa.Spec.MinReplicas > fhpa.Spec.MaxReplicas {
-		return nil, fmt.Errorf("FederatedHPA %s would have minReplicas %d above maxReplicas %d", name, *fhpa.Spec.MinReplicas, fhpa.Spec.MaxReplicas)
+	max, err := bound("maxReplicas", rule.TargetMaxReplicas)
+	if err != nil {
+		return nil, err
+	}
+	if min > max {
+		return nil, fmt.Errorf("FederatedHPA %s would have minReplicas %d above maxReplicas %d", ref.Name, min, max)
 	}
 	if err := r.Client.Patch(ctx, fhpa, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(cronFieldManager)); err != nil {
 		return nil, err

@@ -23,12 +23,18 @@ import (
 	"github.com/flotilla-io/flotilla/internal/interpreter"
 )
 
-// customizationEvents wakes the bindings of the kind a changed InterpreterCustomization targets: what they
-// render, report and aggregate may change with it.
+// customizationEvents wakes the bindings of the kinds a changed InterpreterCustomization targets, or a
+// changed InterpreterWebhookConfiguration's webhooks answer: what they render, report and aggregate may
+// change with it.
 func customizationEvents(c client.Client, namespaced bool) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		ic, ok := o.(*configv1alpha1.InterpreterCustomization)
-		if !ok {
+		var applies func(schema.GroupVersionKind) bool
+		switch o := o.(type) {
+		case *configv1alpha1.InterpreterCustomization:
+			applies = func(gvk schema.GroupVersionKind) bool { return interpreter.Customizes(o.Spec.Target, gvk) }
+		case *configv1alpha1.InterpreterWebhookConfiguration:
+			applies = func(gvk schema.GroupVersionKind) bool { return interpreter.Answers(o, gvk) }
+		default:
 			return nil
 		}
 		list := listOf(namespaced)
@@ -43,7 +49,7 @@ func customizationEvents(c client.Client, namespaced bool) handler.EventHandler 
 				continue
 			}
 			gv, err := schema.ParseGroupVersion(b.BindingSpec().Resource.APIVersion)
-			if err == nil && interpreter.Customizes(ic.Spec.Target, gv.WithKind(b.BindingSpec().Resource.Kind)) {
+			if err == nil && applies(gv.WithKind(b.BindingSpec().Resource.Kind)) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
 			}
 		}
@@ -77,9 +83,11 @@ func RenderInterpreted(ctx context.Context, interp *interpreter.Interpreter, tem
 
 // interpretationErrors runs every operation of the template's customization the way the detector and the
 // render controller run them, and the status ones on each member's report, and returns the failures, one
-// line each. The other controllers keep their last good result when an operation fails and say nothing;
-// this is where the binding is told why (the Interpreted condition), by the one controller that owns it.
-func interpretationErrors(ctx context.Context, interp *interpreter.Interpreter, spec *workv1alpha1.ResourceBindingSpec, template *unstructured.Unstructured, works []workv1alpha1.Work) ([]string, error) {
+// line each, and what was made of each Work's report (observed[i] of works[i]: each report is judged once
+// per reconcile, as a webhook may take up to its timeout to answer). The other controllers keep their last
+// good result when an operation fails and say nothing; this is where the binding is told why (the
+// Interpreted condition), by the one controller that owns it.
+func interpretationErrors(ctx context.Context, interp *interpreter.Interpreter, spec *workv1alpha1.ResourceBindingSpec, template *unstructured.Unstructured, works []workv1alpha1.Work) (errs []string, observed []observation, err error) {
 	seen := map[string]bool{}
 	var out []string
 	note := func(err error) error {
@@ -94,23 +102,34 @@ func interpretationErrors(ctx context.Context, interp *interpreter.Interpreter, 
 		return nil
 	}
 	if _, _, _, err := interp.Replicas(ctx, template); note(err) != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := interp.Dependencies(ctx, template); note(err) != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, target := range spec.Clusters {
 		if _, err := RenderInterpreted(ctx, interp, template, target, Division(spec)); note(err) != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for i := range works {
-		if _, _, _, err := observeWork(ctx, interp, &works[i]); note(err) != nil {
-			return nil, err
+		var o observation
+		o.status, o.health, o.customized, o.err = observeWork(ctx, interp, &works[i])
+		if note(o.err) != nil {
+			return nil, nil, o.err
 		}
+		observed = append(observed, o)
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, observed, nil
+}
+
+// observation is what the interpreter made of one Work's report (observeWork).
+type observation struct {
+	status     map[string]any
+	health     workv1alpha1.ResourceHealth
+	customized bool
+	err        error
 }
 
 // observeWork judges the template's object in a Work's cluster with the kind's customization: the object is
@@ -135,7 +154,7 @@ func observeWork(ctx context.Context, interp *interpreter.Interpreter, w *workv1
 // interpretedCondition says whether every customization operation the binding needs works.
 func interpretedCondition(generation int64, errs []string) metav1.Condition {
 	c := metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionTrue, Reason: "Interpreted",
-		Message: "every customization of the template's kind works", ObservedGeneration: generation}
+		Message: "every customization and webhook of the template's kind works", ObservedGeneration: generation}
 	if len(errs) > 0 {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "CustomizationFailed", truncate(strings.Join(errs, "; "))
 	}

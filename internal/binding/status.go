@@ -72,6 +72,7 @@ func setupStatus[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Statu
 	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(statusBindingChanged)).
 		Watches(&workv1alpha1.Work{}, workEvents(namespaced, statusBatchDelay, statusWakes)).
 		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), namespaced)).
+		Watches(&configv1alpha1.InterpreterWebhookConfiguration{}, customizationEvents(mgr.GetClient(), namespaced)).
 		Complete(r)
 }
 
@@ -141,33 +142,32 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 // each reports and its health), and returns the Interpreted condition: nil when no customization applies
 // and the binding has no such condition to clear.
 func (r *StatusController[T]) interpret(ctx context.Context, b T, template *unstructured.Unstructured, works []workv1alpha1.Work) (*metav1.Condition, error) {
-	c, err := r.Interpreter.Registry.For(ctx, template.GroupVersionKind())
+	interprets, err := r.Interpreter.Interprets(ctx, template.GroupVersionKind())
 	if err != nil {
 		return nil, err
 	}
-	if c == nil {
+	if !interprets {
 		if meta.FindStatusCondition(b.BindingStatus().Conditions, workv1alpha1.ConditionInterpreted) == nil {
 			return nil, nil
 		}
 		cond := interpretedCondition(b.GetGeneration(), nil)
-		cond.Message = "no customization applies to the template's kind"
+		cond.Message = "no customization or webhook applies to the template's kind"
 		return &cond, nil
 	}
-	errs, err := interpretationErrors(ctx, r.Interpreter, b.BindingSpec(), template, works)
+	errs, observed, err := interpretationErrors(ctx, r.Interpreter, b.BindingSpec(), template, works)
 	if err != nil {
 		return nil, err
 	}
-	for i := range works {
-		status, health, customized, err := observeWork(ctx, r.Interpreter, &works[i])
-		if err != nil || !customized {
+	for i, o := range observed {
+		if o.err != nil || !o.customized {
 			continue // reported in errs; the agent's report stands
 		}
 		ms := &works[i].Status.ManifestStatuses[0]
-		if raw, err := json.Marshal(status); err == nil {
+		if raw, err := json.Marshal(o.status); err == nil {
 			ms.Status = &runtime.RawExtension{Raw: raw}
 		}
-		if health != workv1alpha1.ResourceUnknown {
-			ms.Health = health
+		if o.health != workv1alpha1.ResourceUnknown {
+			ms.Health = o.health
 		}
 	}
 	cond := interpretedCondition(b.GetGeneration(), errs)

@@ -125,9 +125,10 @@ func Setup(mgr ctrl.Manager, templates *Templates) error {
 		Watches(&schedulingv1.PriorityClass{}, toAll, builder.WithPredicates(createdOrDeleted)).
 		// A policy may select a kind before its CRD exists; the CRD's arrival is when it takes effect.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, toAll, builder.WithPredicates(crdEstablished)).
-		// A customization changes what a kind's templates need (their replicas). Customizations change
+		// A customization or a webhook changes what a kind's templates need (their replicas). They change
 		// rarely, and a template whose binding already says what it needs costs a cache read, not a write.
 		Watches(&configv1alpha1.InterpreterCustomization{}, toAll).
+		Watches(&configv1alpha1.InterpreterWebhookConfiguration{}, toAll).
 		Complete(reconcile.Func(d.policiesChanged))
 }
 

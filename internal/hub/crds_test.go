@@ -32,7 +32,7 @@ func TestCRDsDoNotClash(t *testing.T) {
 }
 
 // TestPeerCRDsFollowTheirFlags: --karmada-apis and --ocm-apis each add their groups' CRDs and nothing else;
-// OCM's are its four add-on kinds.
+// OCM's are its four add-on kinds and its four cluster kinds.
 func TestPeerCRDsFollowTheirFlags(t *testing.T) {
 	groups := func(karmada, ocm bool) map[string]int {
 		crds, err := CRDs(karmada, ocm)
@@ -46,10 +46,10 @@ func TestPeerCRDsFollowTheirFlags(t *testing.T) {
 		return out
 	}
 	none, both := groups(false, false), groups(true, true)
-	if none["policy.karmada.io"] != 0 || none["addon.open-cluster-management.io"] != 0 {
+	if none["policy.karmada.io"] != 0 || none["addon.open-cluster-management.io"] != 0 || none["cluster.open-cluster-management.io"] != 0 {
 		t.Errorf("with both flags off the hub installs peer CRDs: %v", none)
 	}
-	if both["addon.open-cluster-management.io"] != 4 || both["policy.karmada.io"] == 0 {
+	if both["addon.open-cluster-management.io"] != 4 || both["cluster.open-cluster-management.io"] != 4 || both["policy.karmada.io"] == 0 {
 		t.Errorf("with both flags on: %v", both)
 	}
 	if ocmOnly := groups(false, true); ocmOnly["policy.karmada.io"] != 0 || ocmOnly["addon.open-cluster-management.io"] != 4 {

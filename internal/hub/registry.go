@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -113,7 +114,7 @@ var Controllers = Registry{
 		if !s.OCMAPIs {
 			return nil
 		}
-		return mirror.Setup(mgr, "ocm", mirror.OCM)
+		return errors.Join(mirror.Setup(mgr, "ocm", mirror.OCM), mirror.SetupDecisions(mgr))
 	}},
 	{Name: "federatedhpa", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return autoscaling.SetupFederatedHPA(mgr, memberBackends(mgr, s))

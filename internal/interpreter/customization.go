@@ -94,15 +94,20 @@ func (c *Customization) Sets(op Operation) bool {
 	return ok
 }
 
-// Error is an operation of a customization that failed: it names both, so a person reading a binding's
-// condition knows which object to fix.
+// Error is an operation of a customization or a webhook that failed: it names both, so a person reading a
+// binding's condition knows which object to fix.
 type Error struct {
 	Customization string
-	Operation     Operation
-	Err           error
+	// Webhook names the webhook that failed (its configuration and its name) when a webhook was asked.
+	Webhook   string
+	Operation Operation
+	Err       error
 }
 
 func (e *Error) Error() string {
+	if e.Webhook != "" {
+		return fmt.Sprintf("InterpreterWebhookConfiguration %s: %s: %v", e.Webhook, webhookOps[e.Operation], e.Err)
+	}
 	return fmt.Sprintf("InterpreterCustomization %s: %s: %v", e.Customization, e.Operation, e.Err)
 }
 

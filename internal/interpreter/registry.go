@@ -58,6 +58,8 @@ type Registry struct {
 
 	mu       sync.Mutex
 	compiled map[types.UID]compiled
+	// webhooks are the webhooks prepared (webhook.go), by configuration UID, resourceVersion and index.
+	webhooks map[string]*Webhook
 }
 
 type compiled struct {
@@ -72,6 +74,15 @@ func NewRegistry(reader client.Reader) *Registry { return &Registry{Reader: read
 // customizations is returned, never read as "there is none": the built-in rules would then quietly decide
 // for a kind its owner customized.
 func (r *Registry) For(ctx context.Context, gvk schema.GroupVersionKind) (*Customization, error) {
+	c, err := r.user(ctx, gvk)
+	if c != nil || err != nil {
+		return c, err
+	}
+	return shipped(gvk)
+}
+
+// user returns the user's customization of a kind, nil when there is none.
+func (r *Registry) user(ctx context.Context, gvk schema.GroupVersionKind) (*Customization, error) {
 	if r != nil && r.Reader != nil {
 		list := &configv1alpha1.InterpreterCustomizationList{}
 		// Read-only: the cache's objects are not copied for a lookup every reconcile of every binding makes.
@@ -95,6 +106,11 @@ func (r *Registry) For(ctx context.Context, gvk schema.GroupVersionKind) (*Custo
 			return r.compile(matching[0]), nil
 		}
 	}
+	return nil, nil
+}
+
+// shipped returns the customization of a kind shipped in the binary, nil when there is none.
+func shipped(gvk schema.GroupVersionKind) (*Customization, error) {
 	shipped, err := builtins()
 	if err != nil {
 		return nil, err

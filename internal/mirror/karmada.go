@@ -29,6 +29,8 @@ var Karmada = []Kind{
 		Twin: autoscalingv1alpha1.GroupVersion.WithKind("CronFederatedHPA")},
 	{Peer: schema.GroupVersionKind{Group: configv1alpha1.KarmadaGroup, Version: "v1alpha1", Kind: "ResourceInterpreterCustomization"},
 		Twin: configv1alpha1.GroupVersion.WithKind("InterpreterCustomization")},
+	{Peer: schema.GroupVersionKind{Group: configv1alpha1.KarmadaGroup, Version: "v1alpha1", Kind: "ResourceInterpreterWebhookConfiguration"},
+		Twin: configv1alpha1.GroupVersion.WithKind("InterpreterWebhookConfiguration"), Content: []string{"webhooks"}},
 }
 
 func karmadaPolicy(kind string) schema.GroupVersionKind {

@@ -39,3 +39,31 @@ func TestKarmadaFailover(t *testing.T) {
 		})
 	}
 }
+
+// TestContentFields: a kind without a spec (Karmada's ResourceInterpreterWebhookConfiguration) mirrors its
+// top-level content fields: copied from the peer, written onto the twin, and removed from the twin when the
+// peer drops them; metadata and other fields stay the twin's.
+func TestContentFields(t *testing.T) {
+	m := &Mirror{Kind: Kind{Content: []string{"webhooks"}}}
+	peer := map[string]any{"metadata": map[string]any{"name": "p"}, "webhooks": []any{map[string]any{"name": "a"}}}
+	twin := map[string]any{"metadata": map[string]any{"name": "t"}}
+	want := m.content(peer).(map[string]any)
+	m.setContent(twin, want)
+	if !equality.Semantic.DeepEqual(m.content(twin), m.content(peer)) || twin["metadata"].(map[string]any)["name"] != "t" {
+		t.Errorf("twin %v after mirroring %v", twin, peer)
+	}
+	peer["webhooks"].([]any)[0].(map[string]any)["name"] = "changed"
+	if twin["webhooks"].([]any)[0].(map[string]any)["name"] != "a" {
+		t.Errorf("the twin shares the peer's values")
+	}
+	delete(peer, "webhooks")
+	m.setContent(twin, m.content(peer).(map[string]any))
+	if _, has := twin["webhooks"]; has {
+		t.Errorf("the twin keeps webhooks the peer dropped: %v", twin)
+	}
+	spec := &Mirror{}
+	spec.setContent(twin, map[string]any{"x": int64(1)})
+	if !equality.Semantic.DeepEqual(spec.content(twin), map[string]any{"x": int64(1)}) {
+		t.Errorf("a kind with a spec mirrors spec: %v", twin)
+	}
+}

@@ -53,6 +53,10 @@ type Kind struct {
 	// Follows are other peer kinds whose objects the twin's spec is made of: a change of one mirrors again
 	// the peer objects Follow.Peers names.
 	Follows []Follow
+	// Content are the top-level fields that hold a kind's content, for a kind without a spec (Karmada's
+	// ResourceInterpreterWebhookConfiguration holds its webhooks at the top, as Kubernetes' webhook
+	// configurations do); the twin's are a copy of the peer's, and the kind has no status. nil: spec.
+	Content []string
 }
 
 // Follow is a kind a Kind's twins are made of, and which peer objects read an object of it.
@@ -210,8 +214,8 @@ func (m *Mirror) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !equality.Semantic.DeepEqual(current["spec"], want) {
-		current["spec"] = want
+	if !equality.Semantic.DeepEqual(m.content(current), want) {
+		m.setContent(current, want)
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current, twin); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -276,7 +280,39 @@ func (m *Mirror) twinSpec(ctx context.Context, peer *unstructured.Unstructured) 
 	if m.Kind.Spec != nil {
 		return m.Kind.Spec(ctx, m.Client, peer)
 	}
+	if m.Kind.Content != nil {
+		return m.content(peer.Object).(map[string]any), nil
+	}
 	return copySpec(peer)
+}
+
+// content is what an object of the kind holds: its spec, or its Content fields (a map of those it has).
+func (m *Mirror) content(obj map[string]any) any {
+	if m.Kind.Content == nil {
+		return obj["spec"]
+	}
+	out := map[string]any{}
+	for _, f := range m.Kind.Content {
+		if v, ok := obj[f]; ok {
+			out[f] = runtime.DeepCopyJSONValue(v)
+		}
+	}
+	return out
+}
+
+// setContent writes content (content's result) into obj.
+func (m *Mirror) setContent(obj map[string]any, content map[string]any) {
+	if m.Kind.Content == nil {
+		obj["spec"] = content
+		return
+	}
+	for _, f := range m.Kind.Content {
+		if v, ok := content[f]; ok {
+			obj[f] = v
+		} else {
+			delete(obj, f)
+		}
+	}
 }
 
 // copySpec is a copy of the peer object's spec.
@@ -309,7 +345,8 @@ func adapted(adapt func(spec map[string]any) error) func(context.Context, client
 // create writes the twin of peer with spec, owned by peer (or marked, in another namespace): its labels and
 // annotations are the peer's.
 func (m *Mirror) create(ctx context.Context, peer *unstructured.Unstructured, spec map[string]any) error {
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	m.setContent(u.Object, spec)
 	u.SetGroupVersionKind(m.Kind.Twin)
 	key := m.twinKey(peer)
 	u.SetName(key.Name)

@@ -15,12 +15,14 @@ import (
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	inventoryv1alpha1 "github.com/flotilla-io/flotilla/api/inventory/v1alpha1"
+	ocmclusterv1beta1 "github.com/flotilla-io/flotilla/api/ocm/cluster/v1beta1"
+	ocmclusterv1beta2 "github.com/flotilla-io/flotilla/api/ocm/cluster/v1beta2"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// New returns a scheme with the built-in kinds, CustomResourceDefinitions, every Flotilla kind
-// and the Multi-Cluster Services kinds.
+// New returns a scheme with the built-in kinds, CustomResourceDefinitions, every Flotilla kind, the
+// Multi-Cluster Services kinds and OCM's cluster set and placement kinds (the hub writes OCM's placement decisions).
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -33,5 +35,7 @@ func New() *runtime.Scheme {
 	utilruntime.Must(inventoryv1alpha1.AddToScheme(s))
 	utilruntime.Must(autoscalingv1alpha1.AddToScheme(s))
 	utilruntime.Must(addonv1alpha1.AddToScheme(s))
+	utilruntime.Must(ocmclusterv1beta1.AddToScheme(s))
+	utilruntime.Must(ocmclusterv1beta2.AddToScheme(s))
 	return s
 }

@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the config.flotilla.io API: how Flotilla understands kinds it has no built-in
-// knowledge of (InterpreterCustomization). It is a group of its own, apart from policy.flotilla.io, because it
+// knowledge of (InterpreterCustomization, InterpreterWebhookConfiguration). It is a group of its own, apart from policy.flotilla.io, because it
 // configures the hub for a kind of object everywhere rather than choosing where some objects go; Karmada keeps
 // its equivalent in config.karmada.io for the same reason.
 // +kubebuilder:object:generate=true
@@ -23,11 +23,13 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &InterpreterCustomization{}, &InterpreterCustomizationList{})
+	scheme.AddKnownTypes(GroupVersion, &InterpreterCustomization{}, &InterpreterCustomizationList{},
+		&InterpreterWebhookConfiguration{}, &InterpreterWebhookConfigurationList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }
 
 // KarmadaGroup is Karmada's configuration API group, which the hub also serves: its
-// ResourceInterpreterCustomizations are mirrored onto InterpreterCustomizations.
+// ResourceInterpreterCustomizations are mirrored onto InterpreterCustomizations, its
+// ResourceInterpreterWebhookConfigurations onto InterpreterWebhookConfigurations.
 const KarmadaGroup = "config.karmada.io"

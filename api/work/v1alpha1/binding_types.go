@@ -17,9 +17,10 @@ const (
 	ConditionFullyApplied = "FullyApplied"
 	// ConditionHealthy is True once the template is healthy in every target cluster.
 	ConditionHealthy = "Healthy"
-	// ConditionInterpreted is False when an operation of the InterpreterCustomization of the template's kind
-	// fails for this binding; its message names the customization, the operation and the error. Until it is
-	// fixed, the binding keeps what the last good evaluation gave it. Absent when no customization applies.
+	// ConditionInterpreted is False when an operation of the InterpreterCustomization of the template's kind,
+	// or of the webhook that answers it (InterpreterWebhookConfiguration, failurePolicy Fail), fails for this
+	// binding; its message names the customization or webhook, the operation and the error. Until it is
+	// fixed, the binding keeps what the last good evaluation gave it. Absent when neither applies.
 	ConditionInterpreted = "Interpreted"
 
 	// The conditions of a progressive rollout, written by the render controller: exactly one of Progressing,
