@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -121,6 +123,11 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 	if err := inBindingNamespace(w, obj, mapping); err != nil {
 		return fail(ReasonNamespaceMismatch, err)
 	}
+	config := w.Spec.ManifestConfig(gvk.Group, mapping.Resource.Resource, obj.GetNamespace(), obj.GetName())
+	strategy := strategyOf(config)
+	if strategy.kind == workv1alpha1.UpdateReadOnly {
+		return readOnly(ctx, m, ri, obj, ms, config, statusLimit)
+	}
 	namespaced := mapping.Scope.Name() == meta.RESTScopeNameNamespace
 	if namespaced {
 		if err := m.ensureNamespace(ctx, obj.GetNamespace()); err != nil {
@@ -140,15 +147,21 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue,
 			Reason: "Shared", Message: "managed by Work " + existing.GetAnnotations()[workv1alpha1.AnnotationWork]})
 		return ms, existing.GetGeneration()
+	case how != absent && strategy.kind == workv1alpha1.UpdateCreateOnly:
+		// Created once; the member's version stays, whatever the manifest says now.
+		return observed(m, ms, existing, config, "exists and is not updated (updateStrategy CreateOnly)", statusLimit)
 	}
-	// Fields the member keeps are left out, so that server-side apply leaves them to their owner there. A new
-	// object starts from the template's values.
+	// Fields the member keeps are left out, so that server-side apply leaves them to their owner there (a plain
+	// update carries the member's values instead). A new object starts from the template's values.
 	if how != absent {
 		retained, err := m.retained(ctx, obj)
 		if err != nil {
 			return fail(ReasonApplyFailed, err)
 		}
-		if err := handOver(ctx, ri, existing, leaveOut(obj, existing, retained)); err != nil {
+		kept := leaveOut(obj, existing, retained)
+		if strategy.kind == workv1alpha1.UpdateUpdate {
+			keepMemberValues(obj, existing, kept)
+		} else if err := handOver(ctx, ri, existing, kept); err != nil {
 			return fail(ReasonApplyFailed, err)
 		}
 	}
@@ -158,13 +171,26 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 		id.namespace = obj.GetNamespace()
 	}
 	mark(obj, e.HubID, w, id, how == adopted || (how == owned && existing.GetAnnotations()[workv1alpha1.AnnotationAdopted] == "true"))
-	out, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: workv1alpha1.FieldManager, Force: true})
+	write := func() (*unstructured.Unstructured, error) {
+		if strategy.kind == workv1alpha1.UpdateUpdate && how != absent {
+			// A plain update replaces the object, but not what keeps it alive in the member.
+			obj.SetResourceVersion(existing.GetResourceVersion())
+			obj.SetFinalizers(existing.GetFinalizers())
+			obj.SetOwnerReferences(existing.GetOwnerReferences())
+			return ri.Update(ctx, obj, metav1.UpdateOptions{FieldManager: strategy.fieldManager})
+		}
+		return ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: strategy.fieldManager, Force: strategy.force})
+	}
+	out, err := write()
 	if apierrors.IsNotFound(err) && namespaced {
 		// The namespace was deleted in the member since it was last seen: create it again and retry once.
 		m.forgetNamespace(obj.GetNamespace())
 		if err = m.ensureNamespace(ctx, obj.GetNamespace()); err == nil {
-			out, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: workv1alpha1.FieldManager, Force: true})
+			out, err = write()
 		}
+	}
+	if apierrors.IsConflict(err) && strategy.kind == workv1alpha1.UpdateServerSideApply && !strategy.force {
+		return fail(ReasonApplyConflict, err)
 	}
 	if err != nil {
 		return fail(ReasonApplyFailed, err)
@@ -173,8 +199,58 @@ func (e *Executor) apply(ctx context.Context, m *Member, w *workv1alpha1.Work, o
 		m.knowNamespace(obj.GetName())
 	}
 	m.follow(mapping, out)
+	return observed(m, ms, out, config, "applied", statusLimit)
+}
+
+// observed reports a manifest's object as it is in the member (applied, with message) with its status,
+// health and feedback.
+func observed(m *Member, ms workv1alpha1.ManifestStatus, out *unstructured.Unstructured, config *workv1alpha1.ManifestConfig,
+	message string, statusLimit int) (workv1alpha1.ManifestStatus, int64) {
 	ms.Applied = true
-	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: ReasonApplied, Message: "applied"})
+	meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: ReasonApplied, Message: message})
 	m.observe(&ms, out, statusLimit)
+	feedback(&ms, out, config)
 	return ms, out.GetGeneration()
+}
+
+// readOnly reports a manifest whose updateStrategy is ReadOnly: the object is read, never written, and a
+// missing one is not applied.
+func readOnly(ctx context.Context, m *Member, ri dynamic.ResourceInterface, obj *unstructured.Unstructured,
+	ms workv1alpha1.ManifestStatus, config *workv1alpha1.ManifestConfig, statusLimit int) (workv1alpha1.ManifestStatus, int64) {
+	existing, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		reason := ReasonApplyFailed
+		if apierrors.IsNotFound(err) {
+			reason, err = ReasonNotFound, fmt.Errorf("%s %s is not in the member, and updateStrategy ReadOnly does not create it", obj.GetKind(), client.ObjectKeyFromObject(obj))
+		}
+		ms.Feedback = nil
+		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionFalse, Reason: reason, Message: err.Error()})
+		return ms, 0
+	}
+	// Not followed: the watch on applied objects sees only objects Flotilla marked.
+	return observed(m, ms, existing, config, "read only (updateStrategy ReadOnly): never written", statusLimit)
+}
+
+// applyStrategy is how a manifest is written: its updateStrategy with the defaults filled in.
+type applyStrategy struct {
+	kind         workv1alpha1.UpdateStrategyType
+	force        bool
+	fieldManager string
+}
+
+// strategyOf is the strategy of a manifest config: forced server-side apply as "flotilla" unless it says
+// otherwise.
+func strategyOf(config *workv1alpha1.ManifestConfig) applyStrategy {
+	s := applyStrategy{kind: workv1alpha1.UpdateServerSideApply, force: true, fieldManager: workv1alpha1.FieldManager}
+	if config == nil || config.UpdateStrategy == nil {
+		return s
+	}
+	s.kind = config.UpdateStrategy.Type
+	if ssa := config.UpdateStrategy.ServerSideApply; ssa != nil && s.kind == workv1alpha1.UpdateServerSideApply {
+		s.force = ptr.Deref(ssa.Force, true)
+		if ssa.FieldManager != "" {
+			s.fieldManager = ssa.FieldManager
+		}
+	}
+	return s
 }

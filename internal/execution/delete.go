@@ -5,8 +5,10 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,12 +23,40 @@ import (
 func (e *Executor) prune(ctx context.Context, m *Member, w *workv1alpha1.Work, current []workv1alpha1.ManifestStatus) error {
 	for _, old := range w.Status.ManifestStatuses {
 		if !slices.ContainsFunc(current, func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, old.Identifier) }) {
-			if err := e.deleteObject(ctx, m, w, old.Identifier); err != nil {
+			if err := e.letGo(ctx, m, w, old.Identifier); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// letGo lets go of a member object of the Work as its manifest config and deleteOption say: an object of a
+// ReadOnly manifest is left as it is; one the deleteOption orphans is released (releaseObject); any other
+// goes to deleteObject. A Work with neither (every Work the hub renders) goes straight to deleteObject.
+func (e *Executor) letGo(ctx context.Context, m *Member, w *workv1alpha1.Work, id workv1alpha1.ResourceIdentifier) error {
+	if len(w.Spec.ManifestConfigs) == 0 && w.Spec.DeleteOption == nil {
+		return e.deleteObject(ctx, m, w, id)
+	}
+	resource := id.Resource
+	if resource == "" { // listed before its first apply (recordIntent)
+		_, mapping, err := m.resource(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}, id.Namespace)
+		if meta.IsNoMatchError(err) {
+			return nil // the kind is gone from the member, and its objects with it
+		}
+		if err != nil {
+			return err
+		}
+		resource = mapping.Resource.Resource
+	}
+	if c := w.Spec.ManifestConfig(id.Group, resource, id.Namespace, id.Name); c != nil && c.UpdateStrategy != nil &&
+		c.UpdateStrategy.Type == workv1alpha1.UpdateReadOnly {
+		return nil
+	}
+	if w.Spec.Orphans(id.Group, resource, id.Namespace, id.Name) {
+		return e.releaseObject(ctx, m, w, id)
+	}
+	return e.deleteObject(ctx, m, w, id)
 }
 
 // deleteObject lets go of a member object of the Work: it is deleted when deletable says so, and left in
@@ -67,8 +97,8 @@ func deletable(hubID string, w *workv1alpha1.Work, obj *unstructured.Unstructure
 }
 
 // finalize lets go of a deleted Work's objects in the member and then of the Work: it deletes those
-// deletable says may go, or, when the Work preserves them or its cluster leaves the hub keeping them, releases
-// them all (release.go).
+// deletable says may go and the Work's deleteOption does not orphan (letGo), or, when the Work preserves them
+// or its cluster leaves the hub keeping them, releases them all (release.go).
 func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work) error {
 	if !controllerutil.ContainsFinalizer(w, workv1alpha1.FinalizerExecution) {
 		return nil
@@ -77,7 +107,7 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 	if err != nil {
 		return err
 	}
-	letGo := e.deleteObject
+	letGo := e.letGo
 	if unjoin == clusterv1alpha1.UnjoinKeepResources || ptr.Deref(w.Spec.PreserveResourcesOnDeletion, false) {
 		letGo = e.releaseObject
 	}

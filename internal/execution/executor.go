@@ -54,6 +54,10 @@ const (
 	ReasonApplyFailed   = "ApplyFailed"
 	ReasonConflictAbort = "ConflictAbort"
 	ReasonSuspended     = "Suspended"
+	// ReasonApplyConflict: a server-side apply without force (manifestConfigs) met a field another manager owns.
+	ReasonApplyConflict = "ApplyConflict"
+	// ReasonNotFound: the object of a ReadOnly manifest (manifestConfigs) is not in the member.
+	ReasonNotFound = "NotFound"
 	// ReasonNamespaceMismatch: a manifest of a namespaced binding would land outside the binding's namespace.
 	ReasonNamespaceMismatch = "NamespaceMismatch"
 	// ReasonApplying marks an object listed in the status before its first apply.
@@ -332,12 +336,24 @@ func (e *Executor) refresh(ctx context.Context, m *Member, w *workv1alpha1.Work,
 		if !ms.Applied || ms.Identifier.Ordinal != i {
 			return nil, false
 		}
-		out, err := m.read(ctx, obj)
+		id := ms.Identifier
+		config := w.Spec.ManifestConfig(id.Group, id.Resource, id.Namespace, id.Name)
+		var out *unstructured.Unstructured
+		var err error
+		if strategyOf(config).kind == workv1alpha1.UpdateReadOnly {
+			// Read from the member: the watch on applied objects holds only objects Flotilla marked.
+			if _, out, err = m.current(ctx, id); err == nil && out == nil {
+				return nil, false
+			}
+		} else {
+			out, err = m.read(ctx, obj)
+		}
 		if err != nil || out.GetGeneration() != last.objectGenerations[i] {
 			return nil, false // gone, unreadable, or changed in the member: apply again
 		}
 		if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Reason == ReasonApplied {
 			m.observe(&ms, out, statusLimit(len(manifests))) // a shared dependency's status belongs to the Work that manages it
+			feedback(&ms, out, config)
 		}
 		statuses[i] = ms
 	}

@@ -105,6 +105,16 @@ func leaveOut(obj, existing *unstructured.Unstructured, retained []fieldPath) []
 	return out
 }
 
+// keepMemberValues puts into obj the member's values of the fields leaveOut took out of it: a plain update
+// replaces the whole object, so a field it lacks would be reset rather than left to its owner.
+func keepMemberValues(obj, existing *unstructured.Unstructured, fields []fieldPath) {
+	for _, p := range fields {
+		if value, has, _ := unstructured.NestedFieldCopy(existing.Object, p...); has {
+			_ = unstructured.SetNestedField(obj.Object, value, p...) // the path exists in existing: obj's maps are maps
+		}
+	}
+}
+
 // handOver keeps the member's values of the fields Flotilla is about to stop applying. Server-side apply
 // removes a field its applier stops sending unless another manager owns it too: Flotilla's first apply of a
 // labelled template without spec.replicas, or of one whose autoscaler has not scaled it yet, would reset

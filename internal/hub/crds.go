@@ -23,7 +23,8 @@ import (
 )
 
 // CRDs returns the CustomResourceDefinitions embedded in the binary: Flotilla's, the Multi-Cluster Services
-// API's, with karmada those of Karmada's groups the hub serves, and with ocm those of OCM's add-on and cluster groups.
+// API's, with karmada those of Karmada's groups the hub serves, and with ocm those of OCM's add-on, cluster and
+// work groups.
 func CRDs(karmada, ocm bool) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	out, err := readCRDs(crds.FS, "*.yaml")
 	if err != nil {

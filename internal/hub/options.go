@@ -106,8 +106,8 @@ type Options struct {
 	// KarmadaAPIs serves Karmada's policy.karmada.io, autoscaling.karmada.io and config.karmada.io kinds,
 	// mirrored onto Flotilla's.
 	KarmadaAPIs bool
-	// OCMAPIs serves OCM's addon.open-cluster-management.io and cluster.open-cluster-management.io kinds,
-	// mirrored onto Flotilla's add-on, cluster set and placement kinds.
+	// OCMAPIs serves OCM's addon.open-cluster-management.io and cluster.open-cluster-management.io kinds and
+	// ManifestWork, mirrored onto Flotilla's add-on, cluster set, placement and Work kinds.
 	OCMAPIs bool
 }
 
@@ -174,7 +174,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Shard, "shard", o.Shard, "divide cluster health, push execution and Work rendering among the hub's replicas (several hubs on one --etcd-servers, or on one --kubeconfig cluster) by a hash of the cluster's name; off, the elected leader runs them for every cluster")
 	fs.DurationVar(&o.ShardLeaseDuration, "shard-lease-duration", o.ShardLeaseDuration, "with --shard: how long a replica's Lease lasts unrenewed (renewed every third of it); a replica that dies hands its clusters over within it")
 	fs.BoolVar(&o.KarmadaAPIs, "karmada-apis", o.KarmadaAPIs, "serve Karmada's policy.karmada.io, autoscaling.karmada.io and config.karmada.io kinds (policies, override policies, FederatedResourceQuota, FederatedHPA, CronFederatedHPA, ResourceInterpreterCustomization, ResourceInterpreterWebhookConfiguration) unchanged, each mirrored onto its Flotilla twin; false installs none of their CRDs (and removes none already installed) and mirrors nothing")
-	fs.BoolVar(&o.OCMAPIs, "ocm-apis", o.OCMAPIs, "serve OCM's addon.open-cluster-management.io kinds (ClusterManagementAddOn, ManagedClusterAddOn, AddOnTemplate, AddOnDeploymentConfig) and cluster.open-cluster-management.io kinds (ManagedClusterSet, ManagedClusterSetBinding, Placement, PlacementDecision) unchanged, each mirrored onto Flotilla's (AddOn, ClusterAddOn, AddOnConfig, ClusterSet, ClusterSetBinding, Placement, PlacementDecision); false installs none of their CRDs (and removes none already installed) and mirrors nothing")
+	fs.BoolVar(&o.OCMAPIs, "ocm-apis", o.OCMAPIs, "serve OCM's addon.open-cluster-management.io kinds (ClusterManagementAddOn, ManagedClusterAddOn, AddOnTemplate, AddOnDeploymentConfig) and cluster.open-cluster-management.io kinds (ManagedClusterSet, ManagedClusterSetBinding, Placement, PlacementDecision) and work.open-cluster-management.io ManifestWork unchanged, each mirrored onto Flotilla's (AddOn, ClusterAddOn, AddOnConfig, ClusterSet, ClusterSetBinding, Placement, PlacementDecision, Work); false installs none of their CRDs (and removes none already installed) and mirrors nothing")
 	fs.StringSliceVar(&o.Controllers, "controllers", o.Controllers, fmt.Sprintf("controllers to run: '*' for all, 'name' to enable, '-name' to disable (known: %s)", strings.Join(Controllers.Names(), ", ")))
 }
 

@@ -89,8 +89,12 @@ var Controllers = Registry{
 	}},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates, s.Group) }},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},
-	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, _ Settings) error {
-		return binding.SetupSweeper(mgr, mcs.ConsumerWorks{}, quota.Works{}, addon.Works{})
+	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, s Settings) error {
+		owners := []binding.WorkOwner{mcs.ConsumerWorks{}, quota.Works{}, addon.Works{}}
+		if s.OCMAPIs {
+			owners = append(owners, mirror.ManifestWorks{})
+		}
+		return binding.SetupSweeper(mgr, owners...)
 	}},
 	{Name: "push-execution", Setup: func(mgr ctrl.Manager, s Settings) error { return execution.SetupPush(mgr, s.HubID, s.Group) }},
 	{Name: "work-release", Setup: func(mgr ctrl.Manager, _ Settings) error { return execution.SetupRelease(mgr) }},

@@ -48,6 +48,8 @@ type Kind struct {
 	TwinNamespace func(ns string) string
 	// Labels are added to the twin's (the peer's labels).
 	Labels func(peer client.Object) map[string]string
+	// Finalizers are given to a new twin: those the controllers that act on it expect of its writer.
+	Finalizers []string
 	// Follows are other peer kinds whose objects the twin's spec is made of: a change of one mirrors again
 	// the peer objects Follow.Peers names.
 	Follows []Follow
@@ -366,6 +368,7 @@ func (m *Mirror) create(ctx context.Context, peer *unstructured.Unstructured, sp
 		annotations[AnnotationPeer] = m.peerMark(peer)
 	}
 	u.SetAnnotations(annotations)
+	u.SetFinalizers(m.Kind.Finalizers)
 	twin, err := m.newTwin()
 	if err != nil {
 		return err

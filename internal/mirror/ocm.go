@@ -26,12 +26,12 @@ import (
 // +kubebuilder:rbac:groups=addon.flotilla.io,resources=addons;clusteraddons;addonconfigs,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=addon.flotilla.io,resources=clusteraddons,verbs=delete
 
-// OCM is every OCM kind the hub serves (hub --ocm-apis), with its Flotilla twin: the add-on kinds and the
-// cluster set and placement kinds (ocmCluster; the placement decisions go the other way, Decisions). The
-// add-on kinds' shapes differ from the twins', so each is converted: a ClusterManagementAddOn and the
-// AddOnTemplate it names become one AddOn; a ManagedClusterAddOn, in the namespace named after its cluster,
-// becomes the ClusterAddOn in the cluster's Flotilla namespace; an AddOnDeploymentConfig becomes an
-// AddOnConfig. The AddOnTemplate has no twin of its own.
+// OCM is every OCM kind the hub serves (hub --ocm-apis), with its Flotilla twin: the add-on kinds, the
+// cluster set and placement kinds (ocmCluster; the placement decisions go the other way, Decisions) and the
+// ManifestWork (ocm_work.go). The add-on kinds' shapes differ from the twins', so each is converted: a
+// ClusterManagementAddOn and the AddOnTemplate it names become one AddOn; a ManagedClusterAddOn, in the
+// namespace named after its cluster, becomes the ClusterAddOn in the cluster's Flotilla namespace; an
+// AddOnDeploymentConfig becomes an AddOnConfig. The AddOnTemplate has no twin of its own.
 var OCM = append([]Kind{
 	{Peer: ocmKind("ClusterManagementAddOn"), Twin: addonv1alpha1.GroupVersion.WithKind("AddOn"),
 		Spec: typed(addOnSpec), Status: typedStatus(clusterManagementAddOnStatus),
@@ -46,6 +46,7 @@ var OCM = append([]Kind{
 		}},
 	{Peer: ocmKind("AddOnDeploymentConfig"), Twin: addonv1alpha1.GroupVersion.WithKind("AddOnConfig"),
 		Spec: typed(addOnConfigSpec)},
+	ManifestWork,
 }, ocmCluster...)
 
 func ocmKind(kind string) schema.GroupVersionKind {

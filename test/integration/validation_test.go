@@ -208,6 +208,18 @@ func TestInvalidObjectsRejected(t *testing.T) {
 		{"work without spec",
 			"apiVersion: work.flotilla.io/v1alpha1\nkind: Work\nmetadata: {name: x, namespace: default}\n",
 			[]string{"spec: Required value"}},
+		{"work with an unknown update strategy", work("  manifestConfigs: [{resourceIdentifier: {resource: configmaps, name: a}, updateStrategy: {type: Replace}}]\n"),
+			[]string{"spec.manifestConfigs[0].updateStrategy.type", `Unsupported value: "Replace"`}},
+		{"work with serverSideApply on another strategy", work("  manifestConfigs: [{resourceIdentifier: {resource: configmaps, name: a}, updateStrategy: {type: Update, serverSideApply: {force: true}}}]\n"),
+			[]string{"spec.manifestConfigs[0].updateStrategy", "serverSideApply is only for type ServerSideApply"}},
+		{"work applying as another tool", work("  manifestConfigs: [{resourceIdentifier: {resource: configmaps, name: a}, updateStrategy: {type: ServerSideApply, serverSideApply: {fieldManager: kubectl}}}]\n"),
+			[]string{"spec.manifestConfigs[0].updateStrategy.serverSideApply.fieldManager", "should match"}},
+		{"work applying as the executor's retained manager", work("  manifestConfigs: [{resourceIdentifier: {resource: configmaps, name: a}, updateStrategy: {type: ServerSideApply, serverSideApply: {fieldManager: flotilla-retained}}}]\n"),
+			[]string{"spec.manifestConfigs[0].updateStrategy.serverSideApply.fieldManager", "flotilla-retained is the executor's own field manager"}},
+		{"work with JSONPaths feedback without paths", work("  manifestConfigs: [{resourceIdentifier: {resource: configmaps, name: a}, feedbackRules: [{type: JSONPaths}]}]\n"),
+			[]string{"spec.manifestConfigs[0].feedbackRules[0]", "a JSONPaths rule needs jsonPaths"}},
+		{"work orphaning by rules without SelectivelyOrphan", work("  deleteOption: {propagationPolicy: Orphan, orphaningRules: [{resource: configmaps, name: a}]}\n"),
+			[]string{"spec.deleteOption", "orphaningRules are only for propagationPolicy SelectivelyOrphan"}},
 		{"unknown purgeMode", pp("  failover:\n    cluster: {purgeMode: Softly}\n"),
 			[]string{"spec.failover.cluster.purgeMode", `Unsupported value: "Softly"`, `"Graciously"`}},
 		{"rebalancer naming nothing", rebalancer("  ttlSecondsAfterFinished: 10\n"),
@@ -377,6 +389,10 @@ func placement(spec string) string {
 
 func clusterSet(spec string) string {
 	return "apiVersion: cluster.flotilla.io/v1alpha1\nkind: ClusterSet\nmetadata:\n  name: x\nspec:\n" + spec
+}
+
+func work(spec string) string {
+	return "apiVersion: work.flotilla.io/v1alpha1\nkind: Work\nmetadata:\n  name: x\n  namespace: default\nspec:\n" + spec
 }
 
 func rebalancer(spec string) string {

@@ -72,6 +72,18 @@ type WorkSpec struct {
 	// +optional
 	// +kubebuilder:default=Abort
 	ConflictResolution policyv1alpha1.ConflictResolution `json:"conflictResolution,omitempty"`
+
+	// ManifestConfigs configure single manifests: how each is written into the member (updateStrategy) and
+	// which of its status fields are returned (feedbackRules). Omitted: every manifest is applied by forced
+	// server-side apply and returns no feedback.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	ManifestConfigs []ManifestConfig `json:"manifestConfigs,omitempty"`
+
+	// DeleteOption says which member objects stay when the Work is deleted or drops their manifests.
+	// Omitted: Delete.
+	// +optional
+	DeleteOption *DeleteOption `json:"deleteOption,omitempty"`
 }
 
 // WorkloadTemplate holds the manifests.
@@ -132,6 +144,12 @@ type ManifestStatus struct {
 	// Unschedulable counts the object's pods that the member's scheduler found no node for.
 	// +optional
 	Unschedulable *UnschedulableReplicas `json:"unschedulable,omitempty"`
+
+	// Feedback holds the status fields the manifest's feedbackRules return (spec.manifestConfigs).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Feedback []FeedbackValue `json:"feedback,omitempty"`
 }
 
 // UnschedulableReplicas counts a workload's pods that stay Pending because the member's scheduler found no
