@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"maps"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -65,5 +66,18 @@ func TestContentFields(t *testing.T) {
 	spec.setContent(twin, map[string]any{"x": int64(1)})
 	if !equality.Semantic.DeepEqual(spec.content(twin), map[string]any{"x": int64(1)}) {
 		t.Errorf("a kind with a spec mirrors spec: %v", twin)
+	}
+}
+
+// TestUserLabels: a peer object's labels reach its twin without the keys of Flotilla's domains, which only
+// the hub sets.
+func TestUserLabels(t *testing.T) {
+	got := userLabels(map[string]string{
+		"app": "web", "example.com/team": "a", "notflotilla.io/x": "kept",
+		"work.flotilla.io/binding-name": "other", "flotilla.io/deletion-protected": "Always", "mirror.flotilla.io/peer": "x",
+	})
+	want := map[string]string{"app": "web", "example.com/team": "a", "notflotilla.io/x": "kept"}
+	if !maps.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
 	}
 }

@@ -343,7 +343,7 @@ func adapted(adapt func(spec map[string]any) error) func(context.Context, client
 }
 
 // create writes the twin of peer with spec, owned by peer (or marked, in another namespace): its labels and
-// annotations are the peer's.
+// annotations are the peer's, except Flotilla's own (userLabels).
 func (m *Mirror) create(ctx context.Context, peer *unstructured.Unstructured, spec map[string]any) error {
 	u := &unstructured.Unstructured{Object: map[string]any{}}
 	m.setContent(u.Object, spec)
@@ -351,20 +351,14 @@ func (m *Mirror) create(ctx context.Context, peer *unstructured.Unstructured, sp
 	key := m.twinKey(peer)
 	u.SetName(key.Name)
 	u.SetNamespace(key.Namespace)
-	labels := peer.GetLabels()
+	labels := userLabels(peer.GetLabels())
 	if m.Kind.Labels != nil {
-		if labels == nil {
-			labels = map[string]string{}
-		}
 		maps.Copy(labels, m.Kind.Labels(peer))
 	}
 	u.SetLabels(labels)
-	annotations := peer.GetAnnotations()
+	annotations := userLabels(peer.GetAnnotations())
 	delete(annotations, "kubectl.kubernetes.io/last-applied-configuration")
 	if m.Kind.TwinNamespace != nil {
-		if annotations == nil {
-			annotations = map[string]string{}
-		}
 		annotations[AnnotationPeer] = m.peerMark(peer)
 	}
 	u.SetAnnotations(annotations)
@@ -393,6 +387,21 @@ func (m *Mirror) create(ctx context.Context, peer *unstructured.Unstructured, sp
 		return nil
 	}
 	return err
+}
+
+// userLabels is a copy of a peer object's labels or annotations without the keys of Flotilla's domains
+// (flotilla.io and its subdomains): those are the hub's to set, and on a twin they would tell Flotilla's
+// controllers something the hub never decided (a Work's binding, a peer mark).
+func userLabels(in map[string]string) map[string]string {
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		domain, _, prefixed := strings.Cut(k, "/")
+		if prefixed && (domain == "flotilla.io" || strings.HasSuffix(domain, ".flotilla.io")) {
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // describe is NAMESPACE/NAME, or NAME for a cluster-scoped object.
