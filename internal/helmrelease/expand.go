@@ -5,8 +5,11 @@
 // The hub only renders templates: it runs no hook and no test, talks to no member, and reads nothing but the
 // chart (from its repository or a ConfigMap) and the cluster's reported version and APIs. So:
 //   - hooks (helm.sh/hook, tests included) are left out, as `helm template --no-hooks` does;
-//   - the chart's crds/ go first, as `helm install` does (and, unlike `helm upgrade`, they are updated with
-//     the chart: Works apply them like any object);
+//   - the chart's crds/ are not installed, as `helm install --skip-crds`: a HelmRelease is namespaced, and a
+//     namespaced template places objects only in its namespace (the executor's rule, so that a namespace's
+//     users reach nothing else through a chart). Install CRDs as cluster-scoped templates; a chart whose
+//     templates/ make cluster-scoped objects (or objects in another namespace) does not render, and
+//     Rendered=False names them;
 //   - .Release.Name and .Release.Namespace are the release's name and its targetNamespace; .Release.Revision
 //     is 1 and .Release.IsInstall true for every render (the hub keeps no Helm release history);
 //   - .Capabilities.KubeVersion is the version the cluster reports (Cluster status.kubernetesVersion), Helm's
@@ -28,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
@@ -73,25 +75,20 @@ func (e *Expander) Expand(ctx context.Context, release *unstructured.Unstructure
 	if err != nil {
 		return nil, err
 	}
-	crds, err := crdObjects(c)
-	if err != nil {
-		return nil, err
-	}
-	objs = append(crds, objs...)
-	if hr.Spec.CreateNamespace {
-		ns := &unstructured.Unstructured{}
-		ns.SetAPIVersion("v1")
-		ns.SetKind("Namespace")
-		ns.SetName(namespace)
-		objs = append([]*unstructured.Unstructured{ns}, objs...)
-	}
 	labels := map[string]string{
 		appsv1alpha1.LabelRelease: hr.Name, appsv1alpha1.LabelReleaseNamespace: hr.Namespace,
 		appsv1alpha1.LabelChart: c.Name(), appsv1alpha1.LabelChartVersion: strings.ReplaceAll(c.Metadata.Version, "+", "_"),
 	}
+	var outside []string
 	for _, o := range objs {
-		if o.GetNamespace() == "" && e.namespaced(o) {
+		namespaced := e.namespaced(o)
+		if o.GetNamespace() == "" && namespaced {
 			o.SetNamespace(namespace)
+		}
+		if !namespaced {
+			outside = append(outside, fmt.Sprintf("%s %s (cluster-scoped)", o.GetKind(), o.GetName()))
+		} else if o.GetNamespace() != hr.Namespace {
+			outside = append(outside, fmt.Sprintf("%s %s (namespace %s)", o.GetKind(), o.GetName(), o.GetNamespace()))
 		}
 		l := o.GetLabels()
 		if l == nil {
@@ -110,6 +107,10 @@ func (e *Expander) Expand(ctx context.Context, release *unstructured.Unstructure
 		}
 		a[workv1alpha1.AnnotationExpandedVersion] = c.Metadata.Version
 		o.SetAnnotations(a)
+	}
+	if len(outside) > 0 {
+		return nil, fmt.Errorf("chart %s %s makes objects outside the release's namespace %s, where a namespaced template places them all: %s",
+			c.Name(), c.Metadata.Version, hr.Namespace, strings.Join(outside, ", "))
 	}
 	return objs, nil
 }
@@ -179,23 +180,6 @@ func (e *Expander) capabilities(ctx context.Context, cluster string) (*common.Ca
 		}
 	}
 	return caps, nil
-}
-
-// crdObjects are the CRDs of the chart's crds/ directories (its subcharts' too), in Helm's order.
-func crdObjects(c *chart.Chart) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	for _, crd := range c.CRDObjects() {
-		for _, doc := range strings.Split(string(crd.File.Data), "\n---") {
-			obj := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil {
-				return nil, fmt.Errorf("chart %s, %s: %w", c.Name(), crd.Filename, err)
-			}
-			if len(obj.Object) > 0 {
-				out = append(out, obj)
-			}
-		}
-	}
-	return out, nil
 }
 
 // namespaced says whether o's kind is namespaced, as far as the hub knows it.

@@ -6,9 +6,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -79,7 +81,10 @@ func expander(_ *helmreleasetest.Repo, objs ...runtime.Object) *Expander {
 		APIEnablements:    []clusterv1alpha1.APIEnablement{{GroupVersion: "example.com/v1", Resources: []clusterv1alpha1.APIResource{{Name: "widgets", Kind: "Widget"}}}},
 	}}
 	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithRuntimeObjects(append(objs, cluster)...).Build()
-	return &Expander{Client: c, Fetcher: &Fetcher{}}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot)
+	return &Expander{Client: c, Mapper: mapper, Fetcher: &Fetcher{}}
 }
 
 func TestExpandRendersTheChartForTheCluster(t *testing.T) {
@@ -89,7 +94,7 @@ func TestExpandRendersTheChartForTheCluster(t *testing.T) {
 	e := expander(repo)
 	values := &apiextensionsv1.JSON{Raw: []byte(`{"greeting":"bonjour"}`)}
 	objs, err := e.Expand(context.Background(), release(t, appsv1alpha1.HelmReleaseSpec{Repo: repo.URL, Chart: "demo", Version: "1.1.0+build.7",
-		Values: values, TargetNamespace: "web-system", CreateNamespace: true}), "m1")
+		Values: values, TargetNamespace: "apps"}), "m1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,19 +102,19 @@ func TestExpandRendersTheChartForTheCluster(t *testing.T) {
 	for _, o := range objs {
 		kinds = append(kinds, o.GetKind()+"/"+o.GetName())
 	}
-	// The namespace and the chart's CRDs first; no hook, no test.
-	if got := strings.Join(kinds, ","); got != "Namespace/web-system,CustomResourceDefinition/widgets.example.com,ConfigMap/web-cm" {
+	// No hook, no test, no CRD of crds/.
+	if got := strings.Join(kinds, ","); got != "ConfigMap/web-cm" {
 		t.Fatalf("objects %s", got)
 	}
-	cm := objs[2]
+	cm := objs[0]
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-	want := map[string]string{"greeting": "bonjour", "release": "web/web-system", "kube": "v1.31.4", "widgets": "true"}
+	want := map[string]string{"greeting": "bonjour", "release": "web/apps", "kube": "v1.31.4", "widgets": "true"}
 	for k, v := range want {
 		if data[k] != v {
 			t.Errorf("data.%s = %q, want %q", k, data[k], v)
 		}
 	}
-	if cm.GetNamespace() != "web-system" {
+	if cm.GetNamespace() != "apps" {
 		t.Errorf("namespace %q", cm.GetNamespace())
 	}
 	labels := map[string]string{appsv1alpha1.LabelRelease: "web", appsv1alpha1.LabelReleaseNamespace: "apps",
@@ -151,6 +156,9 @@ func TestExpandFromConfigMap(t *testing.T) {
 func TestExpandSaysWhyItCannot(t *testing.T) {
 	repo := helmreleasetest.NewRepo(t)
 	repo.Add("demo", "1.0.0", helmreleasetest.Package(t, demo("1.0.0")))
+	clusterRole := demo("1.0.2")
+	clusterRole.Files["templates/role.yaml"] = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: reader}\n"
+	repo.Add("demo", "1.0.2", helmreleasetest.Package(t, clusterRole))
 	broken := demo("1.0.1")
 	broken.Files["templates/bad.yaml"] = "kind: ConfigMap\nmetadata: {name: {{ .Values.missing.field }}}\n"
 	repo.Add("demo", "1.0.1", helmreleasetest.Package(t, broken))
@@ -168,6 +176,10 @@ func TestExpandSaysWhyItCannot(t *testing.T) {
 		{"unknown chart", appsv1alpha1.HelmReleaseSpec{Repo: repo.URL, Chart: "nope", Version: "1.0.0"}, "has no chart nope"},
 		{"repository down", appsv1alpha1.HelmReleaseSpec{Repo: repo.URL + "/missing", Chart: "demo", Version: "1.0.0"}, "404"},
 		{"template error", appsv1alpha1.HelmReleaseSpec{Repo: repo.URL, Chart: "demo", Version: "1.0.1"}, "bad.yaml"},
+		{"cluster-scoped object", appsv1alpha1.HelmReleaseSpec{Repo: repo.URL, Chart: "demo", Version: "1.0.2"},
+			"outside the release's namespace apps, where a namespaced template places them all: ClusterRole reader (cluster-scoped)"},
+		{"another namespace", appsv1alpha1.HelmReleaseSpec{Repo: repo.URL, Chart: "demo", Version: "1.0.0", TargetNamespace: "kube-system"},
+			"ConfigMap web-cm (namespace kube-system)"},
 		{"no ConfigMap", appsv1alpha1.HelmReleaseSpec{ConfigMapRef: &appsv1alpha1.ChartConfigMapReference{Name: "gone"}}, "not found"},
 		{"no key", appsv1alpha1.HelmReleaseSpec{ConfigMapRef: &appsv1alpha1.ChartConfigMapReference{Name: "empty"}}, "no binaryData"},
 		{"not an archive", appsv1alpha1.HelmReleaseSpec{ConfigMapRef: &appsv1alpha1.ChartConfigMapReference{Name: "junk"}}, "loading ConfigMap junk"},

@@ -87,16 +87,16 @@ type HelmReleaseSpec struct {
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 
 	// TargetNamespace is the namespace the chart is installed into in each member (.Release.Namespace, and the
-	// namespace of its namespaced objects that name none). Default: the release's namespace.
+	// namespace of its namespaced objects that name none). Default, and the only namespace taken: the
+	// release's own. A namespaced template places objects only in its namespace (the executor refuses any
+	// other, so that a namespace's users reach no other namespace through a chart); the field is kept so that
+	// Clusternet's HelmCharts, whose targetNamespace is their namespace, are taken as they are. For the same
+	// reason there is no createNamespace, and a chart whose templates make cluster-scoped objects does not
+	// render (Rendered=False names them).
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	TargetNamespace string `json:"targetNamespace,omitempty"`
-
-	// CreateNamespace true sends the member the target namespace too (as `helm install --create-namespace`).
-	// Default false: the namespace must exist in the member.
-	// +optional
-	CreateNamespace bool `json:"createNamespace,omitempty"`
 }
 
 // ChartConfigMapReference names a ConfigMap holding a packaged chart.
