@@ -7,6 +7,8 @@
 //     evicted from, deletes the Works of a deleted binding, and owns the Overridden condition. It runs when
 //     the template's content, the binding's spec, an override policy, a dependency or a target Cluster's
 //     labels change, and when someone else changed or deleted one of its Works; never on a Work's status.
+//     A template kind with an Expander (expand.go: a HelmRelease) is expanded per cluster after its
+//     overrides, and the Work gets what it stands for; the controller owns the Rendered condition then.
 //   - the status controller ("binding-status", status.go) sums the Works' status into the binding's
 //     aggregatedStatus and its FullyApplied and Healthy conditions, and into the template's own status. It
 //     runs when a Work's status changes and when the placement changes.

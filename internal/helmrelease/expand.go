@@ -10,7 +10,7 @@
 //     users reach nothing else through a chart). Install CRDs as cluster-scoped templates; a chart whose
 //     templates/ make cluster-scoped objects (or objects in another namespace) does not render, and
 //     Rendered=False names them;
-//   - .Release.Name and .Release.Namespace are the release's name and its targetNamespace; .Release.Revision
+//   - .Release.Name and .Release.Namespace are the release's name and namespace; .Release.Revision
 //     is 1 and .Release.IsInstall true for every render (the hub keeps no Helm release history);
 //   - .Capabilities.KubeVersion is the version the cluster reports (Cluster status.kubernetesVersion), Helm's
 //     default when it has reported none, and .Capabilities.APIVersions Helm's defaults plus what the cluster

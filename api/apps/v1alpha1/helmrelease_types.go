@@ -26,8 +26,8 @@ const ConditionRendered = "Rendered"
 // cluster (its values above all), and the hub renders the chart for each cluster with the Helm SDK and
 // sends the member the rendered objects, never the HelmRelease. A new version or new values roll out as any
 // template change does. Its status says which chart version each cluster runs and how healthy it is.
-// The fields are Clusternet's HelmChart's where they fit (repo, chart, version, targetNamespace,
-// createNamespace), with the values in the release itself.
+// The fields are Clusternet's HelmChart's where they fit (repo, chart, version, targetNamespace), with the
+// values in the release itself.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Namespaced,categories=flotilla,shortName=hr
 // +kubebuilder:subresource:status
