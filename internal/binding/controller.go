@@ -7,6 +7,8 @@
 //     evicted from, deletes the Works of a deleted binding, and owns the Overridden condition. It runs when
 //     the template's content, the binding's spec, an override policy, a dependency or a target Cluster's
 //     labels change, and when someone else changed or deleted one of its Works; never on a Work's status.
+//     A template kind with an Expander (expand.go: a HelmRelease) is expanded per cluster after its
+//     overrides, and the Work gets what it stands for; the controller owns the Rendered condition then.
 //   - the status controller ("binding-status", status.go) sums the Works' status into the binding's
 //     aggregatedStatus and its FullyApplied and Healthy conditions, and into the template's own status. It
 //     runs when a Work's status changes and when the placement changes.
@@ -76,6 +78,8 @@ type Controller[T workv1alpha1.Binding] struct {
 	// Leading whether it leads: the leader alone renders the bindings decided as a whole (shardedRender).
 	Shard   *shard.Group
 	Leading func() bool
+	// Expanders render the template kinds that stand for other objects (expand.go), by kind.
+	Expanders map[schema.GroupKind]Expander
 
 	// namespaced says which templates are this controller's: namespaced ones (ResourceBindings) or not.
 	namespaced bool
@@ -87,17 +91,17 @@ var renderManager = workv1alpha1.ControllerFieldManager("binding")
 
 // Setup registers the render controller for both binding kinds. With a shard group it runs on every hub
 // replica, each rendering the Works of the clusters it owns (shardedRender).
-func Setup(mgr ctrl.Manager, templates *detector.Templates, group *shard.Group) error {
+func Setup(mgr ctrl.Manager, templates *detector.Templates, group *shard.Group, expanders map[schema.GroupKind]Expander) error {
 	recorder := mgr.GetEventRecorder("flotilla-rollout")
 	leading := group.Leading(mgr.Elected())
 	if err := setup(mgr, "binding", &Controller[*workv1alpha1.ResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
 		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ResourceBinding { return &workv1alpha1.ResourceBinding{} }, namespaced: true,
-		Shard: group, Leading: leading}); err != nil {
+		Shard: group, Leading: leading, Expanders: expanders}); err != nil {
 		return err
 	}
 	return setup(mgr, "cluster-binding", &Controller[*workv1alpha1.ClusterResourceBinding]{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Interpreter: interpreter.New(mgr.GetClient()),
 		Templates: templates, Recorder: recorder, New: func() *workv1alpha1.ClusterResourceBinding { return &workv1alpha1.ClusterResourceBinding{} },
-		Shard: group, Leading: leading})
+		Shard: group, Leading: leading, Expanders: expanders})
 }
 
 func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[T]) error {
@@ -179,7 +183,7 @@ func listOf(namespaced bool) client.ObjectList {
 const workWriters = 16
 
 // Reconcile renders the binding's Works and removes those it no longer needs.
-func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	b := r.New()
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -218,7 +222,8 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 	// Which clusters' Works this replica renders: without sharding all; with sharding those it owns, or all
 	// on the leader for a binding decided as a whole, and none elsewhere.
 	mine := r.Shard.Owns
-	if !shardedRender(b, len(overrides) > 0) {
+	expander := r.Expanders[template.GroupVersionKind().GroupKind()]
+	if !shardedRender(b, len(overrides) > 0 || expander != nil) {
 		if !r.leading() {
 			return ctrl.Result{}, nil
 		}
@@ -232,13 +237,16 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 			return ctrl.Result{}, err
 		}
 	}
-	var overrideErrs []string
+	var overrideErrs, expandErrs []string
 	// The one write of the binding itself, once every cluster was rendered: the Overridden condition and the
 	// rollout's status, when they changed. Without any override policy or rollout there is nothing to say
 	// (and a write per binding saved) until one appears.
 	defer func() {
 		if err == nil {
-			err = r.writeStatus(ctx, b, template, len(overrides) > 0, overrideErrs, w)
+			err = r.writeStatus(ctx, b, template, len(overrides) > 0, overrideErrs, expander != nil, expandErrs, w)
+		}
+		if err == nil && len(expandErrs) > 0 && result.RequeueAfter == 0 {
+			result.RequeueAfter = expandRetry // a chart source that comes back wakes nothing
 		}
 	}()
 	divided := Division(spec)
@@ -275,6 +283,25 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 				overrideErrs = append(overrideErrs, target.Name+": "+err.Error())
 				return nil
 			}
+			if expander != nil {
+				expanded, err := expander.Expand(writesCtx, manifests[0], target.Name)
+				if err != nil {
+					// As for overrides: this cluster's Work keeps what it had, and Rendered says why.
+					mu.Lock()
+					defer mu.Unlock()
+					expandErrs = append(expandErrs, target.Name+": "+err.Error())
+					return nil
+				}
+				for _, m := range expanded {
+					annotations := m.GetAnnotations()
+					if annotations == nil {
+						annotations = map[string]string{}
+					}
+					annotations[workv1alpha1.AnnotationExpanded] = template.GetKind()
+					m.SetAnnotations(annotations)
+				}
+				manifests = append(expanded, manifests[1:]...)
+			}
 			return r.ensureWork(writesCtx, b, manifests, applied, target.Name, revision)
 		})
 	}
@@ -298,7 +325,8 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl
 // writeStatus applies the render controller's part of the binding's status when it changed: the Overridden
 // condition (once any override policy exists) and a progressive rollout's status and conditions (removed
 // again when the policy stops rolling out in waves).
-func (r *Controller[T]) writeStatus(ctx context.Context, b T, template *unstructured.Unstructured, overridden bool, overrideErrs []string, w *wave) error {
+func (r *Controller[T]) writeStatus(ctx context.Context, b T, template *unstructured.Unstructured, overridden bool, overrideErrs []string,
+	expanded bool, expandErrs []string, w *wave) error {
 	// `undo --all-at-once` is for one rollout: once its revision runs everywhere, a later return to the same
 	// content by an ordinary edit rolls out in waves again.
 	if w != nil && w.decision.Complete && b.GetAnnotations()[workv1alpha1.AnnotationRolloutAllAtOnce] == w.targetHash {
@@ -312,6 +340,10 @@ func (r *Controller[T]) writeStatus(ctx context.Context, b T, template *unstruct
 	if overridden || meta.FindStatusCondition(status.Conditions, workv1alpha1.ConditionOverridden) != nil {
 		slices.Sort(overrideErrs)
 		want = append(want, overriddenCondition(b.GetGeneration(), overrideErrs))
+	}
+	if expanded {
+		slices.Sort(expandErrs)
+		want = append(want, renderedCondition(b.GetGeneration(), expandErrs))
 	}
 	owned := &ownedConditionsStatus{}
 	if w != nil {

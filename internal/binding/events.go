@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/rollout"
@@ -125,12 +127,29 @@ var renderBindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent)
 }}
 
 // statusBindingChanged passes the binding updates that can change its aggregated status: a new placement
-// (spec.clusters, or any spec change, since the conditions carry the generation they describe) and its
-// deletion. Status writes pass not, this controller's own included.
+// (spec.clusters, or any spec change, since the conditions carry the generation they describe), its
+// deletion, and a change of the render controller's Rendered condition (the template's status repeats it).
+// Other status writes pass not, this controller's own included.
 var statusBindingChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	o, n := e.ObjectOld, e.ObjectNew
-	return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+	return o.GetGeneration() != n.GetGeneration() || (o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil) ||
+		renderedChanged(o, n)
 }}
+
+// renderedChanged says whether a binding's Rendered condition changed its status or message.
+func renderedChanged(o, n client.Object) bool {
+	ob, ok1 := o.(workv1alpha1.Binding)
+	nb, ok2 := n.(workv1alpha1.Binding)
+	if !ok1 || !ok2 {
+		return false
+	}
+	before := meta.FindStatusCondition(ob.BindingStatus().Conditions, appsv1alpha1.ConditionRendered)
+	after := meta.FindStatusCondition(nb.BindingStatus().Conditions, appsv1alpha1.ConditionRendered)
+	if before == nil || after == nil {
+		return (before == nil) != (after == nil)
+	}
+	return before.Status != after.Status || before.Message != after.Message
+}
 
 // clusterChanged passes the Cluster updates an override policy's targetCluster can tell apart: its labels
 // and its spec (provider, region, zones). A Cluster's status (heartbeats, resource summaries) passes not, nor

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
@@ -135,7 +136,8 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.aggregateTemplate(ctx, template, interpreter.Fleet{Members: sum.members, Divided: Division(b.BindingSpec()) != nil,
-		CaughtUp: sum.caughtUp, Applied: sum.applied, Healthy: sum.healthy, Now: time.Now(), Schema: schema})
+		CaughtUp: sum.caughtUp, Applied: sum.applied, Healthy: sum.healthy, Now: time.Now(), Schema: schema,
+		Rendered: meta.FindStatusCondition(b.BindingStatus().Conditions, appsv1alpha1.ConditionRendered)})
 }
 
 // interpret applies the customization of the template's kind to the Works' reports, in place (the status
@@ -302,8 +304,8 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 	for _, target := range spec.Clusters {
 		item := workv1alpha1.AggregatedStatusItem{ClusterName: target.Name, Health: workv1alpha1.ResourceUnknown}
 		member := interpreter.Member{Cluster: target.Name}
-		if w := workOf(works, target.Name); w != nil && len(w.Status.ManifestStatuses) > 0 {
-			ms := w.Status.ManifestStatuses[0]
+		if w := workOf(works, target.Name); w != nil && w.TemplateStatus() != nil {
+			ms := *w.TemplateStatus()
 			item.Applied, item.Health, item.Status, item.Unschedulable = ms.Applied, ms.Health, summarize(ms.Status), ms.Unschedulable
 			if c := meta.FindStatusCondition(ms.Conditions, workv1alpha1.WorkConditionApplied); c != nil && c.Status != metav1.ConditionTrue {
 				item.AppliedMessage = c.Message

@@ -45,7 +45,14 @@ func Load(name string) (*chart.Chart, error) {
 // Render renders chart c as `helm install RELEASE --namespace NAMESPACE` would with values, and returns its
 // objects in Helm's install order (namespaced objects without a namespace get NAMESPACE).
 func Render(c *chart.Chart, release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
-	rendered, err := renderFiles(c, release, namespace, values)
+	return RenderWith(c, release, namespace, values, common.DefaultCapabilities)
+}
+
+// RenderWith is Render against caps (.Capabilities: the Kubernetes version and APIs the chart's templates
+// see). Hooks (tests included) are left out, as `helm template --no-hooks` does; the chart's crds/ are not
+// rendered (Helm installs them apart, see CRDs).
+func RenderWith(c *chart.Chart, release, namespace string, values map[string]any, caps *common.Capabilities) ([]*unstructured.Unstructured, error) {
+	rendered, err := renderFiles(c, release, namespace, values, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +82,7 @@ func Render(c *chart.Chart, release, namespace string, values map[string]any) ([
 
 // Notes renders chart c's NOTES.txt, what `helm install` prints after installing it.
 func Notes(c *chart.Chart, release, namespace string, values map[string]any) (string, error) {
-	rendered, err := renderFiles(c, release, namespace, values)
+	rendered, err := renderFiles(c, release, namespace, values, common.DefaultCapabilities)
 	if err != nil {
 		return "", err
 	}
@@ -87,11 +94,12 @@ func Notes(c *chart.Chart, release, namespace string, values map[string]any) (st
 }
 
 // renderFiles renders every template of c as `helm install RELEASE --namespace NAMESPACE` would with values,
-// by file name (CHART/templates/FILE). .Capabilities are Helm's defaults, not the member's: Kubernetes at the
-// client-go version linked here (1.37), or 1.20 under go test; the chart's kubeVersion is not checked.
-func renderFiles(c *chart.Chart, release, namespace string, values map[string]any) (map[string]string, error) {
+// by file name (CHART/templates/FILE), against caps. Helm's defaults (common.DefaultCapabilities) are not a
+// member's: Kubernetes at the client-go version linked here (1.37), or 1.20 under go test; the chart's
+// kubeVersion is not checked.
+func renderFiles(c *chart.Chart, release, namespace string, values map[string]any, caps *common.Capabilities) (map[string]string, error) {
 	vals, err := chartutil.ToRenderValues(c, values,
-		common.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}, common.DefaultCapabilities)
+		common.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}, caps)
 	if err != nil {
 		return nil, err
 	}

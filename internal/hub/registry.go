@@ -6,7 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 
 	"github.com/flotilla-io/flotilla/internal/addon"
 	"github.com/flotilla-io/flotilla/internal/autoscaling"
@@ -15,6 +18,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterstatus"
 	"github.com/flotilla-io/flotilla/internal/detector"
 	"github.com/flotilla-io/flotilla/internal/execution"
+	"github.com/flotilla-io/flotilla/internal/helmrelease"
 	"github.com/flotilla-io/flotilla/internal/inventory"
 	"github.com/flotilla-io/flotilla/internal/mcs"
 	"github.com/flotilla-io/flotilla/internal/mirror"
@@ -87,7 +91,9 @@ var Controllers = Registry{
 	{Name: "scheduler", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return scheduler.Setup(mgr, s.DefaultFailoverToleration, s.DescheduleAfter, s.Templates)
 	}},
-	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.Setup(mgr, s.Templates, s.Group) }},
+	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error {
+		return binding.Setup(mgr, s.Templates, s.Group, expanders(mgr))
+	}},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},
 	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, s Settings) error {
 		owners := []binding.WorkOwner{mcs.ConsumerWorks{}, quota.Works{}, addon.Works{}}
@@ -168,4 +174,13 @@ func (r Registry) Select(spec []string) (Registry, error) {
 		}
 	}
 	return out, nil
+}
+
+// expanders are the template kinds the render controller expands on the hub: a HelmRelease into its chart's
+// objects. ConfigMaps holding charts and Clusters are read past the cache (one read per cluster rendered),
+// so that the hub caches no ConfigMap of the fleet's namespaces for them.
+func expanders(mgr ctrl.Manager) map[schema.GroupKind]binding.Expander {
+	return map[schema.GroupKind]binding.Expander{
+		appsv1alpha1.HelmReleaseKind: &helmrelease.Expander{Client: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Fetcher: &helmrelease.Fetcher{}},
+	}
 }

@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 )
 
 // Fleet is what the hub knows of a template's copies when it writes the template's status.
@@ -23,6 +25,9 @@ type Fleet struct {
 	Now time.Time
 	// Schema says what the status of a customized kind takes of the fields the hub adds (fleetstatus.go).
 	Schema StatusSchema
+	// Rendered is the binding's Rendered condition, for a template expanded on the hub (a HelmRelease); nil
+	// before the render controller wrote one.
+	Rendered *metav1.Condition
 }
 
 // Member is one target cluster's copy of a template.
@@ -89,6 +94,9 @@ var counters = map[schema.GroupKind][]counter{
 // up. It returns nil for kinds without aggregation.
 func AggregateStatus(template *unstructured.Unstructured, fleet Fleet) map[string]any {
 	gk := template.GroupVersionKind().GroupKind()
+	if gk == appsv1alpha1.HelmReleaseKind {
+		return releaseStatus(template, fleet)
+	}
 	fields, ok := counters[gk]
 	if !ok {
 		return nil

@@ -222,10 +222,10 @@ func judge(item *workv1alpha1.ClusterRollout, c Cluster, p policyv1alpha1.Progre
 // cluster on the target must show for minSuccessTime.
 func Healthy(w *workv1alpha1.Work) bool {
 	applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
-	if applied == nil || applied.ObservedGeneration != w.Generation || len(w.Status.ManifestStatuses) == 0 {
+	ms := w.TemplateStatus()
+	if applied == nil || applied.ObservedGeneration != w.Generation || ms == nil {
 		return false
 	}
-	ms := w.Status.ManifestStatuses[0]
 	return ms.Applied && ms.Health == workv1alpha1.ResourceHealthy &&
 		meta.IsStatusConditionTrue(ms.Conditions, workv1alpha1.ManifestConditionObserved)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
+	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterset"
@@ -31,6 +32,9 @@ func (APIEnablement) Filter(b *workv1alpha1.ResourceBindingSpec, c *clusterv1alp
 	gv, err := schema.ParseGroupVersion(b.Resource.APIVersion)
 	if err != nil {
 		return "cannot parse the resource's apiVersion"
+	}
+	if gv.Group == appsv1alpha1.GroupName {
+		return "" // expanded on the hub: the member gets the objects it stands for, never the kind
 	}
 	for _, e := range c.Status.APIEnablements {
 		if e.GroupVersion == gv.String() && slices.ContainsFunc(e.Resources, func(r clusterv1alpha1.APIResource) bool { return r.Kind == b.Resource.Kind }) {

@@ -11,6 +11,7 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
 	addonv1alpha1 "github.com/flotilla-io/flotilla/api/addon/v1alpha1"
+	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 	autoscalingv1alpha1 "github.com/flotilla-io/flotilla/api/autoscaling/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	configv1alpha1 "github.com/flotilla-io/flotilla/api/config/v1alpha1"
@@ -37,5 +38,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(addonv1alpha1.AddToScheme(s))
 	utilruntime.Must(ocmclusterv1beta1.AddToScheme(s))
 	utilruntime.Must(ocmclusterv1beta2.AddToScheme(s))
+	utilruntime.Must(appsv1alpha1.AddToScheme(s))
 	return s
 }

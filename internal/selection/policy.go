@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	appsv1alpha1 "github.com/flotilla-io/flotilla/api/apps/v1alpha1"
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 )
@@ -30,9 +31,10 @@ func Policy(namespace string, selectors []policyv1alpha1.ResourceSelector, t *un
 }
 
 // FlotillaGroup reports whether group is one of Flotilla's own API groups (cluster.flotilla.io, ...), whose
-// objects never leave the hub.
+// objects never leave the hub. apps.flotilla.io is not: its kinds (HelmRelease) are templates, placed by
+// policies and expanded on the hub into the objects members get.
 func FlotillaGroup(group string) bool {
-	return group == "flotilla.io" || strings.HasSuffix(group, ".flotilla.io")
+	return group != appsv1alpha1.GroupName && (group == "flotilla.io" || strings.HasSuffix(group, ".flotilla.io"))
 }
 
 // kubeNamespaces hold what Kubernetes itself runs on the hub (bootstrap tokens, cluster-info, node

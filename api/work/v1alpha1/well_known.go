@@ -65,6 +65,14 @@ const (
 	// AnnotationTemplateGeneration on a rendered manifest is the template generation it was rendered from.
 	AnnotationTemplateGeneration = "work.flotilla.io/template-generation"
 
+	// AnnotationExpanded on a rendered manifest names the kind of the template it was expanded from (a
+	// HelmRelease's chart objects say HelmRelease): the Work's manifests together stand for the template, and
+	// its report is theirs folded (Work.TemplateStatus).
+	AnnotationExpanded = "work.flotilla.io/expanded"
+	// AnnotationExpandedVersion on an expanded manifest is the version of what it was expanded from (a chart's
+	// version), reported as the template's status.version in the member.
+	AnnotationExpandedVersion = "work.flotilla.io/expanded-version"
+
 	// AnnotationOverrides on a Work lists the override policies that changed its manifests, in the order
 	// they applied.
 	AnnotationOverrides = "work.flotilla.io/overrides"

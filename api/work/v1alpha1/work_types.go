@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -220,4 +221,65 @@ func (w *Work) TemplateGeneration() int64 {
 	}
 	g, _ := strconv.ParseInt(m.Metadata.Annotations[AnnotationTemplateGeneration], 10, 64)
 	return g
+}
+
+// TemplateStatus is the member's report of the Work's template: its first manifest's status, or, for a
+// Work whose manifests were expanded from the template (AnnotationExpanded on the first), every manifest's
+// folded into one: applied and observed when all are, the worst health (Unhealthy, then Unknown), and a
+// status {version, objects, appliedObjects, healthyObjects, health}. Nil before the member reported.
+func (w *Work) TemplateStatus() *ManifestStatus {
+	if len(w.Status.ManifestStatuses) == 0 {
+		return nil
+	}
+	first := &w.Status.ManifestStatuses[0]
+	var m struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if len(w.Spec.Workload.Manifests) == 0 || json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m) != nil ||
+		m.Metadata.Annotations[AnnotationExpanded] == "" {
+		return first
+	}
+	out := &ManifestStatus{Identifier: first.Identifier, Applied: true, Health: ResourceHealthy}
+	observed := true
+	applied, healthy := 0, 0
+	for _, ms := range w.Status.ManifestStatuses {
+		if ms.Applied {
+			applied++
+		}
+		switch ms.Health {
+		case ResourceHealthy:
+			healthy++
+		case ResourceUnhealthy:
+			out.Health = ResourceUnhealthy
+		default:
+			if out.Health == ResourceHealthy {
+				out.Health = ResourceUnknown
+			}
+		}
+		observed = observed && conditionTrue(ms.Conditions, ManifestConditionObserved)
+	}
+	n := len(w.Spec.Workload.Manifests)
+	out.Applied = applied == n && len(w.Status.ManifestStatuses) == n
+	if len(w.Status.ManifestStatuses) < n && out.Health == ResourceHealthy {
+		out.Health = ResourceUnknown
+	}
+	if observed {
+		out.Conditions = []metav1.Condition{{Type: ManifestConditionObserved, Status: metav1.ConditionTrue, Reason: "Observed",
+			Message: "every object observed"}}
+	}
+	raw := fmt.Appendf(nil, `{"version":%q,"objects":%d,"appliedObjects":%d,"healthyObjects":%d,"health":%q}`,
+		m.Metadata.Annotations[AnnotationExpandedVersion], n, applied, healthy, out.Health)
+	out.Status = &runtime.RawExtension{Raw: raw}
+	return out
+}
+
+func conditionTrue(conditions []metav1.Condition, t string) bool {
+	for _, c := range conditions {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
 }
