@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -241,8 +240,8 @@ func (r *ReplicaSets) write(ctx context.Context, rs *ocmworkv1alpha1.ManifestWor
 					return fmt.Errorf("creating the ManifestWork of cluster %s: %w", cluster, err)
 				}
 				works[cluster] = mw
-			case mw.DeletionTimestamp == nil && d.onTarget[cluster] &&
-				(mw.Annotations[AnnotationTemplateHash] != hash || !equality.Semantic.DeepEqual(mw.Spec, rs.Spec.ManifestWorkTemplate)):
+			// Compared by the hash it was written from: its spec as read back carries the API server's defaults.
+			case mw.DeletionTimestamp == nil && d.onTarget[cluster] && mw.Annotations[AnnotationTemplateHash] != hash:
 				mw = mw.DeepCopy()
 				mw.Spec = *rs.Spec.ManifestWorkTemplate.DeepCopy()
 				metav1.SetMetaDataAnnotation(&mw.ObjectMeta, AnnotationTemplateHash, hash)
