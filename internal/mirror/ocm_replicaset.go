@@ -162,7 +162,7 @@ func (r *ReplicaSets) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		return ctrl.Result{}, err
 	}
 	status := replicaSetStatus(rs, placements, works, d, hold)
-	if err := scheme.ApplyStatus(ctx, r.Client, rs, replicaSetManager, status); err != nil {
+	if err := scheme.ApplyStatus(ctx, r.Client, rs, replicaSetManager, &status); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: d.requeue}, nil
