@@ -80,7 +80,7 @@ func (r *Controller) roll(ctx context.Context, a *addonv1alpha1.AddOn, ps []*pla
 				revision++
 			}
 		}
-		d, err := rollout.Plan(rollout.Input{Strategy: p.strategy.RolloutStrategy, Groups: p.groups, Clusters: clusters, Previous: prev,
+		d, err := rollout.Plan(rollout.Input{Strategy: p.strategy.RolloutStrategy, Groups: p.Groups, Clusters: clusters, Previous: prev,
 			TargetHash: targetHash, TargetRevision: revision, Now: r.now()})
 		if err != nil {
 			return out, err

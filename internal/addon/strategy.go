@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,23 +17,7 @@ import (
 // placed is what one Placement of an add-on's install strategy decides.
 type placed struct {
 	strategy *addonv1alpha1.PlacementStrategy
-	// clusters are the decided clusters, by decision group (groups in order).
-	groups []rollout.Group
-	// settled is true when the decisions read are the Placement's whole current decision: the Placement exists,
-	// was evaluated at its generation, is valid, and the PlacementDecisions read hold as many clusters as its
-	// status counts. Only then does a cluster missing from them count as no longer placed.
-	settled bool
-	// why says what keeps the decision from being settled.
-	why string
-}
-
-func (p *placed) decides(cluster string) bool {
-	for _, g := range p.groups {
-		if slices.Contains(g.Clusters, cluster) {
-			return true
-		}
-	}
-	return false
+	*rollout.Placed
 }
 
 // readPlacements reads the decisions of each Placement of an add-on's Placements strategy.
@@ -46,71 +28,11 @@ func (r *Controller) readPlacements(ctx context.Context, a *addonv1alpha1.AddOn)
 	var out []*placed
 	for i := range a.Spec.InstallStrategy.Placements {
 		s := &a.Spec.InstallStrategy.Placements[i]
-		p, err := r.readPlacement(ctx, s)
+		p, err := rollout.ReadPlacement(ctx, r.Client, s.Namespace, s.Name)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func (r *Controller) readPlacement(ctx context.Context, s *addonv1alpha1.PlacementStrategy) (*placed, error) {
-	out := &placed{strategy: s}
-	pl := &clusterv1alpha1.Placement{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, pl); err != nil {
-		if client.IgnoreNotFound(err) != nil {
-			return nil, err
-		}
-		out.why = fmt.Sprintf("Placement %s/%s does not exist", s.Namespace, s.Name)
-		return out, nil
-	}
-	decisions := &clusterv1alpha1.PlacementDecisionList{}
-	if err := r.Client.List(ctx, decisions, client.InNamespace(s.Namespace), client.MatchingLabels{clusterv1alpha1.LabelPlacement: s.Name}); err != nil {
-		return nil, err
-	}
-	type group struct {
-		index int
-		name  string
-	}
-	byGroup := map[group][]string{}
-	count := 0
-	for i := range decisions.Items {
-		d := &decisions.Items[i]
-		if !metav1.IsControlledBy(d, pl) {
-			continue
-		}
-		index, _ := strconv.Atoi(d.Labels[clusterv1alpha1.LabelDecisionGroupIndex])
-		g := group{index: index, name: d.Labels[clusterv1alpha1.LabelDecisionGroupName]}
-		for _, c := range d.Status.Decisions {
-			byGroup[g] = append(byGroup[g], c.ClusterName)
-			count++
-		}
-	}
-	keys := make([]group, 0, len(byGroup))
-	for g := range byGroup {
-		keys = append(keys, g)
-	}
-	slices.SortFunc(keys, func(a, b group) int { return a.index - b.index })
-	for _, g := range keys {
-		name := g.name
-		if name == "" {
-			name = strconv.Itoa(g.index)
-		}
-		clusters := slices.Clone(byGroup[g])
-		slices.Sort(clusters)
-		out.groups = append(out.groups, rollout.Group{Name: name, Clusters: clusters})
-	}
-	valid := meta.FindStatusCondition(pl.Status.Conditions, clusterv1alpha1.PlacementConditionMisconfigured)
-	switch {
-	case valid == nil || valid.ObservedGeneration != pl.Generation:
-		out.why = fmt.Sprintf("Placement %s/%s has not decided yet", s.Namespace, s.Name)
-	case valid.Status != metav1.ConditionFalse:
-		out.why = fmt.Sprintf("Placement %s/%s is misconfigured: %s", s.Namespace, s.Name, valid.Message)
-	case int32(count) != pl.Status.NumberOfSelectedClusters:
-		out.why = fmt.Sprintf("Placement %s/%s decided %d clusters, %d read so far", s.Namespace, s.Name, pl.Status.NumberOfSelectedClusters, count)
-	default:
-		out.settled = true
+		out = append(out, &placed{strategy: s, Placed: p})
 	}
 	return out, nil
 }
@@ -118,7 +40,7 @@ func (r *Controller) readPlacement(ctx context.Context, s *addonv1alpha1.Placeme
 // placementOf returns the first placement that decides on the cluster, or nil.
 func placementOf(ps []*placed, cluster string) *placed {
 	for _, p := range ps {
-		if p.decides(cluster) {
+		if p.Decides(cluster) {
 			return p
 		}
 	}
@@ -144,10 +66,10 @@ func (r *Controller) installByStrategy(ctx context.Context, a *addonv1alpha1.Add
 	decided := map[string]bool{}
 	hold := ""
 	for _, p := range ps {
-		if !p.settled && hold == "" {
-			hold = p.why
+		if !p.Settled && hold == "" {
+			hold = p.Why
 		}
-		for _, g := range p.groups {
+		for _, g := range p.Groups {
 			for _, c := range g.Clusters {
 				decided[c] = true
 			}

@@ -32,7 +32,7 @@ func TestCRDsDoNotClash(t *testing.T) {
 }
 
 // TestPeerCRDsFollowTheirFlags: --karmada-apis and --ocm-apis each add their groups' CRDs and nothing else;
-// OCM's are its four add-on kinds and its four cluster kinds.
+// OCM's are its four add-on kinds, its four cluster kinds and its two work kinds (ManifestWork, ManifestWorkReplicaSet).
 func TestPeerCRDsFollowTheirFlags(t *testing.T) {
 	groups := func(karmada, ocm bool) map[string]int {
 		crds, err := CRDs(karmada, ocm)
@@ -49,7 +49,7 @@ func TestPeerCRDsFollowTheirFlags(t *testing.T) {
 	if none["policy.karmada.io"] != 0 || none["addon.open-cluster-management.io"] != 0 || none["cluster.open-cluster-management.io"] != 0 {
 		t.Errorf("with both flags off the hub installs peer CRDs: %v", none)
 	}
-	if both["addon.open-cluster-management.io"] != 4 || both["cluster.open-cluster-management.io"] != 4 || both["policy.karmada.io"] == 0 {
+	if both["addon.open-cluster-management.io"] != 4 || both["cluster.open-cluster-management.io"] != 4 || both["work.open-cluster-management.io"] != 2 || both["policy.karmada.io"] == 0 {
 		t.Errorf("with both flags on: %v", both)
 	}
 	if ocmOnly := groups(false, true); ocmOnly["policy.karmada.io"] != 0 || ocmOnly["addon.open-cluster-management.io"] != 4 {

@@ -120,7 +120,7 @@ var Controllers = Registry{
 		if !s.OCMAPIs {
 			return nil
 		}
-		return errors.Join(mirror.Setup(mgr, "ocm", mirror.OCM), mirror.SetupDecisions(mgr))
+		return errors.Join(mirror.Setup(mgr, "ocm", mirror.OCM), mirror.SetupDecisions(mgr), mirror.SetupReplicaSets(mgr))
 	}},
 	{Name: "federatedhpa", Setup: func(mgr ctrl.Manager, s Settings) error {
 		return autoscaling.SetupFederatedHPA(mgr, memberBackends(mgr, s))

@@ -18,12 +18,15 @@ import (
 	inventoryv1alpha1 "github.com/flotilla-io/flotilla/api/inventory/v1alpha1"
 	ocmclusterv1beta1 "github.com/flotilla-io/flotilla/api/ocm/cluster/v1beta1"
 	ocmclusterv1beta2 "github.com/flotilla-io/flotilla/api/ocm/cluster/v1beta2"
+	ocmworkv1 "github.com/flotilla-io/flotilla/api/ocm/work/v1"
+	ocmworkv1alpha1 "github.com/flotilla-io/flotilla/api/ocm/work/v1alpha1"
 	policyv1alpha1 "github.com/flotilla-io/flotilla/api/policy/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
 // New returns a scheme with the built-in kinds, CustomResourceDefinitions, every Flotilla kind, the
-// Multi-Cluster Services kinds and OCM's cluster set and placement kinds (the hub writes OCM's placement decisions).
+// Multi-Cluster Services kinds and OCM's cluster set and placement kinds (the hub writes OCM's placement decisions) and its work kinds (the hub
+// writes a ManifestWorkReplicaSet's ManifestWorks).
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
@@ -38,6 +41,8 @@ func New() *runtime.Scheme {
 	utilruntime.Must(addonv1alpha1.AddToScheme(s))
 	utilruntime.Must(ocmclusterv1beta1.AddToScheme(s))
 	utilruntime.Must(ocmclusterv1beta2.AddToScheme(s))
+	utilruntime.Must(ocmworkv1.AddToScheme(s))
+	utilruntime.Must(ocmworkv1alpha1.AddToScheme(s))
 	utilruntime.Must(appsv1alpha1.AddToScheme(s))
 	return s
 }
