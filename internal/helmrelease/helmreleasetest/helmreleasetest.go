@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -119,6 +120,8 @@ type Registry struct {
 	URL string
 	// Client trusts the registry's certificate.
 	Client *http.Client
+	// CertificatePEM is the registry's self-signed certificate, for a process that cannot be given Client.
+	CertificatePEM []byte
 
 	mu        sync.Mutex
 	manifests map[string][]byte // by "name:tag" and "name@digest"
@@ -135,6 +138,7 @@ func NewRegistry(t testing.TB) *Registry {
 	t.Cleanup(srv.Close)
 	r.URL = "oci://" + strings.TrimPrefix(srv.URL, "https://") + "/charts"
 	r.Client = srv.Client()
+	r.CertificatePEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	return r
 }
 
