@@ -19,8 +19,12 @@ func TestFetchOCI(t *testing.T) {
 	reg := helmreleasetest.NewRegistry(t)
 	archive := helmreleasetest.Package(t, demo("1.0.0+build.1"))
 	good := reg.Add("demo", "1.0.0+build.1", archive)
-	tampered := reg.Add("tampered", "1.0.0", helmreleasetest.Package(t, helmreleasetest.Chart{Name: "tampered", Version: "1.0.0"}))
-	reg.Serve(tampered, helmreleasetest.Package(t, helmreleasetest.Chart{Name: "tampered", Version: "6.6.6"}))
+	pushed := helmreleasetest.Package(t, helmreleasetest.Chart{Name: "tampered", Version: "1.0.0"})
+	tampered := reg.Add("tampered", "1.0.0", pushed)
+	// Served in its place: as many bytes (the size in the manifest and the Content-Length agree), one changed.
+	changed := bytes.Clone(pushed)
+	changed[len(changed)/2] ^= 0xff
+	reg.Serve(tampered, changed)
 	big := reg.Add("big", "1.0.0", make([]byte, MaxChartBytes+1))
 
 	tests := []struct {
