@@ -138,7 +138,7 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 	if _, err := os.Stat(hubDir); mode == "" && errors.Is(err, fs.ErrNotExist) {
 		mode = clusterset.Open
 	}
-	hubArgs := []string{"hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort), "--dashboard-port", "0", "--allow-local-member-endpoints", "--proxy-system-groups", "system:masters"}
+	hubArgs := []string{"hub", "--data-dir", hubDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(o.HubPort), "--dashboard-port", "0", "--allow-local-member-endpoints", "--allow-local-chart-repositories", "--proxy-system-groups", "system:masters"}
 	if mode != "" {
 		hubArgs = append(hubArgs, "--clusterset-mode", string(mode))
 	}

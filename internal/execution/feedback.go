@@ -35,8 +35,9 @@ func feedback(ms *workv1alpha1.ManifestStatus, obj *unstructured.Unstructured, c
 	meta.SetStatusCondition(&ms.Conditions, synced)
 }
 
-// feedbackValues evaluates feedback rules on an object: a WellKnownStatus rule its kind's well-known fields
-// (workv1alpha1.WellKnownFeedback), a JSONPaths rule its paths. A path to a missing field returns no value;
+// feedbackValues evaluates feedback rules on an object's status (only its status, as OCM does): a
+// WellKnownStatus rule its kind's well-known fields (workv1alpha1.WellKnownFeedback), a JSONPaths rule its
+// paths. A path to a missing field returns no value;
 // one to a scalar returns it as Integer, String or Boolean; anything else (a list, an object, several
 // matches, a fraction) returns its JSON, up to maxFeedbackJSON bytes. The values found are returned with
 // an error naming the rules that could not be evaluated.
@@ -72,7 +73,11 @@ func feedbackValue(obj *unstructured.Unstructured, p workv1alpha1.JSONPath) (*wo
 	if err := jp.Parse("{" + p.Path + "}"); err != nil {
 		return nil, fmt.Errorf("%s: path %s: %w", p.Name, p.Path, err)
 	}
-	results, err := jp.FindResults(obj.Object)
+	status, ok := obj.Object["status"].(map[string]any)
+	if !ok {
+		return nil, nil // no status: nothing to return
+	}
+	results, err := jp.FindResults(status)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Name, err)
 	}

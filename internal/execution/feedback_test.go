@@ -24,12 +24,13 @@ func parseYAML(t *testing.T, doc string) *unstructured.Unstructured {
 	return u
 }
 
-// TestFeedbackValues: well-known fields of Deployments, Jobs and Pods as OCM documents them, JSON paths with
-// each value type, missing fields returning nothing, and rules that cannot be evaluated named in the error
+// TestFeedbackValues: well-known fields of Deployments, Jobs and Pods as OCM documents them, JSON paths under
+// the status with each value type, nothing outside the status (a Secret's data), missing fields returning
+// nothing, and rules that cannot be evaluated named in the error
 // while the other values still come back.
 func TestFeedbackValues(t *testing.T) {
 	deployment := `{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: 3, paused: false},
-	  status: {replicas: 3, readyReplicas: 2, conditions: [{type: Available, status: "True"}, {type: Progressing, status: "True"}]}}`
+	  status: {replicas: 3, readyReplicas: 2, terminating: false, conditions: [{type: Available, status: "True"}, {type: Progressing, status: "True"}]}}`
 	job := `{apiVersion: batch/v1, kind: Job, metadata: {name: j}, status: {succeeded: 1, conditions: [{type: Complete, status: "True"}]}}`
 	pod := `{apiVersion: v1, kind: Pod, metadata: {name: p}, status: {phase: Running, conditions: [{type: Ready, status: "False"}]}}`
 	wellKnown := []workv1alpha1.FeedbackRule{{Type: workv1alpha1.FeedbackWellKnownStatus}}
@@ -54,14 +55,16 @@ func TestFeedbackValues(t *testing.T) {
 		{"pod well-known", pod, wellKnown,
 			`[{"name":"PodReady","fieldValue":{"type":"String","string":"False"}},{"name":"PodPhase","fieldValue":{"type":"String","string":"Running"}}]`, ""},
 		{"a kind with no well-known fields", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}`, wellKnown, `null`, "ConfigMap has no well-known status fields"},
-		{"json paths of each type", deployment, paths("replicas", ".spec.replicas", "paused", ".spec.paused",
-			"available", `.status.conditions[?(@.type=="Available")].status`, "types", ".status.conditions[*].type", "missing", ".status.nothing"),
-			`[{"name":"replicas","fieldValue":{"type":"Integer","integer":3}},{"name":"paused","fieldValue":{"type":"Boolean","boolean":false}},` +
+		{"json paths of each type", deployment, paths("replicas", ".replicas", "terminating", ".terminating",
+			"available", `.conditions[?(@.type=="Available")].status`, "types", ".conditions[*].type", "missing", ".nothing"),
+			`[{"name":"replicas","fieldValue":{"type":"Integer","integer":3}},{"name":"terminating","fieldValue":{"type":"Boolean","boolean":false}},` +
 				`{"name":"available","fieldValue":{"type":"String","string":"True"}},{"name":"types","fieldValue":{"type":"JsonRaw","jsonRaw":"[\"Available\",\"Progressing\"]"}}]`, ""},
-		{"an object as JSON", deployment, paths("spec", ".spec"),
-			`[{"name":"spec","fieldValue":{"type":"JsonRaw","jsonRaw":"{\"paused\":false,\"replicas\":3}"}}]`, ""},
-		{"a bad path, the others kept", deployment, paths("bad", ".status[", "ready", ".status.readyReplicas"),
-			`[{"name":"ready","fieldValue":{"type":"Integer","integer":2}}]`, "bad: path .status["},
+		{"an object as JSON", deployment, paths("first", ".conditions[0]"),
+			`[{"name":"first","fieldValue":{"type":"JsonRaw","jsonRaw":"{\"status\":\"True\",\"type\":\"Available\"}"}}]`, ""},
+		{"nothing outside the status", deployment, paths("spec", ".spec.replicas", "name", ".metadata.name"), `null`, ""},
+		{"an object without status", `{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {password: c2VjcmV0}}`, paths("data", ".data.password"), `null`, ""},
+		{"a bad path, the others kept", deployment, paths("bad", ".conditions[", "ready", ".readyReplicas"),
+			`[{"name":"ready","fieldValue":{"type":"Integer","integer":2}}]`, "bad: path .conditions["},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,9 +82,9 @@ func TestFeedbackValues(t *testing.T) {
 
 // TestFeedbackValueTooLarge: a list or object larger than a feedback value holds is refused, not cut.
 func TestFeedbackValueTooLarge(t *testing.T) {
-	obj := parseYAML(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {big: "`+strings.Repeat("x", 2000)+`"}}`)
+	obj := parseYAML(t, `{apiVersion: example.com/v1, kind: Report, metadata: {name: c}, status: {big: {text: "`+strings.Repeat("x", 2000)+`"}}}`)
 	values, err := feedbackValues(obj, []workv1alpha1.FeedbackRule{{Type: workv1alpha1.FeedbackJSONPaths,
-		JSONPaths: []workv1alpha1.JSONPath{{Name: "data", Path: ".data"}}}})
+		JSONPaths: []workv1alpha1.JSONPath{{Name: "big", Path: ".big"}}}})
 	if len(values) != 0 || err == nil || !strings.Contains(err.Error(), "more than the 1024") {
 		t.Errorf("values %v, error %v", values, err)
 	}

@@ -84,7 +84,20 @@ func expander(_ *helmreleasetest.Repo, objs ...runtime.Object) *Expander {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole"}, meta.RESTScopeRoot)
-	return &Expander{Client: c, Mapper: mapper, Fetcher: &Fetcher{}}
+	// The test repositories listen on loopback, as a local fleet's may.
+	return &Expander{Client: c, Mapper: mapper, Fetcher: &Fetcher{AllowLoopback: true}}
+}
+
+// TestExpandRefusesTheHubsOwnMachine: by default the hub fetches no chart from a loopback repository.
+func TestExpandRefusesTheHubsOwnMachine(t *testing.T) {
+	repo := helmreleasetest.NewRepo(t)
+	repo.Add("demo", "1.0.0", helmreleasetest.Package(t, demo("1.0.0")))
+	e := expander(repo)
+	e.Fetcher = &Fetcher{}
+	_, err := e.Expand(context.Background(), release(t, appsv1alpha1.HelmReleaseSpec{Repo: repo.URL, Chart: "demo", Version: "1.0.0"}), "m1")
+	if err == nil || !strings.Contains(err.Error(), "is refused") {
+		t.Fatalf("error %v, want the loopback repository refused", err)
+	}
 }
 
 func TestExpandRendersTheChartForTheCluster(t *testing.T) {

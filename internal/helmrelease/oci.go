@@ -34,7 +34,7 @@ func (f *Fetcher) fetchOCI(ctx context.Context, repo, chart, version string) ([]
 	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
 	defer cancel()
 	ref := strings.TrimSuffix(strings.TrimPrefix(repo, "oci://"), "/") + "/" + chart + ":" + strings.ReplaceAll(version, "+", "_")
-	hc := &http.Client{Transport: &boundTransport{ctx: ctx, next: f.transport()}, CheckRedirect: httpsRedirectsOnly}
+	hc := &http.Client{Transport: &boundTransport{ctx: ctx, next: f.roundTripper()}, CheckRedirect: httpsRedirectsOnly}
 	client, err := registry.NewClient(
 		registry.ClientOptHTTPClient(hc),
 		registry.ClientOptAuthorizer(auth.Client{Client: hc, Cache: auth.NewCache()}),
@@ -71,12 +71,13 @@ func (f *Fetcher) fetchOCI(ctx context.Context, repo, chart, version string) ([]
 	return nil, fmt.Errorf("pull oci://%s: the manifest has no Helm chart layer (%s)", ref, registry.ChartLayerMediaType)
 }
 
-// transport is the round tripper of the Fetcher's HTTP client, Go's default when it has none.
-func (f *Fetcher) transport() http.RoundTripper {
+// roundTripper is the round tripper of the Fetcher's HTTP client; when it has none, the transport that
+// refuses the addresses a chart must not come from (transport), as for HTTP repositories.
+func (f *Fetcher) roundTripper() http.RoundTripper {
 	if f.HTTP != nil && f.HTTP.Transport != nil {
 		return f.HTTP.Transport
 	}
-	return http.DefaultTransport
+	return transport(f.AllowLoopback)
 }
 
 // httpsRedirectsOnly follows a registry's redirects (blobs are often served from object storage) only to

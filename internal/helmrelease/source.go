@@ -29,9 +29,12 @@ const (
 // and keeps the last cachedArchives archives by repository, chart and version: a version in a repository
 // does not change, so each is fetched once per hub process however many clusters and renders use it.
 type Fetcher struct {
-	// HTTP fetches from repositories (a client with FetchTimeout when nil); its Transport, when set, is the one
-	// OCI pulls use too.
+	// HTTP fetches from repositories (when nil, a client with FetchTimeout whose transport refuses the
+	// addresses transport names); its Transport, when set, is the one OCI pulls use too (when not, they use
+	// that same guarded transport).
 	HTTP *http.Client
+	// AllowLoopback lets the default client fetch from the hub's own machine (a local fleet).
+	AllowLoopback bool
 
 	mu    sync.Mutex
 	cache map[string][]byte
@@ -42,7 +45,7 @@ func (f *Fetcher) client() *http.Client {
 	if f.HTTP != nil {
 		return f.HTTP
 	}
-	return &http.Client{Timeout: FetchTimeout}
+	return &http.Client{Timeout: FetchTimeout, Transport: transport(f.AllowLoopback)}
 }
 
 // Fetch returns the packaged chart (.tgz) of chart at version in repo.

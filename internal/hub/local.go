@@ -17,7 +17,8 @@ func StartLocal(dataDir string, progress func(string)) (*Hub, func(), error) {
 	}
 	o := NewOptions()
 	o.DataDir, o.BindAddress, o.SecurePort, o.DashboardPort = dataDir, "127.0.0.1", ports[0], 0
-	o.AllowLocalMemberEndpoints = true // members of tests and benchmarks listen on loopback
+	o.AllowLocalMemberEndpoints = true   // members of tests and benchmarks listen on loopback
+	o.AllowLocalChartRepositories = true // and so do their chart repositories
 	// As in flotilla up, the hub's admin is every member's admin through the proxy.
 	o.ProxySystemGroups = []string{"system:masters"}
 	// Open, as flotilla up's fleet: the suites and benchmarks place namespaced templates without

@@ -86,6 +86,8 @@ type Options struct {
 	ClusterCredentialGroups []string
 	// AllowLocalMemberEndpoints admits Clusters whose endpoint is a loopback or link-local address.
 	AllowLocalMemberEndpoints bool
+	// AllowLocalChartRepositories lets HelmReleases fetch charts from the hub's own machine (loopback).
+	AllowLocalChartRepositories bool
 	// WebhookPort, WebhookHost and WebhookService (NAMESPACE/NAME) say, with Kubeconfig, where the hub serves
 	// the admission checks that cluster's API server calls, and how it reaches them (admission.WebhookOptions).
 	WebhookPort    int
@@ -169,6 +171,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "with --kubeconfig: name or IP at which that cluster's API server reaches the hub's admission webhook (default: this host's address on its route to that API server)")
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "with --kubeconfig, for a hub running inside that cluster: NAMESPACE/NAME of the Service in front of it, through which the API server reaches the admission webhook at --webhook-port")
 	fs.IntVar(&o.MetricsPort, "metrics-port", o.MetricsPort, "with --kubeconfig: port on --bind-address where the hub serves its metrics at /metrics and its probes at /healthz and /readyz, plain HTTP without authentication (0: a free port, printed at start); the embedded hub serves its metrics on its API at /metrics")
+	fs.BoolVar(&o.AllowLocalChartRepositories, "allow-local-chart-repositories", o.AllowLocalChartRepositories, "let HelmReleases fetch charts from repositories on the hub's own machine (loopback addresses; a local fleet, such as flotilla up's); link-local addresses, where cloud metadata endpoints live, are refused whatever this says")
 	fs.BoolVar(&o.AllowLocalMemberEndpoints, "allow-local-member-endpoints", o.AllowLocalMemberEndpoints, "admit Clusters whose endpoint is a loopback or link-local address (a local fleet, such as flotilla up's); off, such endpoints are refused at admission")
 	fs.StringVar((*string)(&o.ClusterSetMode), "clusterset-mode", string(o.ClusterSetMode), fmt.Sprintf("where a namespace without a ClusterSetBinding may place, recorded in ConfigMap %s/%s: %s (nowhere) or %s (any cluster); unset, the recorded mode stays, and a new hub records %s (a hub upgraded from before cluster sets: %s)", clusterv1alpha1.SystemNamespace, clusterset.ModeConfigMap, clusterset.RequireBindings, clusterset.Open, clusterset.RequireBindings, clusterset.Open))
 	fs.BoolVar(&o.Shard, "shard", o.Shard, "divide cluster health, push execution and Work rendering among the hub's replicas (several hubs on one --etcd-servers, or on one --kubeconfig cluster) by a hash of the cluster's name; off, the elected leader runs them for every cluster")

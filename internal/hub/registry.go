@@ -92,7 +92,7 @@ var Controllers = Registry{
 		return scheduler.Setup(mgr, s.DefaultFailoverToleration, s.DescheduleAfter, s.Templates)
 	}},
 	{Name: "binding", Setup: func(mgr ctrl.Manager, s Settings) error {
-		return binding.Setup(mgr, s.Templates, s.Group, expanders(mgr))
+		return binding.Setup(mgr, s.Templates, s.Group, expanders(mgr, s))
 	}},
 	{Name: "binding-status", Setup: func(mgr ctrl.Manager, s Settings) error { return binding.SetupStatus(mgr, s.Templates) }},
 	{Name: "work-sweeper", Setup: func(mgr ctrl.Manager, s Settings) error {
@@ -179,8 +179,9 @@ func (r Registry) Select(spec []string) (Registry, error) {
 // expanders are the template kinds the render controller expands on the hub: a HelmRelease into its chart's
 // objects. ConfigMaps holding charts and Clusters are read past the cache (one read per cluster rendered),
 // so that the hub caches no ConfigMap of the fleet's namespaces for them.
-func expanders(mgr ctrl.Manager) map[schema.GroupKind]binding.Expander {
+func expanders(mgr ctrl.Manager, s Settings) map[schema.GroupKind]binding.Expander {
+	fetcher := &helmrelease.Fetcher{AllowLoopback: s.AllowLocalChartRepositories}
 	return map[schema.GroupKind]binding.Expander{
-		appsv1alpha1.HelmReleaseKind: &helmrelease.Expander{Client: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Fetcher: &helmrelease.Fetcher{}},
+		appsv1alpha1.HelmReleaseKind: &helmrelease.Expander{Client: mgr.GetAPIReader(), Mapper: mgr.GetRESTMapper(), Fetcher: fetcher},
 	}
 }

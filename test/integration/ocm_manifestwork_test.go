@@ -56,15 +56,12 @@ spec:
       updateStrategy: {type: CreateOnly}
     - resourceIdentifier: {resource: configmaps, namespace: mw-apps, name: member-owned}
       updateStrategy: {type: ReadOnly}
-      feedbackRules:
-        - type: JSONPaths
-          jsonPaths: [{name: owner, path: .data.owner}]
     - resourceIdentifier: {group: apps, resource: deployments, namespace: mw-apps, name: web}
       updateStrategy: {type: ServerSideApply, serverSideApply: {force: true}}
       feedbackRules:
         - type: WellKnownStatus
         - type: JSONPaths
-          jsonPaths: [{name: desired, path: .spec.replicas}]
+          jsonPaths: [{name: available, path: '.conditions[?(@.type=="Available")].status'}, {name: desired, path: .spec.replicas}]
 `
 
 // TestOCMManifestWork: a ManifestWork written unchanged in work.open-cluster-management.io reaches the member
@@ -113,13 +110,16 @@ func TestOCMManifestWork(t *testing.T) {
 				return fmt.Errorf("condition %s is %q, want %s", typ, got, status)
 			}
 		}
-		want := map[string]string{"web/ReadyReplicas": "2", "web/Replicas": "2", "web/AvailableReplicas": "2", "web/desired": "2",
-			"member-owned/owner": "member"}
+		// Paths are under the status, as OCM's: .spec.replicas returns nothing.
+		want := map[string]string{"web/ReadyReplicas": "2", "web/Replicas": "2", "web/AvailableReplicas": "2", "web/available": "True"}
 		got := feedbackOf(mw)
 		for k, v := range want {
 			if got[k] != v {
 				return fmt.Errorf("feedback %s = %q, want %s (all: %v)", k, got[k], v, got)
 			}
+		}
+		if v, found := got["web/desired"]; found {
+			return fmt.Errorf("feedback web/desired = %q: a path outside the status returned a value", v)
 		}
 		return nil
 	})
@@ -256,7 +256,8 @@ func rollOut(t *testing.T, d *appsv1.Deployment) {
 			return err
 		}
 		n := ptr.Deref(d.Spec.Replicas, 1)
-		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}}}
 		return env.Client.Status().Update(context.Background(), d)
 	})
 }

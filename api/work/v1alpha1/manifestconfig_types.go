@@ -125,8 +125,10 @@ type JSONPath struct {
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 
-	// Path is a kubectl JSONPath from the object's root, e.g. .status.readyReplicas. A path to a missing
-	// field returns nothing; one to a list or an object returns its JSON (at most 1 KiB).
+	// Path is a kubectl JSONPath under the object's status, as OCM's, e.g. .readyReplicas or
+	// .conditions[?(@.type=="Available")].status. Nothing outside the status is reachable: feedback
+	// returns no spec, data or secret of a member object. A path to a missing field returns nothing; one to
+	// a list or an object returns its JSON (at most 1 KiB).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
@@ -216,20 +218,20 @@ type FieldValue struct {
 const ManifestConditionFeedbackSynced = "StatusFeedbackSynced"
 
 // WellKnownFeedback are the status fields a WellKnownStatus feedback rule returns, by group/kind: those OCM
-// documents for Deployments, Jobs and Pods.
+// documents for Deployments, Jobs and Pods (paths under the status, as every feedback path).
 var WellKnownFeedback = map[string][]JSONPath{
 	"apps/Deployment": {
-		{Name: "ReadyReplicas", Path: ".status.readyReplicas"},
-		{Name: "Replicas", Path: ".status.replicas"},
-		{Name: "AvailableReplicas", Path: ".status.availableReplicas"},
+		{Name: "ReadyReplicas", Path: ".readyReplicas"},
+		{Name: "Replicas", Path: ".replicas"},
+		{Name: "AvailableReplicas", Path: ".availableReplicas"},
 	},
 	"batch/Job": {
-		{Name: "JobComplete", Path: `.status.conditions[?(@.type=="Complete")].status`},
-		{Name: "JobSucceeded", Path: ".status.succeeded"},
+		{Name: "JobComplete", Path: `.conditions[?(@.type=="Complete")].status`},
+		{Name: "JobSucceeded", Path: ".succeeded"},
 	},
 	"/Pod": {
-		{Name: "PodReady", Path: `.status.conditions[?(@.type=="Ready")].status`},
-		{Name: "PodPhase", Path: ".status.phase"},
+		{Name: "PodReady", Path: `.conditions[?(@.type=="Ready")].status`},
+		{Name: "PodPhase", Path: ".phase"},
 	},
 }
 

@@ -177,7 +177,8 @@ type JsonPath struct { //nolint:revive // OCM's name
 	// +required
 	Name string `json:"name"`
 
-	// Path is a kubectl JSONPath from the object's root, e.g. .status.readyReplicas.
+	// Path is a kubectl JSONPath under the object's status, e.g. .readyReplicas; nothing outside the status
+	// is reachable.
 	// +required
 	Path string `json:"path"`
 }
