@@ -25,12 +25,13 @@ const (
 	cachedArchives = 64
 )
 
-// Fetcher fetches packaged charts from HTTP(S) chart repositories, bounded in size and time,
+// Fetcher fetches packaged charts from HTTP(S) chart repositories and OCI registries, bounded in size and time,
 // and keeps the last cachedArchives archives by repository, chart and version: a version in a repository
 // does not change, so each is fetched once per hub process however many clusters and renders use it.
 type Fetcher struct {
 	// HTTP fetches from repositories (when nil, a client with FetchTimeout whose transport refuses the
-	// addresses transport names).
+	// addresses transport names); its Transport, when set, is the one OCI pulls use too (when not, they use
+	// that same guarded transport).
 	HTTP *http.Client
 	// AllowLoopback lets the default client fetch from the hub's own machine (a local fleet).
 	AllowLoopback bool
@@ -53,7 +54,11 @@ func (f *Fetcher) Fetch(ctx context.Context, repo, chart, version string) ([]byt
 	if data, ok := f.cached(key); ok {
 		return data, nil
 	}
-	data, err := f.fetchHTTP(ctx, repo, chart, version)
+	fetch := f.fetchHTTP
+	if IsOCI(repo) {
+		fetch = f.fetchOCI
+	}
+	data, err := fetch(ctx, repo, chart, version)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -249,6 +251,48 @@ func TestHelmReleaseReachesClustersWithTheirValuesAndRollsOut(t *testing.T) {
 	}
 }
 
+// TestHelmReleaseFromOCIRegistry: a HelmRelease whose chart is in an OCI registry (served over HTTPS by the
+// test) reaches a push member, rendered with its values.
+func TestHelmReleaseFromOCIRegistry(t *testing.T) {
+	ctx := context.Background()
+	const ns = "helm-oci"
+	reg := helmreleasetest.NewRegistry(t)
+	reg.Add("settings", "1.0.0+oci", helmreleasetest.Package(t, settingsChart("1.0.0+oci", false)))
+	// The hub of this process trusts what Go's system roots trust; SSL_CERT_FILE names them, read once, at
+	// the first use (no earlier test of this package verifies a certificate against them: each client here
+	// is given its CA).
+	caFile := filepath.Join(t.TempDir(), "registry.pem")
+	if err := os.WriteFile(caFile, reg.CertificatePEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SSL_CERT_FILE", caFile)
+	const member = "helm-oci-m1"
+	pushCluster(t, member, map[string][]byte{"token": []byte(memberToken(t)), "caBundle": env.Config.CAData}, nil)
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &clusterv1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: member}})
+	})
+	createNamespace(t, ns)
+	policy := tolerantPolicy(ns, "web", []string{member})
+	policy.Spec.ResourceSelectors = []policyv1alpha1.ResourceSelector{{APIVersion: appsv1alpha1.GroupVersion.String(), Kind: "HelmRelease", Name: "web"}}
+	create(t, policy)
+	hr := &appsv1alpha1.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1alpha1.HelmReleaseSpec{
+		Repo: reg.URL, Chart: "settings", Version: "1.0.0+oci",
+		Values: &apiextensionsv1.JSON{Raw: []byte(`{"greeting":"ahoy","cluster":"oci"}`)}}}
+	create(t, hr)
+	testenv.Eventually(t, hangGuard, "the member running the chart from the OCI registry", func() error {
+		data, err := releaseSettings(ns, "oci")
+		if err != nil {
+			got := &appsv1alpha1.HelmRelease{}
+			_ = env.Client.Get(ctx, client.ObjectKeyFromObject(hr), got)
+			return fmt.Errorf("%w (release status %+v)", err, got.Status.Conditions)
+		}
+		if data["chart"] != "1.0.0+oci" || data["greeting"] != "ahoy" || data["namespace"] != ns {
+			return fmt.Errorf("data %v", data)
+		}
+		return nil
+	})
+}
+
 // TestHelmReleaseAdmission: a release without exactly one chart source, or with a version or repository
 // that cannot be one, is refused when written.
 func TestHelmReleaseAdmission(t *testing.T) {
@@ -263,6 +307,12 @@ func TestHelmReleaseAdmission(t *testing.T) {
 	}{
 		{"repository", appsv1alpha1.HelmReleaseSpec{Repo: "https://charts.example.com", Chart: "web", Version: "1.2.3-rc.1+b7"}, ""},
 		{"ConfigMap", appsv1alpha1.HelmReleaseSpec{ConfigMapRef: cm, TargetNamespace: ns}, ""},
+		{"OCI registry", appsv1alpha1.HelmReleaseSpec{Repo: "oci://registry.example.com:5000/team-a/charts", Chart: "web_app", Version: "1.2.3+b7"}, ""},
+		{"OCI registry without version", appsv1alpha1.HelmReleaseSpec{Repo: "oci://registry.example.com/charts", Chart: "web"}, "a repo source needs chart and version"},
+		{"OCI repo with a tag", appsv1alpha1.HelmReleaseSpec{Repo: "oci://registry.example.com/charts:1.0.0", Chart: "web", Version: "1.0.0"}, "spec.repo"},
+		{"OCI repo with a digest", appsv1alpha1.HelmReleaseSpec{Repo: "oci://registry.example.com/charts@sha256:0123", Chart: "web", Version: "1.0.0"}, "spec.repo"},
+		{"OCI repo in capitals", appsv1alpha1.HelmReleaseSpec{Repo: "oci://registry.example.com/Charts", Chart: "web", Version: "1.0.0"}, "spec.repo"},
+		{"OCI chart in capitals", appsv1alpha1.HelmReleaseSpec{Repo: "oci://registry.example.com/charts", Chart: "Web", Version: "1.0.0"}, "OCI repository name"},
 		{"no source", appsv1alpha1.HelmReleaseSpec{Version: "1.0.0"}, "exactly one chart source"},
 		{"two sources", appsv1alpha1.HelmReleaseSpec{Repo: "https://charts.example.com", Chart: "web", Version: "1.0.0", ConfigMapRef: cm}, "exactly one chart source"},
 		{"repository without version", appsv1alpha1.HelmReleaseSpec{Repo: "https://charts.example.com", Chart: "web"}, "a repo source needs chart and version"},

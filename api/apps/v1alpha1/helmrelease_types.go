@@ -52,12 +52,16 @@ type HelmRelease struct {
 // +kubebuilder:validation:XValidation:rule="has(self.repo) != has(self.configMapRef)",message="exactly one chart source: repo (with chart and version) or configMapRef"
 // +kubebuilder:validation:XValidation:rule="!has(self.repo) || (has(self.chart) && has(self.version))",message="a repo source needs chart and version"
 // +kubebuilder:validation:XValidation:rule="!has(self.configMapRef) || !has(self.chart)",message="chart names a chart in a repo; a configMapRef's chart is the one its archive holds"
+// +kubebuilder:validation:XValidation:rule="!has(self.repo) || !self.repo.startsWith('oci://') || !has(self.chart) || self.chart.matches('^[a-z0-9]+(([.]|_|__|-+)[a-z0-9]+)*$')",message="an oci:// repo's chart is an OCI repository name: lowercase letters, digits and '.', '_', '__' or dashes between them"
 type HelmReleaseSpec struct {
-	// Repo is an HTTP(S) chart repository: its index.yaml is read to find the chart's archive, as `helm pull
-	// --repo` does. No credentials are sent. (OCI registries, oci://, are not taken yet.)
+	// Repo is where the chart is: an HTTP(S) chart repository, whose index.yaml is read to find the chart's
+	// archive, as `helm pull --repo` does; or an OCI registry's repository, oci://HOST[:PORT]/PATH, the chart
+	// being the OCI artifact PATH/CHART tagged VERSION ('+' written '_'), as `helm pull oci://HOST/PATH/CHART
+	// --version VERSION` and Clusternet take it. The repo names no tag or digest (version does). Registries are
+	// reached over HTTPS only. No credentials are sent (pulls are anonymous).
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
-	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:Pattern=`^(https?://[^\s]+|oci://[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+(([.]|_|__|-+)[a-z0-9]+)*)*/?)$`
 	Repo string `json:"repo,omitempty"`
 
 	// Chart is the chart's name in Repo.

@@ -4,6 +4,8 @@ package helmreleasetest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -109,4 +111,123 @@ func (r *Repo) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	http.NotFound(w, req)
+}
+
+// Registry is an OCI registry served over HTTPS from the test process: the part of the distribution API that
+// `helm pull oci://` uses (/v2/, then manifests and blobs by tag or digest, GET and HEAD), anonymous.
+type Registry struct {
+	// URL is the charts' repository, oci://127.0.0.1:PORT/charts.
+	URL string
+	// Client trusts the registry's certificate.
+	Client *http.Client
+	// CertificatePEM is the registry's self-signed certificate, for a process that cannot be given Client.
+	CertificatePEM []byte
+
+	mu        sync.Mutex
+	manifests map[string][]byte // by "name:tag" and "name@digest"
+	blobs     map[string][]byte // by digest
+	// served replaces a blob's bytes when served (a registry that serves what its manifest does not say).
+	served map[string][]byte
+	gets   map[string]int
+}
+
+// NewRegistry serves an empty registry until the test ends.
+func NewRegistry(t testing.TB) *Registry {
+	r := &Registry{manifests: map[string][]byte{}, blobs: map[string][]byte{}, served: map[string][]byte{}, gets: map[string]int{}}
+	srv := httptest.NewTLSServer(http.HandlerFunc(r.serve))
+	t.Cleanup(srv.Close)
+	r.URL = "oci://" + strings.TrimPrefix(srv.URL, "https://") + "/charts"
+	r.Client = srv.Client()
+	r.CertificatePEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return r
+}
+
+func digestOf(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Add publishes a packaged chart as `helm push` does: a manifest tagged with the version ('+' written '_')
+// whose config is the chart's metadata and whose one layer is the archive. It returns the layer's digest.
+func (r *Registry) Add(name, version string, archive []byte) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	config, _ := json.Marshal(map[string]string{"apiVersion": "v2", "name": name, "version": version})
+	layer := digestOf(archive)
+	r.blobs[digestOf(config)] = config
+	r.blobs[layer] = archive
+	manifest, _ := json.Marshal(map[string]any{
+		"schemaVersion": 2,
+		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
+		"config":        map[string]any{"mediaType": "application/vnd.cncf.helm.config.v1+json", "digest": digestOf(config), "size": len(config)},
+		"layers":        []map[string]any{{"mediaType": "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "digest": layer, "size": len(archive)}},
+	})
+	r.manifests[name+":"+strings.ReplaceAll(version, "+", "_")] = manifest
+	r.manifests[name+"@"+digestOf(manifest)] = manifest
+	return layer
+}
+
+// Serve makes the registry serve data in place of the blob of digest, its manifest unchanged.
+func (r *Registry) Serve(digest string, data []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.served[digest] = data
+}
+
+// Gets says how many GETs the blob of digest had.
+func (r *Registry) Gets(digest string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gets[digest]
+}
+
+func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		http.Error(w, "read-only registry", http.StatusMethodNotAllowed)
+		return
+	}
+	path := req.URL.Path
+	if path == "/v2/" {
+		return
+	}
+	name, rest, ok := strings.Cut(strings.TrimPrefix(path, "/v2/charts/"), "/")
+	if !ok || !strings.HasPrefix(path, "/v2/charts/") {
+		http.NotFound(w, req)
+		return
+	}
+	var data []byte
+	switch kind, ref, _ := strings.Cut(rest, "/"); kind {
+	case "manifests":
+		sep := ":"
+		if strings.HasPrefix(ref, "sha256:") {
+			sep = "@"
+		}
+		if data, ok = r.manifests[name+sep+ref]; ok {
+			w.Header().Set("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+			w.Header().Set("Docker-Content-Digest", digestOf(data))
+		}
+	case "blobs":
+		if data, ok = r.blobs[ref]; ok {
+			if req.Method == http.MethodGet {
+				r.gets[ref]++
+			}
+			if served, replaced := r.served[ref]; replaced {
+				data = served
+			}
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Docker-Content-Digest", ref)
+		}
+	}
+	if !ok {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"errors":[{"code":"MANIFEST_UNKNOWN","message":"not found"}]}`))
+		return
+	}
+	w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+	if req.Method == http.MethodGet {
+		_, _ = w.Write(data)
+	}
 }
