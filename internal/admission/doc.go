@@ -9,8 +9,9 @@
 //     what an agent may change of its Works (flotilla-agent-works), who may change a Cluster's credential
 //     fields and which endpoints it may have (flotilla-cluster-credentials), who may bind a ClusterSet to a
 //     namespace (flotilla-clusterset-bind, with the CEL authorizer: create on clustersets/bind), that the
-//     built-in sets keep their selectors (flotilla-clusterset-builtins), and a warning for the older purge
-//     mode names (flotilla-purge-mode-names). Any API server enforces them, embedded or not.
+//     built-in sets keep their selectors (flotilla-clusterset-builtins), who may write an OCM
+//     ManifestWorkReplicaSet (flotilla-manifestworkreplicaset-writers: create on manifestworks in every
+//     namespace), and a warning for the older purge mode names (flotilla-purge-mode-names). Any API server enforces them, embedded or not.
 //   - Checks in Go, for what CEL cannot do (check.go): that a propagation policy's statePreservation
 //     jsonPaths parse (policy.go), that a ClusterSet's labelSelector is one (clusterset.go), that an
 //     InterpreterCustomization's CEL expressions compile and its Lua scripts load (customization.go), that an

@@ -228,7 +228,7 @@ func InstallPolicies(ctx context.Context, cfg *rest.Config, s Settings) error {
 	// order they were written.
 	for _, admission := range []func() (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding){
 		agentWorksAdmission, clusterCredentials, purgeModeNamesAdmission, clusterSetBindAdmission, builtinSetsAdmission,
-		deletionProtectionAdmission, addOnBindAdmission, overrideValuesAdmission,
+		deletionProtectionAdmission, addOnBindAdmission, replicaSetAdmission, overrideValuesAdmission,
 	} {
 		policy, binding := admission()
 		wantPolicy, wantBinding := policy.Spec, binding.Spec

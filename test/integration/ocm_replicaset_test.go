@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +25,7 @@ import (
 	ocmworkv1 "github.com/flotilla-io/flotilla/api/ocm/work/v1"
 	ocmworkv1alpha1 "github.com/flotilla-io/flotilla/api/ocm/work/v1alpha1"
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/scheme"
 	"github.com/flotilla-io/flotilla/internal/testenv"
 )
 
@@ -66,6 +71,28 @@ func TestOCMManifestWorkReplicaSet(t *testing.T) {
 			PlacementRefs: []ocmworkv1alpha1.LocalPlacementReference{{Name: "web", RolloutStrategy: &ocmaddonv1alpha1.RolloutStrategy{
 				Type: "Progressive", Progressive: &ocmaddonv1alpha1.RolloutProgressive{MaxConcurrency: ptr.To(intstr.FromInt32(1)),
 					RolloutConfig: ocmaddonv1alpha1.RolloutConfig{MinSuccessTime: metav1.Duration{Duration: 5 * time.Second}}}}}}}}
+	// A namespace editor with RBAC on replica sets may not write one: its ManifestWorks could install anything
+	// on the decided clusters.
+	const editor = "mwrs-team-editor"
+	create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mwrs-editor"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{ocmworkv1alpha1.GroupVersion.Group}, Resources: []string{"manifestworkreplicasets"}, Verbs: []string{"*"}}}})
+	create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mwrs-editor"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "mwrs-editor"},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: editor}}})
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: editor}
+	asEditor, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the editor refused by the replica set rule", func() error {
+		err := asEditor.Create(ctx, rs.DeepCopy(), client.DryRunAll)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "needs create on manifestworks") {
+			return fmt.Errorf("got %v", err)
+		}
+		return nil
+	})
+
 	create(t, rs)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), rs) })
 
