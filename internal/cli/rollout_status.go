@@ -121,9 +121,16 @@ func sinceOf(t *metav1.Time, now time.Time) string {
 // (nil) or failed (its message).
 func waitRollout(ctx context.Context, p *cmdutil.Progress, t *rolloutTarget, poll time.Duration) error {
 	prev := t.binding
+	// stopped is the error when ctx ends, whichever read or wait it ends in.
+	stopped := func() error {
+		return fmt.Errorf("%s: stopped waiting (%w): %s", t, context.Cause(ctx), pendingMessage(prev))
+	}
 	for {
 		// A status of the content before the template's latest change says nothing yet, not even a failure.
 		current, err := t.observedLatest(ctx, prev)
+		if err != nil && ctx.Err() != nil {
+			return stopped()
+		}
 		if err != nil {
 			return err
 		}
@@ -135,7 +142,9 @@ func waitRollout(ctx context.Context, p *cmdutil.Progress, t *rolloutTarget, pol
 		if done {
 			// The binding may still report the rollout before the template's latest change: the template's
 			// status catches up with its generation only once every cluster runs it.
-			if caughtUp, err := t.caughtUp(ctx); err != nil {
+			if caughtUp, err := t.caughtUp(ctx); err != nil && ctx.Err() != nil {
+				return stopped()
+			} else if err != nil {
 				return err
 			} else if caughtUp {
 				p.Step(doneMessage(prev))
@@ -144,7 +153,7 @@ func waitRollout(ctx context.Context, p *cmdutil.Progress, t *rolloutTarget, pol
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s: stopped waiting (%w): %s", t, context.Cause(ctx), pendingMessage(prev))
+			return stopped()
 		case <-time.After(poll):
 		}
 		cur := prev.DeepCopyObject().(workv1alpha1.Binding)
