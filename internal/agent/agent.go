@@ -268,7 +268,8 @@ func report(ctx context.Context, cred registration.Credential, memberConfig *res
 		klog.FromContext(ctx).Info("the hub publishes no ID (it is older than this agent): member objects are marked as by earlier versions, without the hub's ID")
 	}
 	// The Cluster is read straight from the hub: the agent may get its own Cluster but not watch them all.
-	executor := &execution.Executor{Hub: mgr.GetClient(), Clusters: mgr.GetAPIReader(), FieldManager: clusterstatus.AgentFieldManager, HubID: hubID}
+	// The sweep reads a Work live before it lets go of an object the Work no longer lists.
+	executor := &execution.Executor{Hub: mgr.GetClient(), Clusters: mgr.GetAPIReader(), Works: mgr.GetAPIReader(), FieldManager: clusterstatus.AgentFieldManager, HubID: hubID}
 	member, err := execution.NewMember(memberConfig)
 	if err != nil {
 		return err

@@ -18,15 +18,17 @@ import (
 	workv1alpha1 "github.com/flotilla-io/flotilla/api/work/v1alpha1"
 )
 
-// prune lets go of the objects the Work listed before (applied, or about to be: recordIntent) but no longer
-// holds.
+// prune lets go of the objects the Work may have applied before (its status lists them, or noteApplying
+// remembers them) but no longer holds.
 func (e *Executor) prune(ctx context.Context, m *Member, w *workv1alpha1.Work, current []workv1alpha1.ManifestStatus) error {
-	for _, old := range w.Status.ManifestStatuses {
-		if !slices.ContainsFunc(current, func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, old.Identifier) }) {
-			if err := e.letGo(ctx, m, w, old.Identifier); err != nil {
-				return err
-			}
+	for _, old := range e.owned(w) {
+		if slices.ContainsFunc(current, func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, old) }) {
+			continue
 		}
+		if err := e.letGo(ctx, m, w, old); err != nil {
+			return err
+		}
+		e.recorded(w, func(id workv1alpha1.ResourceIdentifier) bool { return sameObject(id, old) })
 	}
 	return nil
 }
@@ -39,7 +41,7 @@ func (e *Executor) letGo(ctx context.Context, m *Member, w *workv1alpha1.Work, i
 		return e.deleteObject(ctx, m, w, id)
 	}
 	resource := id.Resource
-	if resource == "" { // listed before its first apply (recordIntent)
+	if resource == "" { // not applied yet when it was listed (noteApplying; earlier versions' status)
 		_, mapping, err := m.resource(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}, id.Namespace)
 		if meta.IsNoMatchError(err) {
 			return nil // the kind is gone from the member, and its objects with it
@@ -113,10 +115,7 @@ func (e *Executor) finalize(ctx context.Context, m *Member, w *workv1alpha1.Work
 	}
 	// The manifests as well as the reported statuses: a Work deleted before its status was written still
 	// owns what it applied.
-	ids := make([]workv1alpha1.ResourceIdentifier, 0, len(w.Status.ManifestStatuses)+len(w.Spec.Workload.Manifests))
-	for _, s := range w.Status.ManifestStatuses {
-		ids = append(ids, s.Identifier)
-	}
+	ids := e.owned(w)
 	if manifests, err := decode(w); err == nil {
 		for i, obj := range manifests {
 			ids = append(ids, identifier(obj, i))

@@ -60,8 +60,6 @@ const (
 	ReasonNotFound = "NotFound"
 	// ReasonNamespaceMismatch: a manifest of a namespaced binding would land outside the binding's namespace.
 	ReasonNamespaceMismatch = "NamespaceMismatch"
-	// ReasonApplying marks an object listed in the status before its first apply.
-	ReasonApplying = workv1alpha1.ManifestReasonApplying
 )
 
 // A Work's status follows its objects through watches on what was applied (watch.go), not by reading them
@@ -82,6 +80,9 @@ type Executor struct {
 	// Clusters reads the Cluster of a Work being finalized (Hub when nil): an agent may only get its own
 	// Cluster, not list and watch them all.
 	Clusters client.Reader
+	// Works reads a Work live from the hub before the sweep lets go of an object it no longer lists
+	// (sweep.go); Hub when nil.
+	Works client.Reader
 	// FieldManager names the executor in the managedFields of the Work statuses it writes.
 	FieldManager string
 	// HubID is the ID of the hub whose Works this executor applies (registration.HubID), which its mark on
@@ -107,6 +108,8 @@ type Executor struct {
 	// (status.go).
 	written map[types.NamespacedName]writtenStatus
 	held    map[types.NamespacedName]heldStatus
+	// unrecorded are the objects applied for each Work that its status does not list yet (noteApplying).
+	unrecorded map[types.NamespacedName]unrecordedObjects
 	// finalized are the deleted Works (by name, and UID) whose finalizer this executor removed, until the
 	// cache shows them gone: a late event (the member objects' own deletion) must not finalize them again.
 	finalized map[types.NamespacedName]types.UID
@@ -169,6 +172,7 @@ func (e *Executor) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			e.forgetStatus(req.NamespacedName)
 			e.mu.Lock()
 			delete(e.finalized, req.NamespacedName)
+			delete(e.unrecorded, req.NamespacedName)
 			e.mu.Unlock()
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -185,6 +189,7 @@ func (e *Executor) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		// An unreachable member keeps what it runs; the Work waits for it.
 		return ctrl.Result{}, err
 	}
+	e.sweepOnce(ctx, member, w.Namespace)
 	if w.DeletionTimestamp != nil {
 		return ctrl.Result{}, e.finalize(ctx, member, w)
 	}
@@ -201,9 +206,7 @@ func (e *Executor) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	statuses, refreshed := e.refresh(ctx, member, w, base, manifests)
 	generations := make([]int64, len(manifests))
 	if !refreshed {
-		if err := e.recordIntent(ctx, w, manifests); err != nil {
-			return ctrl.Result{}, err
-		}
+		e.noteApplying(w, manifests)
 		limit := statusLimit(len(manifests))
 		for _, i := range applyOrder(manifests) {
 			ms, generation := e.apply(ctx, member, w, manifests[i], i, previousConditions(base, manifests[i]), limit)
@@ -289,29 +292,77 @@ func sameObject(a, b workv1alpha1.ResourceIdentifier) bool {
 	return a.Group == b.Group && a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name
 }
 
-// recordIntent lists in the Work's status the objects about to be applied for the first time, before they
-// are: pruning and finalizing go by that list (and by the manifests), so no object is ever applied without
-// being on it. Were the list written only after the apply, a status write lost to a conflict would leave
-// the object behind in the member once the Work dropped it. It costs one status write when a Work gains an
-// object, none otherwise.
-func (e *Executor) recordIntent(ctx context.Context, w *workv1alpha1.Work, manifests []*unstructured.Unstructured) error {
-	statuses := slices.Clone(w.Status.ManifestStatuses)
+// noteApplying remembers the objects about to be applied that the Work's status does not list yet, until a
+// status write lists them or they are let go: pruning and finalizing go by the status, these and the
+// manifests, so an object whose status write is lost (to a conflict: the Work changed meanwhile, or to an
+// unreachable hub) is still let go when the Work drops it. What an executor that stopped before its write
+// applied is found in the member by its mark (sweep.go). Earlier versions wrote the list to the Work before
+// applying: one more status write for every new Work.
+func (e *Executor) noteApplying(w *workv1alpha1.Work, manifests []*unstructured.Unstructured) {
+	key := client.ObjectKeyFromObject(w)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := e.unrecorded[key]
+	if u.uid != w.UID {
+		u = unrecordedObjects{uid: w.UID}
+	}
 	for i, obj := range manifests {
 		id := identifier(obj, i)
-		if slices.ContainsFunc(statuses, func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, id) }) {
+		listed := func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, id) }
+		if slices.ContainsFunc(w.Status.ManifestStatuses, listed) ||
+			slices.ContainsFunc(u.ids, func(o workv1alpha1.ResourceIdentifier) bool { return sameObject(o, id) }) {
 			continue
 		}
-		ms := workv1alpha1.ManifestStatus{Identifier: id, Health: workv1alpha1.ResourceUnknown}
-		meta.SetStatusCondition(&ms.Conditions, metav1.Condition{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionUnknown,
-			Reason: ReasonApplying, Message: "about to be applied"})
-		statuses = append(statuses, ms)
+		u.ids = append(u.ids, id)
 	}
-	if len(statuses) == len(w.Status.ManifestStatuses) {
-		return nil
+	if len(u.ids) == 0 {
+		return
 	}
-	next := w.Status.DeepCopy()
-	next.ManifestStatuses = statuses
-	return e.writeStatus(ctx, w, next)
+	if e.unrecorded == nil {
+		e.unrecorded = map[types.NamespacedName]unrecordedObjects{}
+	}
+	e.unrecorded[key] = u
+}
+
+// unrecordedObjects are the objects an executor applied for a Work (by UID) that the Work's status does not
+// list yet.
+type unrecordedObjects struct {
+	uid types.UID
+	ids []workv1alpha1.ResourceIdentifier
+}
+
+// owned lists the objects the Work may have applied: those its status lists and those noteApplying
+// remembers.
+func (e *Executor) owned(w *workv1alpha1.Work) []workv1alpha1.ResourceIdentifier {
+	ids := make([]workv1alpha1.ResourceIdentifier, 0, len(w.Status.ManifestStatuses))
+	for _, s := range w.Status.ManifestStatuses {
+		ids = append(ids, s.Identifier)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if u, ok := e.unrecorded[client.ObjectKeyFromObject(w)]; ok && u.uid == w.UID {
+		ids = append(ids, u.ids...)
+	}
+	return ids
+}
+
+// recorded forgets the unrecorded objects the Work's status now lists, or that were let go (listed false).
+func (e *Executor) recorded(w *workv1alpha1.Work, listed func(workv1alpha1.ResourceIdentifier) bool) {
+	key := client.ObjectKeyFromObject(w)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u, ok := e.unrecorded[key]
+	if !ok {
+		return
+	}
+	if u.uid == w.UID {
+		u.ids = slices.DeleteFunc(u.ids, listed)
+	}
+	if u.uid != w.UID || len(u.ids) == 0 {
+		delete(e.unrecorded, key)
+		return
+	}
+	e.unrecorded[key] = u
 }
 
 func workRef(w *workv1alpha1.Work) string { return w.Namespace + "/" + w.Name }
@@ -373,6 +424,7 @@ func (e *Executor) rememberApplied(w *workv1alpha1.Work, objectGenerations []int
 func (e *Executor) forget(w *workv1alpha1.Work) {
 	e.mu.Lock()
 	delete(e.applied, w.UID)
+	delete(e.unrecorded, client.ObjectKeyFromObject(w))
 	e.mu.Unlock()
 	e.forgetStatus(client.ObjectKeyFromObject(w))
 }

@@ -30,6 +30,8 @@ type Member struct {
 	// namespaces are known to exist: they were created or applied here. One deleted in the member since is
 	// forgotten when an apply into it finds it missing (apply.go).
 	namespaces map[string]bool
+	// swept are the Work namespaces whose objects were swept here, or are being swept (sweep.go).
+	swept map[string]bool
 	// applied follows the applied objects once WatchApplied was called (watch.go); nil until then.
 	applied *appliedObjects
 	// watches and watchKube reach the member without the request timeout of cfg, which would cut every watch.

@@ -26,7 +26,7 @@ func SetupPush(mgr ctrl.Manager, hubID string, group *shard.Group) error {
 	if hubID == "" {
 		return errors.New("push-execution: the hub's ID is unknown")
 	}
-	e := &Executor{Hub: mgr.GetClient(), FieldManager: workv1alpha1.ControllerFieldManager("push-execution"), HubID: hubID}
+	e := &Executor{Hub: mgr.GetClient(), Works: mgr.GetAPIReader(), FieldManager: workv1alpha1.ControllerFieldManager("push-execution"), HubID: hubID}
 	// A member's clients, and the watches on what was applied, are built anew only when its credentials change.
 	cache := members.NewCache(members.FromSecrets(mgr.GetAPIReader()), func(_ string, cfg *rest.Config) (*Member, error) {
 		m, err := NewMember(cfg)

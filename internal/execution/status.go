@@ -92,11 +92,11 @@ func reflectStatus(status map[string]any, limit int) ([]byte, []string) {
 
 // progressHold is how long a Work's status may lag its objects while they are rolling out. A Deployment
 // going from created to available changes its status four times within a few hundred milliseconds; written
-// one by one after the intent (recordIntent), that made six writes of its Work. While every object is applied
-// and some are not available yet, the status waits up to progressHold for more changes and is written with
-// the last of them; becoming or ceasing to be available, a failure, and a new generation are written at once.
-// A Deployment that becomes available within progressHold of its apply costs its Work two writes: the
-// objects about to be applied, and available.
+// one by one, that made five writes of its Work. While every object is applied and some are not available
+// yet, the status waits up to progressHold for more changes and is written with the last of them; becoming
+// or ceasing to be available, a failure, and a new generation are written at once. The first status of a
+// Work waits as well. A Deployment that becomes available within progressHold of its apply costs its Work
+// one write.
 const progressHold = time.Second
 
 // nextStatus is the Work's status with statuses and the Applied and Available conditions they make.
@@ -122,7 +122,7 @@ func (e *Executor) setStatus(ctx context.Context, w *workv1alpha1.Work, statuses
 
 // writeStatus makes next the Work's status when it differs, by a merge patch that carries the Work's
 // resourceVersion: the manifest statuses are one list, written whole, and the precondition keeps a status
-// computed from an older Work (the intent list of recordIntent above all) from replacing a newer one.
+// computed from an older Work from replacing a newer one.
 func (e *Executor) writeStatus(ctx context.Context, w *workv1alpha1.Work, next *workv1alpha1.WorkStatus) error {
 	key := client.ObjectKeyFromObject(w)
 	e.mu.Lock()
@@ -140,6 +140,9 @@ func (e *Executor) writeStatus(ctx context.Context, w *workv1alpha1.Work, next *
 	if err := e.Hub.Status().Patch(ctx, w, patch, opts...); err != nil {
 		return err
 	}
+	e.recorded(w, func(id workv1alpha1.ResourceIdentifier) bool {
+		return slices.ContainsFunc(next.ManifestStatuses, func(s workv1alpha1.ManifestStatus) bool { return sameObject(s.Identifier, id) })
+	})
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.written == nil {
@@ -159,8 +162,7 @@ type writtenStatus struct {
 
 // catchUp gives w the status last written to it when the cache has not seen that write yet. A member
 // object's change is often seen before the hub's watch returns the status the executor just wrote: without
-// this, the Work read from the cache still listed its objects as about to be applied, and they were applied
-// again. The executor is the only writer of a Work's status, so the status it last wrote is the current one
+// this, the Work read from the cache did not list its objects as applied yet, and they were applied again. The executor is the only writer of a Work's status, so the status it last wrote is the current one
 // as long as the spec is the same; were the Work changed otherwise meanwhile, a write's precondition fails
 // and Reconcile forgets the written status, so the next attempt reads the cache again.
 func (e *Executor) catchUp(w *workv1alpha1.Work) {
@@ -223,8 +225,9 @@ func (e *Executor) holdProgress(w *workv1alpha1.Work, next *workv1alpha1.WorkSta
 }
 
 // progressOnly says whether next, the status of a Work whose objects are all applied and not all available,
-// differs from current, the status the hub has, only in how far the objects got: current says the same
-// objects are about to be applied, or are applied at the same generation and not available either.
+// differs from current, the status the hub has, only in how far the objects got: current says nothing yet,
+// or that the same objects are about to be applied (as earlier versions wrote before applying), or are
+// applied at the same generation and not available either.
 func progressOnly(current, next *workv1alpha1.WorkStatus) bool {
 	condition := func(s *workv1alpha1.WorkStatus, t string) *metav1.Condition {
 		return meta.FindStatusCondition(s.Conditions, t)
@@ -236,8 +239,12 @@ func progressOnly(current, next *workv1alpha1.WorkStatus) bool {
 	if c := condition(current, workv1alpha1.WorkConditionAvailable); c != nil && c.Status == metav1.ConditionTrue {
 		return false
 	}
-	if c := condition(current, workv1alpha1.WorkConditionApplied); c != nil && (c.Status == metav1.ConditionFalse || c.ObservedGeneration != nextApplied.ObservedGeneration) {
+	currentApplied := condition(current, workv1alpha1.WorkConditionApplied)
+	if currentApplied != nil && (currentApplied.Status == metav1.ConditionFalse || currentApplied.ObservedGeneration != nextApplied.ObservedGeneration) {
 		return false
+	}
+	if currentApplied == nil && len(current.ManifestStatuses) == 0 {
+		return true // the Work's first status
 	}
 	return !equality.Semantic.DeepEqual(current, next) && slices.EqualFunc(current.ManifestStatuses, next.ManifestStatuses,
 		func(a, b workv1alpha1.ManifestStatus) bool {

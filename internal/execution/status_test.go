@@ -66,8 +66,9 @@ func TestObserveCapsReflectedStatus(t *testing.T) {
 }
 
 // TestProgressOnly: while a Work's objects are applied and not all available, changes of how far they got
-// are held before they are written, the first status after the intent list included; becoming or ceasing to
-// be available, a failure, a new generation or other objects are written at once.
+// are held before they are written, the Work's first status (and the first after an earlier version's intent
+// list) included; becoming or ceasing to be available, a failure, a new generation or other objects are
+// written at once.
 func TestProgressOnly(t *testing.T) {
 	type work struct {
 		generation int64
@@ -95,6 +96,9 @@ func TestProgressOnly(t *testing.T) {
 	}{
 		{"counts move while unavailable", status(rolling), with(func(w *work) { w.reflected = `{"replicas":1,"updatedReplicas":1}` }), true},
 		{"first status after the intent list", with(func(w *work) { w.applied, w.reflected = "", `{}` }), status(rolling), true},
+		{"first status", &workv1alpha1.WorkStatus{}, status(rolling), true},
+		{"first status, available", &workv1alpha1.WorkStatus{}, with(func(w *work) { w.available = metav1.ConditionTrue }), false},
+		{"first status, failed", &workv1alpha1.WorkStatus{}, with(func(w *work) { w.applied = metav1.ConditionFalse }), false},
 		{"no change", status(rolling), status(rolling), false},
 		{"becomes available", status(rolling), with(func(w *work) { w.available = metav1.ConditionTrue }), false},
 		{"stops being available", with(func(w *work) { w.available = metav1.ConditionTrue }), status(rolling), false},
