@@ -254,12 +254,13 @@ func (r *Controller[T]) Reconcile(ctx context.Context, req ctrl.Request) (result
 	var mu sync.Mutex
 	writes, writesCtx := errgroup.WithContext(ctx)
 	writes.SetLimit(workWriters)
+	byCluster := worksByCluster(works.Items)
 	for _, target := range spec.Clusters {
 		if !mine(target.Name) {
 			continue
 		}
 		writes.Go(func() error {
-			from, policies, revision, ok := w.source(target.Name, template, overrides, workOf(works.Items, target.Name) != nil)
+			from, policies, revision, ok := w.source(target.Name, template, overrides, byCluster[target.Name] != nil)
 			if !ok {
 				return nil
 			}

@@ -12,8 +12,9 @@ import (
 // generation (the Work carries it and its Applied condition speaks of the Work's current generation), and
 // which of those report it healthy.
 func observePropagation(template *unstructured.Unstructured, items []workv1alpha1.AggregatedStatusItem, works []workv1alpha1.Work) {
+	byCluster := worksByCluster(works)
 	for _, item := range items {
-		w := workOf(works, item.ClusterName)
+		w := byCluster[item.ClusterName]
 		if w == nil || !item.Applied || w.TemplateGeneration() != template.GetGeneration() {
 			continue
 		}

@@ -87,9 +87,10 @@ func (r *Controller[T]) planWave(ctx context.Context, b T, template *unstructure
 		return nil, err
 	}
 	clusters := make([]rollout.Cluster, 0, len(spec.Clusters))
+	byCluster := worksByCluster(works)
 	for _, t := range spec.Clusters {
 		c := rollout.Cluster{Name: t.Name}
-		if w := workOf(works, t.Name); w != nil {
+		if w := byCluster[t.Name]; w != nil {
 			c.Hash, c.Healthy = w.Annotations[workv1alpha1.AnnotationRevision], rollout.Healthy(w)
 		}
 		clusters = append(clusters, c)

@@ -179,14 +179,16 @@ func (s *Sweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 	if !sweepable(w) {
 		return ctrl.Result{}, nil
 	}
-	readFrom := func(c client.Reader) func(WorkOwner, client.ObjectKey) (client.Object, error) {
+	readFrom := func(c client.Reader, opts ...client.GetOption) func(WorkOwner, client.ObjectKey) (client.Object, error) {
 		return func(o WorkOwner, key client.ObjectKey) (client.Object, error) {
 			obj := o.New()
-			return obj, c.Get(ctx, key, obj)
+			return obj, c.Get(ctx, key, obj, opts...)
 		}
 	}
-	// The cache settles the common case, an owner it holds that wrote the Work, without a request.
-	if why, err := verdict(w, s.Owners, readFrom(s.Client)); err == nil && why == "" {
+	// The cache settles the common case, an owner it holds that wrote the Work, without a request. The owner
+	// is only read, so the cache's own copy serves: a binding on 1,000 clusters is a quarter of a megabyte, and
+	// copying it for each of its Works took more CPU than the rest of the sweeper.
+	if why, err := verdict(w, s.Owners, readFrom(s.Client, client.UnsafeDisableDeepCopy)); err == nil && why == "" {
 		return ctrl.Result{}, nil
 	}
 	why, err := verdict(w, s.Owners, readFrom(s.Reader))
