@@ -171,8 +171,12 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 			metav1.SetMetaDataAnnotation(&work.ObjectMeta, key, value)
 		}
 	}
+	before := work.ResourceVersion
 	if err := r.Client.Patch(ctx, work, patch, client.FieldOwner(renderManager)); err != nil {
 		return err
+	}
+	if work.ResourceVersion == before {
+		return nil // nothing to change: the cache had not caught up with this controller's previous write
 	}
 	metrics.WorksWritten.WithLabelValues("update").Inc()
 	metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
