@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,8 +31,13 @@ import (
 // what a Work could still claim. It costs one LIST per kind, answered from the member's watch cache, each
 // time an executor starts.
 
-// sweepOnce sweeps the member for the Works of namespace, the first time this executor's member serves it; a
-// sweep that fails is tried again with the namespace's next Work.
+// sweepTimeout bounds one sweep of a member.
+const sweepTimeout = 5 * time.Minute
+
+// sweepOnce starts a sweep of the member for the Works of namespace, the first time this executor's member
+// serves it; a sweep that fails is tried again with the namespace's next Work. The sweep runs beside the
+// applies (the first Work of a started agent waited for it: 0.1 s more on a small member): it only lets go
+// of what the Work, read after the object, does not list, which an apply under way cannot add to.
 func (e *Executor) sweepOnce(ctx context.Context, m *Member, namespace string) {
 	m.mu.Lock()
 	if m.swept[namespace] {
@@ -43,12 +49,16 @@ func (e *Executor) sweepOnce(ctx context.Context, m *Member, namespace string) {
 	}
 	m.swept[namespace] = true
 	m.mu.Unlock()
-	if err := e.sweep(ctx, m, namespace); err != nil {
-		log.FromContext(ctx).Error(err, "sweeping the member for objects their Works dropped", "namespace", namespace)
-		m.mu.Lock()
-		delete(m.swept, namespace)
-		m.mu.Unlock()
-	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepTimeout)
+	go func() {
+		defer cancel()
+		if err := e.sweep(ctx, m, namespace); err != nil {
+			log.FromContext(ctx).Error(err, "sweeping the member for objects their Works dropped", "namespace", namespace)
+			m.mu.Lock()
+			delete(m.swept, namespace)
+			m.mu.Unlock()
+		}
+	}()
 }
 
 func (e *Executor) sweep(ctx context.Context, m *Member, namespace string) error {
