@@ -162,8 +162,9 @@ type writtenStatus struct {
 
 // catchUp gives w the status last written to it when the cache has not seen that write yet. A member
 // object's change is often seen before the hub's watch returns the status the executor just wrote: without
-// this, the Work read from the cache did not list its objects as applied yet, and they were applied again. The executor is the only writer of a Work's status, so the status it last wrote is the current one
-// as long as the spec is the same; were the Work changed otherwise meanwhile, a write's precondition fails
+// this, the Work read from the cache did not list its objects as applied yet, and they were applied again.
+// The executor is the only writer of a Work's status, so the status it last wrote is the current one as long
+// as the spec is the same; were the Work changed otherwise meanwhile, a write's precondition fails
 // and Reconcile forgets the written status, so the next attempt reads the cache again.
 func (e *Executor) catchUp(w *workv1alpha1.Work) {
 	e.mu.Lock()
