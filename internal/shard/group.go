@@ -47,6 +47,9 @@ type Group struct {
 	members []string
 	// listeners are told, after each change of members, which clusters this replica gained.
 	listeners []func(gained func(cluster string) bool)
+	// lapsed is set when Owns denied a cluster because the renewals were late: the events dropped meanwhile
+	// were nobody's, so once this replica counts itself in again, all it owns counts as gained.
+	lapsed bool
 }
 
 // sighting is a member's Lease as this replica last saw it change.
@@ -98,6 +101,7 @@ func (g *Group) Owns(cluster string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.now().Sub(g.renewed) >= g.duration-g.renewPeriod() {
+		g.lapsed = true
 		return false
 	}
 	return Owner(cluster, g.members) == g.identity
@@ -127,6 +131,7 @@ func (g *Group) Start(ctx context.Context) error {
 
 // sync renews this replica's Lease, reads the members' and updates the view.
 func (g *Group) sync(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("shard")
 	sent := g.now()
 	renewErr := g.renew(ctx, sent)
 	list, err := g.leases.List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + HubGroup})
@@ -142,10 +147,15 @@ func (g *Group) sync(ctx context.Context) error {
 	if err == nil {
 		dead = g.observe(list.Items, now)
 	}
+	lapsed := g.lapsed
 	gained := g.update(now)
+	retaken := lapsed && !g.lapsed
 	listeners := slices.Clone(g.listeners)
 	g.mu.Unlock()
 	if gained != nil {
+		if retaken {
+			log.Info("shard group: renewals were late, so this replica owned nothing for a while; taking its clusters up again", "sync", now.Sub(sent))
+		}
 		for _, l := range listeners {
 			l(gained)
 		}
@@ -209,13 +219,16 @@ func (g *Group) observe(leases []coordinationv1.Lease, now time.Time) (dead []co
 	return dead
 }
 
-// update recomputes the members at now; when they changed, it returns which clusters this replica gained.
+// update recomputes the members at now; when they changed, or this replica counts itself in after a lapse,
+// it returns which clusters this replica gained.
 func (g *Group) update(now time.Time) (gained func(cluster string) bool) {
 	members := live(g.seen, g.identity, g.joined, g.renewed, now, g.duration)
-	if slices.Equal(members, g.members) {
+	before := g.members
+	if g.lapsed && slices.Contains(members, g.identity) {
+		g.lapsed, before = false, nil
+	} else if slices.Equal(members, g.members) {
 		return nil
 	}
-	before := g.members
 	g.members = members
 	return func(cluster string) bool {
 		return Owner(cluster, members) == g.identity && Owner(cluster, before) != g.identity

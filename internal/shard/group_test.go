@@ -94,7 +94,7 @@ func TestUpdateTellsGains(t *testing.T) {
 
 // TestStarvedOwnsNothing: a replica whose renewals stopped owns nothing once its last renewal is as old as a
 // lease less a renewal, even though its view of the members was not updated since (its loop is starved): by
-// then another replica may count it out and take its clusters.
+// then another replica may count it out and take its clusters. Once it renews, it takes them up again.
 func TestStarvedOwnsNothing(t *testing.T) {
 	const d = 15 * time.Second
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -106,6 +106,16 @@ func TestStarvedOwnsNothing(t *testing.T) {
 	}
 	if now = t0.Add(10 * time.Second); g.Owns("cluster-1") {
 		t.Fatal("renewed 10 s ago: still owns a cluster another replica may take over")
+	}
+	// The late renewal lands before the view changed: the members are the same, yet the events dropped
+	// during the lapse were nobody's, so every cluster a owns is gained anew, and only once.
+	g.renewed = now.Add(-time.Second)
+	gained := g.update(now)
+	if gained == nil || !gained("cluster-1") || !g.Owns("cluster-1") {
+		t.Fatal("a renewal after a lapse did not give back the clusters the lapse denied")
+	}
+	if g.update(now) != nil {
+		t.Fatal("gains reported twice for one lapse")
 	}
 }
 
