@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -68,9 +69,12 @@ var quotaCheck = Check{
 	Admit:        admitQuota,
 }
 
-// admitQuota is quotaCheck's review. Namespaces without a FederatedResourceQuota cost one list of them.
+// admitQuota is quotaCheck's review. An update that asks for no more replicas and the same requests reads
+// nothing (no change that asks no more is refused, quota.Exceeds): the detector's claim of a template and an
+// edit of its labels or image cost its namespace no read. Other writes in namespaces without a
+// FederatedResourceQuota cost one list of them.
 func admitQuota(ctx context.Context, hub client.Reader, r Request) error {
-	if r.Namespace == "" {
+	if r.Namespace == "" || asksNoMore(r) {
 		return nil
 	}
 	quotas, err := readQuotas(ctx, hub, r.Namespace)
@@ -118,6 +122,20 @@ func admitQuota(ctx context.Context, hub client.Reader, r Request) error {
 		return nil
 	}
 	return apierrors.NewForbidden(r.Resource.GroupResource(), r.Name, errors.New(strings.Join(refusals, "; ")))
+}
+
+// asksNoMore says whether r updates a workload without asking for more replicas or other requests per
+// replica than it did. A scale is always checked: its old object is a Scale, without the requests.
+func asksNoMore(r Request) bool {
+	if r.OldObject == nil || r.Subresource != "" {
+		return false
+	}
+	was, wasRequests, ok := interpreter.Replicas(r.OldObject)
+	if !ok {
+		return false
+	}
+	now, requests, ok := interpreter.Replicas(r.Object)
+	return ok && now <= was && equality.Semantic.DeepEqual(requests, wasRequests)
 }
 
 // readQuotas lists a namespace's FederatedResourceQuotas, but those being deleted.
