@@ -118,7 +118,9 @@ type hollowFleet struct {
 	agents   []*hollow.Agent
 	// registered is how long all clusters took to join and become Ready, 32 joining at a time.
 	registered time.Duration
-	removeDir  func()
+	// dir is the run's work directory, which holds every process's log; removeDir removes it.
+	dir       string
+	removeDir func()
 }
 
 // startHollowFleet makes the work directory of the benchmark called name, starts a hub in DIR/hub with
@@ -141,7 +143,7 @@ func startShardedFleet(ctx context.Context, name string, n, hubs int, progress f
 		removeDir()
 		return nil, err
 	}
-	f := &hollowFleet{hubDir: filepath.Join(dir, "hub"), port: ports[0], dashboardPort: ports[1], removeDir: removeDir}
+	f := &hollowFleet{hubDir: filepath.Join(dir, "hub"), port: ports[0], dashboardPort: ports[1], dir: dir, removeDir: removeDir}
 	defer func() {
 		if err != nil {
 			f.stop()
@@ -273,6 +275,14 @@ func (f *hollowFleet) stop() {
 		f.etcd.Close()
 	}
 	f.removeDir()
+}
+
+// stopKeepingLogs stops the fleet like stop, but leaves its work directory, with every process's log, for
+// whoever reads the failure: it returns err saying where.
+func (f *hollowFleet) stopKeepingLogs(err error) error {
+	f.removeDir = func() {}
+	f.stop()
+	return fmt.Errorf("%w (the processes' logs are kept in %s)", err, f.dir)
 }
 
 // workDir makes a temporary directory for one benchmark run and sends the process's component logs to

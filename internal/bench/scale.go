@@ -111,7 +111,7 @@ var fanOutStages = []string{stageScheduled, stageWorkWritten, stageAcknowledged,
 
 // RunScale starts a hub as a child process and Clusters hollow agents in this process, then measures the
 // hub at steady state, how fast it turns heartbeats into cluster status, and how fast it fans objects out.
-func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(string)) error {
+func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(string)) (err error) {
 	if err := o.Validate(); err != nil {
 		return err
 	}
@@ -125,7 +125,13 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	if err != nil {
 		return err
 	}
-	defer fleet.stop()
+	defer func() {
+		if err != nil && ctx.Err() == nil {
+			err = fleet.stopKeepingLogs(err)
+		} else {
+			fleet.stop()
+		}
+	}()
 	hubConfig, kube, admin, agents := fleet.config, fleet.kube, fleet.admin, fleet.agents
 	profiler, err := measure.NewHubProfiler(kube, o.ProfileDir)
 	if err != nil {
@@ -134,7 +140,7 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 	result := ScaleResult{Hubs: o.Hubs, Clusters: o.Clusters, WorksPerCluster: o.WorksPerCluster, GracePeriodSeconds: o.GracePeriod.Seconds(),
 		RegisterSeconds: fleet.registered.Seconds()}
 
-	f := &fanOut{hub: kube, recorder: measure.NewRecorder(), clusters: make([]string, len(agents))}
+	f := &fanOut{hub: kube, recorder: measure.NewRecorder(), clusters: make([]string, len(agents)), progress: progress}
 	for i, a := range agents {
 		f.clusters[i] = a.Name
 	}
@@ -270,6 +276,8 @@ type fanOut struct {
 	hub      kubernetes.Interface
 	recorder *measure.Recorder
 	clusters []string
+	// progress is told every 10 s what a wait still waits for.
+	progress func(string)
 }
 
 func (f *fanOut) watch(ctx context.Context, cfg *rest.Config) error {
@@ -332,12 +340,15 @@ func (f *fanOut) place(ctx context.Context, prefix string, n int, sequential boo
 			return err
 		}
 		if sequential {
-			if err := f.recorder.WaitCounts(ctx, map[string]int{stageHubStatus: i + 1}, 5*time.Minute, func(string) {}); err != nil {
+			// Every cluster's acknowledgement too, so that a wait that fails says whether the Works or their sum are missing.
+			want := map[string]int{stageWorkWritten: (i + 1) * len(f.clusters), stageAcknowledged: (i + 1) * len(f.clusters), stageHubStatus: i + 1}
+			if err := f.recorder.WaitCounts(ctx, want, 5*time.Minute, f.progress); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
 	}
-	return f.recorder.WaitCounts(ctx, map[string]int{stageAcknowledged: n * len(f.clusters), stageHubStatus: n}, 10*time.Minute, func(string) {})
+	want := map[string]int{stageWorkWritten: n * len(f.clusters), stageAcknowledged: n * len(f.clusters), stageHubStatus: n}
+	return f.recorder.WaitCounts(ctx, want, 10*time.Minute, f.progress)
 }
 
 func printScale(out io.Writer, r *ScaleResult) {

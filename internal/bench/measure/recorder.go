@@ -14,13 +14,15 @@ type Recorder struct {
 	mu    sync.Mutex
 	begun map[string]time.Time
 	seen  map[stageKey]time.Time
+	// reached counts the entries of seen by stage, for waits that poll.
+	reached map[string]int
 }
 
 type stageKey struct{ stage, object, cluster string }
 
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{begun: map[string]time.Time{}, seen: map[stageKey]time.Time{}}
+	return &Recorder{begun: map[string]time.Time{}, seen: map[stageKey]time.Time{}, reached: map[string]int{}}
 }
 
 // Reset forgets everything, for the next wave.
@@ -29,6 +31,7 @@ func (r *Recorder) Reset() {
 	defer r.mu.Unlock()
 	clear(r.begun)
 	clear(r.seen)
+	clear(r.reached)
 }
 
 // Begin marks the start of object's wave: now.
@@ -48,6 +51,7 @@ func (r *Recorder) Mark(stage, object, cluster string) {
 	if _, begun := r.begun[object]; begun {
 		if _, done := r.seen[key]; !done {
 			r.seen[key] = now
+			r.reached[stage]++
 		}
 	}
 }
@@ -63,6 +67,13 @@ func (r *Recorder) Durations(stage string) []time.Duration {
 		}
 	}
 	return ds
+}
+
+// count is how many objects (in each cluster) reached stage.
+func (r *Recorder) count(stage string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reached[stage]
 }
 
 // Latest returns, for each object, how long it took to reach stage in its last cluster.
@@ -127,7 +138,7 @@ func (r *Recorder) WaitCounts(ctx context.Context, want map[string]int, timeout 
 	for {
 		missing := ""
 		for stage, n := range want {
-			if got := len(r.Durations(stage)); got < n {
+			if got := r.count(stage); got < n {
 				missing += fmt.Sprintf(" %s %d/%d", stage, got, n)
 			}
 		}
