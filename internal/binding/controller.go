@@ -83,7 +83,7 @@ type Controller[T workv1alpha1.Binding] struct {
 
 	// namespaced says which templates are this controller's: namespaced ones (ResourceBindings) or not.
 	namespaced bool
-	created    createdWorks
+	written    ownWrites
 }
 
 // renderManager is the field manager of what the render controller writes.

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -118,18 +119,23 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		want.ConflictResolution = policyv1alpha1.ConflictAbort
 	}
 	annotation := strings.Join(overrides, ",")
+	uid := string(b.GetUID())
+	written, err := digestOf(want, annotation, uid, revision)
+	if err != nil {
+		return err
+	}
 	key := client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace(cluster), Name: workv1alpha1.WorkName(b.GetNamespace(), b.GetName())}
 	work := &workv1alpha1.Work{}
 	err = r.Client.Get(ctx, key, work)
 	switch {
-	case err == nil:
-		r.created.cached(key)
-	case apierrors.IsNotFound(err) && r.created.has(key):
+	case err == nil && r.written.pending(key, work.ResourceVersion, written):
+		// The cache still shows the version an earlier render patched, and that patch said what this one would.
+		return nil
+	case apierrors.IsNotFound(err) && r.written.created(key):
 		// Created by an earlier render the cache has not caught up with: read it from the API server rather
 		// than be refused a second create.
 		err = r.Reader.Get(ctx, key, work)
 	}
-	uid := string(b.GetUID())
 	if apierrors.IsNotFound(err) {
 		work = &workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: workLabels(b),
 			Annotations: map[string]string{workv1alpha1.AnnotationBindingUID: uid},
@@ -142,7 +148,7 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 		}
 		if err = r.Client.Create(ctx, work, client.FieldOwner(renderManager)); !apierrors.IsAlreadyExists(err) {
 			if err == nil {
-				r.created.add(key)
+				r.written.wrote(key, "", written)
 				metrics.WorksWritten.WithLabelValues("create").Inc()
 				metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
 			}
@@ -178,38 +184,69 @@ func (r *Controller[T]) ensureWork(ctx context.Context, b T, rendered []*unstruc
 	if work.ResourceVersion == before {
 		return nil // nothing to change: the cache had not caught up with this controller's previous write
 	}
+	r.written.wrote(key, before, written)
 	metrics.WorksWritten.WithLabelValues("update").Inc()
 	metrics.Propagation.Written(spec.Resource.UID, work.TemplateGeneration(), cluster)
 	return nil
 }
 
-// createdWorks are the Works the render controller created that its cache has not shown it yet: a render
-// that comes before the cache catches up reads them from the API server instead of creating them again.
-type createdWorks struct {
-	mu   sync.Mutex
-	keys map[client.ObjectKey]bool
+// ownWrites are the Works the render controller wrote that its cache has not shown since, each with the
+// version written over ("" for a create) and a digest of what was written. A render that comes before the
+// cache catches up (woken by the template's status, or another Work of the binding) reads a Work it created
+// from the API server rather than be refused a second create, and does not patch a Work again with what it
+// already wrote over the version the cache still shows. A write is forgotten once the cache shows another
+// version of its Work.
+type ownWrites struct {
+	mu     sync.Mutex
+	writes map[client.ObjectKey]ownWrite
 }
 
-func (c *createdWorks) add(key client.ObjectKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.keys == nil {
-		c.keys = map[client.ObjectKey]bool{}
+type ownWrite struct {
+	over   string
+	digest [sha256.Size]byte
+}
+
+// wrote records a write of key over version over ("" for a create) of what digest sums.
+func (o *ownWrites) wrote(key client.ObjectKey, over string, digest [sha256.Size]byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.writes == nil {
+		o.writes = map[client.ObjectKey]ownWrite{}
 	}
-	c.keys[key] = true
+	o.writes[key] = ownWrite{over: over, digest: digest}
 }
 
-// cached forgets a Work the cache now holds.
-func (c *createdWorks) cached(key client.ObjectKey) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.keys, key)
+// pending says whether the cache, showing version cached of key, is behind a patch of this controller that
+// wrote what digest sums. A cache that shows another version forgets the write.
+func (o *ownWrites) pending(key client.ObjectKey, cached string, digest [sha256.Size]byte) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.writes[key]
+	if !ok {
+		return false
+	}
+	if w.over != cached {
+		delete(o.writes, key)
+		return false
+	}
+	return w.digest == digest
 }
 
-func (c *createdWorks) has(key client.ObjectKey) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.keys[key]
+// created says whether this controller created key and its cache has not shown it since.
+func (o *ownWrites) created(key client.ObjectKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.writes[key]
+	return ok && w.over == ""
+}
+
+// digestOf sums what ensureWork writes to a Work: its spec and the annotations it keeps.
+func digestOf(spec workv1alpha1.WorkSpec, overrides, bindingUID, revision string) ([sha256.Size]byte, error) {
+	raw, err := json.Marshal(struct {
+		Spec                            workv1alpha1.WorkSpec
+		Overrides, BindingUID, Revision string
+	}{spec, overrides, bindingUID, revision})
+	return sha256.Sum256(raw), err
 }
 
 // encodeManifests encodes rendered manifests as the API server stores them, so that an unchanged Work
