@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -140,6 +141,12 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 	}
 	progress(fmt.Sprintf("%d Deployments of %d replicas available, divided over %d members; %d replicas outside %s",
 		o.Objects, o.Replicas, o.Members, surviving, frozenMember))
+	// The copies to be evicted, by UID: once the member is back, the scheduler may place the objects on it
+	// again (a division by weight counts it in), and those new copies are not the evicted ones.
+	evicted, err := copiesIn(ctx, fleet.memberConfigs[frozenMember])
+	if err != nil {
+		return err
+	}
 	// The hub taints nothing during its own first grace period after it starts; a frozen member misses its
 	// grace period and a heartbeat after the freeze, so the taint comes after that in any case.
 	if err := signalAll(frozen, syscall.SIGSTOP); err != nil {
@@ -172,7 +179,7 @@ func RunFailover(ctx context.Context, o FailoverOptions, out io.Writer, progress
 		return err
 	}
 	progress(fmt.Sprintf("resumed %s", frozenMember))
-	if result.Cleanup, err = timeCleanup(ctx, fleet.memberConfigs[frozenMember], rec, objects, o.Timeout, progress); err != nil {
+	if result.Cleanup, err = timeCleanup(ctx, fleet.memberConfigs[frozenMember], rec, evicted, o.Timeout, progress); err != nil {
 		return err
 	}
 	printFailover(out, &result)
@@ -244,9 +251,28 @@ func createFailoverObjects(ctx context.Context, hub client.Client, o FailoverOpt
 	return nil
 }
 
-// timeCleanup polls the resumed member until none of the objects is left in it, and returns the percentiles
-// of the time from now to each one's removal. A failed list says nothing about what is there: it is retried.
-func timeCleanup(ctx context.Context, member *rest.Config, rec *measure.Recorder, objects []string, timeout time.Duration,
+// copiesIn returns the UIDs of the member's Deployments in the benchmark's namespace, by name.
+func copiesIn(ctx context.Context, member *rest.Config) (map[string]types.UID, error) {
+	kube, err := kubernetes.NewForConfig(member)
+	if err != nil {
+		return nil, err
+	}
+	list, err := kube.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the Deployments of %s: %w", frozenMember, err)
+	}
+	copies := map[string]types.UID{}
+	for _, d := range list.Items {
+		copies[d.Name] = d.UID
+	}
+	return copies, nil
+}
+
+// timeCleanup polls the resumed member until none of the evicted copies (by UID) is left in it, and
+// returns the percentiles of the time from now to each one's removal. A copy placed there again after the
+// member recovered is another object (another UID), and does not count. A failed list says nothing about
+// what is there: it is retried.
+func timeCleanup(ctx context.Context, member *rest.Config, rec *measure.Recorder, evicted map[string]types.UID, timeout time.Duration,
 	progress func(string)) (map[string]float64, error) {
 	cfg := rest.CopyConfig(member)
 	cfg.Timeout = 5 * time.Second
@@ -254,31 +280,36 @@ func timeCleanup(ctx context.Context, member *rest.Config, rec *measure.Recorder
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range objects {
-		rec.Begin(o)
+	for name := range evicted {
+		rec.Begin(name)
 	}
 	var last error
+	placedAgain := 0
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := kube.AppsV1().Deployments(benchNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			last = err
 			return false, nil
 		}
-		left := map[string]bool{}
+		left := map[string]types.UID{}
 		for _, d := range list.Items {
-			left[d.Name] = true
+			left[d.Name] = d.UID
 		}
-		for _, o := range objects {
-			if !left[o] {
-				rec.Mark(stageCleanedUp, o, "")
+		placedAgain = 0
+		for name, uid := range evicted {
+			if left[name] != uid {
+				rec.Mark(stageCleanedUp, name, "")
+			}
+			if left[name] != "" && left[name] != uid {
+				placedAgain++
 			}
 		}
-		return len(rec.Durations(stageCleanedUp)) == len(objects), nil
+		return len(rec.Durations(stageCleanedUp)) == len(evicted), nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("waiting for the evicted copies to leave %s (last error: %v): %w", frozenMember, last, err)
 	}
-	progress(fmt.Sprintf("every evicted copy gone from %s", frozenMember))
+	progress(fmt.Sprintf("every evicted copy gone from %s (%d placed there again since it recovered)", frozenMember, placedAgain))
 	return measure.Percentiles(rec.Durations(stageCleanedUp)), nil
 }
 
