@@ -91,10 +91,10 @@ type Executor struct {
 	HubID string
 	// Resync is how often a Work is looked at again when nothing changed (steadyPeriod when zero).
 	Resync time.Duration
-	// Shard, when set, passes only the events of Works this executor serves, and Requeue queues the Works it
-	// comes to serve (the hub's shard group, internal/shard); MemberFor still decides.
-	Shard   predicate.Predicate
-	Requeue source.Source
+	// Serves, when set, passes only the events of Works this executor serves, and Requeue queues the Works it
+	// comes to serve (the hub's: those of Push clusters its shard owns, push.go); MemberFor still decides.
+	Serves  predicate.Predicate
+	Requeue []source.Source
 
 	// clusterReads shares the live reads of Clusters (Clusters) among the Works finalized at once.
 	clusterReads clusterReads
@@ -134,8 +134,8 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager, name string, opts controll
 			return (u.ObjectOld.GetDeletionTimestamp() == nil) != (u.ObjectNew.GetDeletionTimestamp() == nil)
 		}})
 	predicates := []predicate.Predicate{changed}
-	if e.Shard != nil {
-		predicates = append(predicates, e.Shard)
+	if e.Serves != nil {
+		predicates = append(predicates, e.Serves)
 	}
 	b := ctrl.NewControllerManagedBy(mgr).Named(name).WithOptions(opts).
 		For(&workv1alpha1.Work{}, builder.WithPredicates(predicates...)).
@@ -143,8 +143,8 @@ func (e *Executor) SetupWithManager(mgr ctrl.Manager, name string, opts controll
 			e.queue.Store(&q)
 			return nil
 		}))
-	if e.Requeue != nil {
-		b = b.WatchesRawSource(e.Requeue)
+	for _, s := range e.Requeue {
+		b = b.WatchesRawSource(s)
 	}
 	return b.Complete(e)
 }

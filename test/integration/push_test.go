@@ -244,3 +244,70 @@ func TestPushCredentialsThatRunOrReadAreRefused(t *testing.T) {
 		t.Fatal("the hub ran the exec command of a push credential")
 	}
 }
+
+// TestPushExecutorFollowsTheSyncMode: the hub's executor leaves a Pull cluster's Works to its agent, takes
+// them up when the cluster is switched to Push (no event of the Work's own comes then), and lets them be
+// again when it is switched back.
+func TestPushExecutorFollowsTheSyncMode(t *testing.T) {
+	ctx := context.Background()
+	const name = "push-later"
+	pushCluster(t, name, map[string][]byte{"token": []byte(memberToken(t)), "caBundle": env.Config.CAData}, func(s *clusterv1alpha1.ClusterSpec) {
+		s.SyncMode = clusterv1alpha1.Pull
+	})
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "pushed-once-push", Namespace: "default"}, Data: map[string]string{"a": "b"}}
+	manifests := func() []workv1alpha1.Manifest {
+		raw, err := json.Marshal(cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}
+	}
+	namespace := clusterv1alpha1.ClusterNamespace(name)
+	work := &workv1alpha1.Work{
+		ObjectMeta: metav1.ObjectMeta{Name: "pushed-later", Namespace: namespace, Labels: ownedWorkLabels(t, namespace, "pushed-later", nil)},
+		Spec:       workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: manifests()}},
+	}
+	if err := env.Client.Create(ctx, work); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, cm) })
+	setMode := func(mode clusterv1alpha1.ClusterSyncMode) {
+		t.Helper()
+		c := &clusterv1alpha1.Cluster{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
+			t.Fatal(err)
+		}
+		c.Spec.SyncMode = mode
+		if err := env.Client.Update(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Applied by the time a Push cluster's Work would be (the other push tests take a few seconds at most).
+	time.Sleep(3 * time.Second)
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the hub applied a Pull cluster's Work (or the read failed): %v", err)
+	}
+
+	setMode(clusterv1alpha1.Push)
+	testenv.Eventually(t, time.Minute, "the Work applied once its cluster is pushed to", func() error {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+	})
+
+	// Back to Pull: a change of the Work is its agent's to apply.
+	setMode(clusterv1alpha1.Pull)
+	time.Sleep(2 * time.Second) // the Cluster's update reaches the executor's informer
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(work), work); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"a": "changed"}
+	work.Spec.Workload.Manifests = manifests()
+	if err := env.Client.Update(ctx, work); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	got := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cm), got); err != nil || got.Data["a"] != "b" {
+		t.Fatalf("the hub applied the Work of a cluster switched back to Pull: %v %v", got.Data, err)
+	}
+}
