@@ -148,8 +148,8 @@ func setup[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *Controller[
 			return r.placedOnGained(mgr.GetClient())(ctx, func(string) bool { return true })
 		})).
 		Watches(&policyv1alpha1.ClusterOverridePolicy{}, overridden).
-		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), r.namespaced)).
-		Watches(&configv1alpha1.InterpreterWebhookConfiguration{}, customizationEvents(mgr.GetClient(), r.namespaced))
+		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), r.namespaced, nil)).
+		Watches(&configv1alpha1.InterpreterWebhookConfiguration{}, customizationEvents(mgr.GetClient(), r.namespaced, nil))
 	if r.namespaced {
 		b = b.Watches(&policyv1alpha1.OverridePolicy{}, overridden)
 	}

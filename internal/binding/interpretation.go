@@ -25,9 +25,12 @@ import (
 
 // customizationEvents wakes the bindings of the kinds a changed InterpreterCustomization targets, or a
 // changed InterpreterWebhookConfiguration's webhooks answer: what they render, report and aggregate may
-// change with it.
-func customizationEvents(c client.Client, namespaced bool) handler.EventHandler {
+// change with it. changed, when set, is called first, with every change.
+func customizationEvents(c client.Client, namespaced bool, changed func()) handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		if changed != nil {
+			changed()
+		}
 		var applies func(schema.GroupVersionKind) bool
 		switch o := o.(type) {
 		case *configv1alpha1.InterpreterCustomization:

@@ -122,8 +122,11 @@ func TestAggregate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sum := aggregate(tt.spec, 7, 2, tt.works, func(m *unstructured.Unstructured) (int32, bool) {
-				n, _, ok := interpreter.Replicas(m)
+			sum := aggregate(tt.spec, 7, 2, tt.works, func(w *workv1alpha1.Work) (int32, bool) {
+				n, ok, _ := firstManifestReplicas(w, func(m *unstructured.Unstructured) (int32, bool, error) {
+					n, _, ok := interpreter.Replicas(m)
+					return n, ok, nil
+				})
 				return n, ok
 			})
 			if sum.applied.Status != tt.applied || sum.healthy.Status != tt.healthy || sum.caughtUp != tt.caughtUp {
@@ -354,5 +357,61 @@ func TestPartialSumsAreHeld(t *testing.T) {
 		if wait := r.holdPartial(key, tt.b, tt.works, tt.sum, now.Add(partialHold)); wait != 0 {
 			t.Errorf("%s: after the hold waits %s, want 0", tt.name, wait)
 		}
+	}
+}
+
+// TestWorkReplicasReadsAGenerationOnce: the replica count of a Work's manifest is read once per generation;
+// a failed read is read again; a pass that no longer lists a Work, and a changed customization, forget it.
+func TestWorkReplicasReadsAGenerationOnce(t *testing.T) {
+	binding := types.NamespacedName{Namespace: "default", Name: "web-deployment"}
+	work := func(uid types.UID, generation int64, replicas int) workv1alpha1.Work {
+		raw := fmt.Appendf(nil, `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":%d}}`, replicas)
+		return workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{UID: uid, Generation: generation},
+			Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
+	}
+	reads, fail := 0, false
+	read := func(m *unstructured.Unstructured) (int32, bool, error) {
+		reads++
+		if fail {
+			return 0, false, fmt.Errorf("the customization failed")
+		}
+		n, _, ok := interpreter.Replicas(m)
+		return n, ok, nil
+	}
+	var c workReplicas
+	a, b := work("a", 1, 2), work("b", 1, 3)
+	for range 3 {
+		if n, ok := c.of(binding, &a, read); n != 2 || !ok {
+			t.Fatalf("read %d, %v; want 2 replicas", n, ok)
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("one generation read %d times", reads)
+	}
+	a = work("a", 2, 4)
+	if n, _ := c.of(binding, &a, read); n != 4 || reads != 2 {
+		t.Fatalf("a new generation gave %d after %d reads; want 4 after 2", n, reads)
+	}
+	fail = true
+	for range 2 {
+		if n, ok := c.of(binding, &b, read); n != 0 || !ok {
+			t.Fatalf("a failed read gave %d, %v; want 0 replicas, which no placement of this binding gives", n, ok)
+		}
+	}
+	if reads != 4 {
+		t.Fatalf("a failed read was remembered: %d reads, want 4", reads)
+	}
+	fail = false
+	c.of(binding, &b, read)
+	c.keep(binding, []workv1alpha1.Work{b})
+	c.of(binding, &b, read)
+	c.of(binding, &a, read)
+	if reads != 6 {
+		t.Fatalf("%d reads; want 6: the pass that listed only b forgot a", reads)
+	}
+	c.forgetAll()
+	c.of(binding, &b, read)
+	if reads != 7 {
+		t.Fatalf("%d reads; want 7: a changed customization forgets every count", reads)
 	}
 }

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -237,8 +238,10 @@ func (w *Work) TemplateStatus() *ManifestStatus {
 			Annotations map[string]string `json:"annotations"`
 		} `json:"metadata"`
 	}
-	if len(w.Spec.Workload.Manifests) == 0 || json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m) != nil ||
-		m.Metadata.Annotations[AnnotationExpanded] == "" {
+	// Most Works are not expanded: a manifest that does not even mention the annotation is not decoded (the
+	// API server stores it re-encoded, so the key is never escaped).
+	if len(w.Spec.Workload.Manifests) == 0 || !bytes.Contains(w.Spec.Workload.Manifests[0].Raw, []byte(AnnotationExpanded)) ||
+		json.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &m) != nil || m.Metadata.Annotations[AnnotationExpanded] == "" {
 		return first
 	}
 	out := &ManifestStatus{Identifier: first.Identifier, Applied: true, Health: ResourceHealthy}
