@@ -6,6 +6,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -52,8 +53,8 @@ type StatusController[T workv1alpha1.Binding] struct {
 	written map[types.NamespacedName]time.Time
 	// partialSince remembers since when each binding has had a partial status not written (holdPartial).
 	partialSince map[types.NamespacedName]time.Time
-	// replicas remembers the replica counts read from the bindings' Works.
-	replicas workReplicas
+	// rendered remembers what was read of the bindings' Works' manifests.
+	rendered renderedWorks
 }
 
 // statusManager is the field manager of what the status controller writes.
@@ -74,8 +75,8 @@ func SetupStatus(mgr ctrl.Manager, templates client.Reader) error {
 func setupStatus[T workv1alpha1.Binding](mgr ctrl.Manager, name string, r *StatusController[T], namespaced bool) error {
 	return ctrl.NewControllerManagedBy(mgr).Named(name).For(r.New(), builder.WithPredicates(statusBindingChanged)).
 		Watches(&workv1alpha1.Work{}, workEvents(namespaced, statusBatchDelay, statusWakes)).
-		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), namespaced, r.replicas.forgetAll)).
-		Watches(&configv1alpha1.InterpreterWebhookConfiguration{}, customizationEvents(mgr.GetClient(), namespaced, r.replicas.forgetAll)).
+		Watches(&configv1alpha1.InterpreterCustomization{}, customizationEvents(mgr.GetClient(), namespaced, r.rendered.forgetAll)).
+		Watches(&configv1alpha1.InterpreterWebhookConfiguration{}, customizationEvents(mgr.GetClient(), namespaced, r.rendered.forgetAll)).
 		Complete(r)
 }
 
@@ -114,14 +115,16 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	replicasOf := func(w *workv1alpha1.Work) (int32, bool) {
-		return r.replicas.of(req.NamespacedName, w, func(manifest *unstructured.Unstructured) (int32, bool, error) {
-			n, _, ok, err := r.Interpreter.Replicas(ctx, manifest)
-			return n, ok, err
-		})
+	readReplicas := func(manifest *unstructured.Unstructured) (int32, bool, error) {
+		n, _, ok, err := r.Interpreter.Replicas(ctx, manifest)
+		return n, ok, err
 	}
-	sum := aggregate(b.BindingSpec(), b.GetGeneration(), template.GetGeneration(), works.Items, replicasOf)
-	r.replicas.keep(req.NamespacedName, works.Items)
+	if b.BindingSpec().Replicas == 0 {
+		readReplicas = nil // nothing to compare: no customization is asked
+	}
+	renderedOf := func(w *workv1alpha1.Work) rendered { return r.rendered.of(req.NamespacedName, w, readReplicas) }
+	sum := aggregate(b.BindingSpec(), b.GetGeneration(), template.GetGeneration(), works.Items, renderedOf)
+	r.rendered.keep(req.NamespacedName, works.Items)
 	if interpreted != nil {
 		sum.interpreted = interpreted
 	}
@@ -300,10 +303,10 @@ type aggregation struct {
 }
 
 // aggregate sums the Works of a binding, one item per target cluster; Works of clusters the binding no
-// longer targets (kept for a graceful eviction) count for nothing. replicasOf reads a rendered Work's
+// longer targets (kept for a graceful eviction) count for nothing. renderedOf reads a Work's
 // replica count (ok false: the kind has none).
 func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGeneration int64, works []workv1alpha1.Work,
-	replicasOf func(*workv1alpha1.Work) (int32, bool)) aggregation {
+	renderedOf func(*workv1alpha1.Work) rendered) aggregation {
 	sum := aggregation{items: make([]workv1alpha1.AggregatedStatusItem, 0, len(spec.Clusters))}
 	applied, healthy, caughtUp := len(spec.Clusters) > 0, len(spec.Clusters) > 0, len(spec.Clusters) > 0
 	var notApplied, notHealthy []string
@@ -325,7 +328,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 				}
 			}
 			workApplied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
-			caughtUp = caughtUp && ms.Applied && w.TemplateGeneration() == templateGeneration &&
+			caughtUp = caughtUp && ms.Applied && renderedOf(w).templateGeneration == templateGeneration &&
 				workApplied != nil && workApplied.ObservedGeneration == w.Generation &&
 				meta.IsStatusConditionTrue(ms.Conditions, workv1alpha1.ManifestConditionObserved)
 		} else {
@@ -335,7 +338,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 			applied = false
 			notApplied = append(notApplied, target.Name)
 		}
-		if item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, byCluster[target.Name], replicasOf) {
+		if item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, byCluster[target.Name], renderedOf) {
 			healthy = false
 			notHealthy = append(notHealthy, target.Name)
 		}
@@ -355,7 +358,7 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 // gives the cluster. Until then a Healthy report is about the copy before a move (a cluster taking over a
 // failed cluster's replicas still reports its old count as healthy), and an eviction must not end on it.
 func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.TargetCluster, w *workv1alpha1.Work,
-	replicasOf func(*workv1alpha1.Work) (int32, bool)) bool {
+	renderedOf func(*workv1alpha1.Work) rendered) bool {
 	if w == nil || len(w.Spec.Workload.Manifests) == 0 {
 		return false
 	}
@@ -366,67 +369,83 @@ func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.
 	if spec.Replicas == 0 {
 		return true
 	}
-	replicas, ok := replicasOf(w)
-	return !ok || replicas == target.Replicas
+	m := renderedOf(w)
+	return !m.hasReplicas || m.replicas == target.Replicas
 }
 
-// firstManifestReplicas reads the replica count of a Work's first manifest with read (ok false for a kind
-// without replicas). An undecodable manifest has -1 replicas, and a customization that fails 0: counts no
-// placement gives, so such a Work reports nothing current.
-func firstManifestReplicas(w *workv1alpha1.Work, read func(*unstructured.Unstructured) (int32, bool, error)) (replicas int32, ok bool, err error) {
-	manifest := map[string]any{}
-	if err := utiljson.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &manifest); err != nil {
-		return -1, true, err
+// rendered is what a status pass reads of a Work's first manifest: the generation of the template it was
+// rendered from (0 when not known) and its replica count (hasReplicas false for a kind without).
+type rendered struct {
+	templateGeneration int64
+	replicas           int32
+	hasReplicas        bool
+}
+
+// readRendered decodes w's first manifest and reads its replicas with read (none when nil). An undecodable
+// manifest has -1 replicas and a customization that fails 0: counts no placement gives, so such a Work
+// reports nothing current.
+func readRendered(w *workv1alpha1.Work, read func(*unstructured.Unstructured) (int32, bool, error)) (rendered, error) {
+	if len(w.Spec.Workload.Manifests) == 0 {
+		return rendered{replicas: -1, hasReplicas: true}, nil
 	}
-	replicas, ok, err = read(&unstructured.Unstructured{Object: manifest})
+	manifest := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := utiljson.Unmarshal(w.Spec.Workload.Manifests[0].Raw, &manifest.Object); err != nil {
+		return rendered{replicas: -1, hasReplicas: true}, err
+	}
+	generation, _ := strconv.ParseInt(manifest.GetAnnotations()[workv1alpha1.AnnotationTemplateGeneration], 10, 64)
+	if read == nil {
+		return rendered{templateGeneration: generation}, nil
+	}
+	replicas, ok, err := read(manifest)
 	if err != nil {
-		return 0, true, err
+		return rendered{templateGeneration: generation, hasReplicas: true}, err
 	}
-	return replicas, ok, nil
+	return rendered{templateGeneration: generation, replicas: replicas, hasReplicas: ok}, nil
 }
 
-// workReplicas remembers the replica count read from each Work's first manifest, by binding, Work UID and
-// generation. (A status pass of a binding on 1,000 clusters decoded and interpreted 1,000 manifests, 3% of
-// the hub's CPU in a fan-out.) A pass keeps only the Works it listed; a changed customization forgets all,
-// a failed read is not remembered.
-type workReplicas struct {
+// renderedWorks remembers what was read of each Work's first manifest (readRendered), by binding, Work UID
+// and generation. (A status pass of a binding on 1,000 clusters decoded and interpreted 1,000 manifests,
+// 3% of the hub's CPU in a fan-out.) A pass keeps only the Works it listed; a changed customization forgets
+// all; a failed read is not remembered.
+type renderedWorks struct {
 	mu        sync.Mutex
-	byBinding map[types.NamespacedName]map[types.UID]replicasAt
+	byBinding map[types.NamespacedName]map[types.UID]renderedAt
 }
 
-type replicasAt struct {
+type renderedAt struct {
 	generation int64
-	replicas   int32
-	ok         bool
+	// replicasRead says whether the replicas were read: a binding whose template had none (a Deployment
+	// scaled to 0) may ask for them at the next pass, of the same Work.
+	replicasRead bool
+	rendered
 }
 
-// of returns what read says of w's first manifest (firstManifestReplicas), from memory when w's generation
-// was read before.
-func (c *workReplicas) of(binding types.NamespacedName, w *workv1alpha1.Work, read func(*unstructured.Unstructured) (int32, bool, error)) (int32, bool) {
+// of returns what readRendered says of w, from memory when w's generation was read before.
+func (c *renderedWorks) of(binding types.NamespacedName, w *workv1alpha1.Work, read func(*unstructured.Unstructured) (int32, bool, error)) rendered {
 	c.mu.Lock()
 	at, known := c.byBinding[binding][w.UID]
 	c.mu.Unlock()
-	if known && at.generation == w.Generation {
-		return at.replicas, at.ok
+	if known && at.generation == w.Generation && (at.replicasRead || read == nil) {
+		return at.rendered
 	}
-	replicas, ok, err := firstManifestReplicas(w, read)
+	m, err := readRendered(w, read)
 	if err != nil {
-		return replicas, ok
+		return m
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byBinding == nil {
-		c.byBinding = map[types.NamespacedName]map[types.UID]replicasAt{}
+		c.byBinding = map[types.NamespacedName]map[types.UID]renderedAt{}
 	}
 	if c.byBinding[binding] == nil {
-		c.byBinding[binding] = map[types.UID]replicasAt{}
+		c.byBinding[binding] = map[types.UID]renderedAt{}
 	}
-	c.byBinding[binding][w.UID] = replicasAt{generation: w.Generation, replicas: replicas, ok: ok}
-	return replicas, ok
+	c.byBinding[binding][w.UID] = renderedAt{generation: w.Generation, replicasRead: read != nil, rendered: m}
+	return m
 }
 
 // keep forgets what was read of the binding's Works other than works (none: the binding itself).
-func (c *workReplicas) keep(binding types.NamespacedName, works []workv1alpha1.Work) {
+func (c *renderedWorks) keep(binding types.NamespacedName, works []workv1alpha1.Work) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	read := c.byBinding[binding]
@@ -438,10 +457,10 @@ func (c *workReplicas) keep(binding types.NamespacedName, works []workv1alpha1.W
 	for i := range works {
 		listed[works[i].UID] = true
 	}
-	maps.DeleteFunc(read, func(uid types.UID, _ replicasAt) bool { return !listed[uid] })
+	maps.DeleteFunc(read, func(uid types.UID, _ renderedAt) bool { return !listed[uid] })
 }
 
-func (c *workReplicas) forgetAll() {
+func (c *renderedWorks) forgetAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.byBinding = nil
@@ -524,7 +543,7 @@ func (r *StatusController[T]) forget(key types.NamespacedName, template types.UI
 	defer r.mu.Unlock()
 	delete(r.written, key)
 	delete(r.partialSince, key)
-	r.replicas.keep(key, nil)
+	r.rendered.keep(key, nil)
 	if template != "" {
 		delete(r.templateStatus, template)
 	}

@@ -122,12 +122,12 @@ func TestAggregate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sum := aggregate(tt.spec, 7, 2, tt.works, func(w *workv1alpha1.Work) (int32, bool) {
-				n, ok, _ := firstManifestReplicas(w, func(m *unstructured.Unstructured) (int32, bool, error) {
+			sum := aggregate(tt.spec, 7, 2, tt.works, func(w *workv1alpha1.Work) rendered {
+				m, _ := readRendered(w, func(m *unstructured.Unstructured) (int32, bool, error) {
 					n, _, ok := interpreter.Replicas(m)
 					return n, ok, nil
 				})
-				return n, ok
+				return m
 			})
 			if sum.applied.Status != tt.applied || sum.healthy.Status != tt.healthy || sum.caughtUp != tt.caughtUp {
 				t.Fatalf("FullyApplied %s, Healthy %s, caught up %v; want %s, %s, %v", sum.applied.Status, sum.healthy.Status, sum.caughtUp, tt.applied, tt.healthy, tt.caughtUp)
@@ -360,12 +360,14 @@ func TestPartialSumsAreHeld(t *testing.T) {
 	}
 }
 
-// TestWorkReplicasReadsAGenerationOnce: the replica count of a Work's manifest is read once per generation;
-// a failed read is read again; a pass that no longer lists a Work, and a changed customization, forget it.
-func TestWorkReplicasReadsAGenerationOnce(t *testing.T) {
+// TestRenderedWorksReadAGenerationOnce: a Work's manifest is read once per generation (its template
+// generation and replicas); a failed read is read again; a pass that no longer lists a Work, and a changed
+// customization, forget it.
+func TestRenderedWorksReadAGenerationOnce(t *testing.T) {
 	binding := types.NamespacedName{Namespace: "default", Name: "web-deployment"}
 	work := func(uid types.UID, generation int64, replicas int) workv1alpha1.Work {
-		raw := fmt.Appendf(nil, `{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":%d}}`, replicas)
+		raw := fmt.Appendf(nil, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"annotations":{%q:"%d"}},"spec":{"replicas":%d}}`,
+			workv1alpha1.AnnotationTemplateGeneration, 10+generation, replicas)
 		return workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{UID: uid, Generation: generation},
 			Spec: workv1alpha1.WorkSpec{Workload: workv1alpha1.WorkloadTemplate{Manifests: []workv1alpha1.Manifest{{RawExtension: runtime.RawExtension{Raw: raw}}}}}}
 	}
@@ -378,24 +380,24 @@ func TestWorkReplicasReadsAGenerationOnce(t *testing.T) {
 		n, _, ok := interpreter.Replicas(m)
 		return n, ok, nil
 	}
-	var c workReplicas
+	var c renderedWorks
 	a, b := work("a", 1, 2), work("b", 1, 3)
 	for range 3 {
-		if n, ok := c.of(binding, &a, read); n != 2 || !ok {
-			t.Fatalf("read %d, %v; want 2 replicas", n, ok)
+		if m := c.of(binding, &a, read); m != (rendered{templateGeneration: 11, replicas: 2, hasReplicas: true}) {
+			t.Fatalf("read %+v; want template generation 11 and 2 replicas", m)
 		}
 	}
 	if reads != 1 {
 		t.Fatalf("one generation read %d times", reads)
 	}
 	a = work("a", 2, 4)
-	if n, _ := c.of(binding, &a, read); n != 4 || reads != 2 {
-		t.Fatalf("a new generation gave %d after %d reads; want 4 after 2", n, reads)
+	if m := c.of(binding, &a, read); m.replicas != 4 || m.templateGeneration != 12 || reads != 2 {
+		t.Fatalf("a new generation gave %+v after %d reads; want 4 replicas of template generation 12 after 2", m, reads)
 	}
 	fail = true
 	for range 2 {
-		if n, ok := c.of(binding, &b, read); n != 0 || !ok {
-			t.Fatalf("a failed read gave %d, %v; want 0 replicas, which no placement of this binding gives", n, ok)
+		if m := c.of(binding, &b, read); m.replicas != 0 || !m.hasReplicas {
+			t.Fatalf("a failed read gave %+v; want 0 replicas, which no placement of this binding gives", m)
 		}
 	}
 	if reads != 4 {
@@ -413,5 +415,14 @@ func TestWorkReplicasReadsAGenerationOnce(t *testing.T) {
 	c.of(binding, &b, read)
 	if reads != 7 {
 		t.Fatalf("%d reads; want 7: a changed customization forgets every count", reads)
+	}
+
+	// A binding without replicas reads none; when it comes to ask for them (scaled up from 0), they are read.
+	zero := work("z", 1, 0)
+	if m := c.of(binding, &zero, nil); m.hasReplicas || m.templateGeneration != 11 || reads != 7 {
+		t.Fatalf("read %+v with %d reads; want no replicas read and template generation 11", m, reads)
+	}
+	if m := c.of(binding, &zero, read); !m.hasReplicas || m.replicas != 0 || reads != 8 {
+		t.Fatalf("read %+v with %d reads; want the 0 replicas read", m, reads)
 	}
 }
