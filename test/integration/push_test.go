@@ -278,8 +278,10 @@ func TestPushExecutorFollowsTheSyncMode(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, c); err != nil {
 			t.Fatal(err)
 		}
+		base := c.DeepCopy()
 		c.Spec.SyncMode = mode
-		if err := env.Client.Update(ctx, c); err != nil {
+		// A patch, not an update: the hub's controllers write the Cluster meanwhile.
+		if err := env.Client.Patch(ctx, c, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -300,9 +302,10 @@ func TestPushExecutorFollowsTheSyncMode(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(work), work); err != nil {
 		t.Fatal(err)
 	}
+	base := work.DeepCopy()
 	cm.Data = map[string]string{"a": "changed"}
 	work.Spec.Workload.Manifests = manifests()
-	if err := env.Client.Update(ctx, work); err != nil {
+	if err := env.Client.Patch(ctx, work, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second)
