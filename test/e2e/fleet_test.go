@@ -155,9 +155,35 @@ func waitPlaced(t *testing.T, namespace, name string, want map[*framework.Cluste
 				return fmt.Errorf("%s runs %d replicas, want %d", c.Name, got, replicas)
 			}
 			if d != nil && d.Status.AvailableReplicas != replicas {
-				return fmt.Errorf("%s has %d/%d available", c.Name, d.Status.AvailableReplicas, replicas)
+				return fmt.Errorf("%s has %d/%d available; %s", c.Name, d.Status.AvailableReplicas, replicas, podsNotReady(ctx, c, namespace, name))
 			}
 		}
 		return nil
 	})
+}
+
+// podsNotReady says why a member's pods of a Deployment are not ready, for a failure message: each one's
+// phase, node and the reason its scheduling or readiness gives.
+func podsNotReady(ctx context.Context, c *framework.Cluster, namespace, name string) string {
+	pods, err := c.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		return "pods unread: " + err.Error()
+	}
+	var notReady []string
+	for _, p := range pods.Items {
+		ready := false
+		var why []string
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				ready = true
+			}
+			if cond.Status != corev1.ConditionTrue {
+				why = append(why, fmt.Sprintf("%s=%s %s %s", cond.Type, cond.Status, cond.Reason, cond.Message))
+			}
+		}
+		if !ready || p.DeletionTimestamp != nil {
+			notReady = append(notReady, fmt.Sprintf("%s %s on %q deleting=%t %v", p.Name, p.Status.Phase, p.Spec.NodeName, p.DeletionTimestamp != nil, why))
+		}
+	}
+	return fmt.Sprintf("%d pods, not ready: %v", len(pods.Items), notReady)
 }
