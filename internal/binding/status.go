@@ -51,8 +51,8 @@ type StatusController[T workv1alpha1.Binding] struct {
 	// written remembers when each binding's status was last written: a binding on many clusters is summed
 	// again only after aggregationInterval.
 	written map[types.NamespacedName]time.Time
-	// partialSince remembers since when each binding has had a partial status not written (holdPartial).
-	partialSince map[types.NamespacedName]time.Time
+	// transientSince remembers since when each binding has had a transient status not written (holdTransient).
+	transientSince map[types.NamespacedName]time.Time
 	// rendered remembers what was read of the bindings' Works' manifests.
 	rendered renderedWorks
 }
@@ -131,7 +131,7 @@ func (r *StatusController[T]) Reconcile(ctx context.Context, req ctrl.Request) (
 	if wait := untilReported(b, works.Items, sum, time.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	if wait := r.holdPartial(req.NamespacedName, b, works.Items, sum, time.Now()); wait > 0 {
+	if wait := r.holdTransient(req.NamespacedName, b, works.Items, sum, time.Now()); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	healthSince(sum.items, b.BindingStatus().AggregatedStatus, metav1.Now())
@@ -236,41 +236,60 @@ func waiting(works []workv1alpha1.Work) bool {
 	return true
 }
 
-// partialHold is how long a binding's status may go unwritten while it is partial: applied in some target
-// clusters and only about to be applied in the others. A burst reaches the members one after another (the
-// push executor applies each member's Works in turn), and summing the binding and its template as each member
-// reported wrote both once per member; held, the members that report within partialHold of the first are
-// written together. A failure or a loss is written at once.
-const partialHold = 2 * time.Second
+// transientHold is how long a binding's status may go unwritten while it is transient (see transient):
+// a burst reaches the members one after another (the push executor applies each member's Works in turn), and
+// summing the binding and its template as each member reported wrote both once per member; an update reaches
+// the Works before their agents, and summing between the two wrote Healthy lost and then back. Held, the
+// reports that come within transientHold of the first are written together. A failure is written at once.
+const transientHold = 2 * time.Second
 
-// holdPartial says how long to wait before writing the binding's status (zero: write it now): a partial sum
-// (partial) is held until partialHold after the controller first saw it.
-func (r *StatusController[T]) holdPartial(key types.NamespacedName, b T, works []workv1alpha1.Work, sum aggregation, now time.Time) time.Duration {
+// holdTransient says how long to wait before writing the binding's status (zero: write it now): a transient
+// sum is held until transientHold after the controller first saw it.
+func (r *StatusController[T]) holdTransient(key types.NamespacedName, b T, works []workv1alpha1.Work, sum aggregation, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !partial(b.BindingStatus(), works, sum) {
-		delete(r.partialSince, key)
+	if !transient(b, works, sum) {
+		delete(r.transientSince, key)
 		return 0
 	}
-	if r.partialSince == nil {
-		r.partialSince = map[types.NamespacedName]time.Time{}
+	if r.transientSince == nil {
+		r.transientSince = map[types.NamespacedName]time.Time{}
 	}
-	since, ok := r.partialSince[key]
+	since, ok := r.transientSince[key]
 	if !ok {
-		since, r.partialSince[key] = now, now
+		since, r.transientSince[key] = now, now
 	}
-	if wait := since.Add(partialHold).Sub(now); wait > 0 {
+	if wait := since.Add(transientHold).Sub(now); wait > 0 {
 		return wait
 	}
-	delete(r.partialSince, key)
+	delete(r.transientSince, key)
 	return 0
 }
 
+// transient says whether sum is a passing state that a report due within moments ends: partial, or catching
+// up.
+func transient[T workv1alpha1.Binding](b T, works []workv1alpha1.Work, sum aggregation) bool {
+	if sum.interpreted != nil && sum.interpreted.Status != metav1.ConditionTrue {
+		return false
+	}
+	return partial(b.BindingStatus(), works, sum) || catchingUp(b, sum)
+}
+
+// catchingUp says whether sum loses Healthy only because Works changed since their agents reported them
+// healthy (stale), and nothing else: the binding is what its conditions described (same generation), it
+// keeps FullyApplied, and it has no eviction task (the end of an eviction waits for the report of the copy
+// that replaces the evicted one, and must not read the old one).
+func catchingUp[T workv1alpha1.Binding](b T, sum aggregation) bool {
+	conditions := b.BindingStatus().Conditions
+	return sum.stale && lost(meta.FindStatusCondition(conditions, sum.healthy.Type), sum.healthy) &&
+		!lost(meta.FindStatusCondition(conditions, sum.applied.Type), sum.applied) && len(b.BindingSpec().GracefulEvictionTasks) == 0
+}
+
 // partial says whether sum is applied in some target clusters and, in every other, only waits for its Work's
-// first result (no Work yet, or one whose objects are about to be applied), with no customization failed
-// and neither FullyApplied nor Healthy lost since the status the binding has.
+// first result (no Work yet, or one whose objects are about to be applied), with neither FullyApplied nor
+// Healthy lost since the status the binding has.
 func partial(status *workv1alpha1.ResourceBindingStatus, works []workv1alpha1.Work, sum aggregation) bool {
-	if sum.applied.Status == metav1.ConditionTrue || (sum.interpreted != nil && sum.interpreted.Status != metav1.ConditionTrue) ||
+	if sum.applied.Status == metav1.ConditionTrue ||
 		lost(meta.FindStatusCondition(status.Conditions, sum.applied.Type), sum.applied) ||
 		lost(meta.FindStatusCondition(status.Conditions, sum.healthy.Type), sum.healthy) {
 		return false
@@ -300,6 +319,9 @@ type aggregation struct {
 	members []interpreter.Member
 	// caughtUp is true when every target cluster applied the template's current generation and observed it.
 	caughtUp bool
+	// stale is true when Healthy is False only for clusters whose Work changed since its agent last reported
+	// it, and reported its objects healthy then.
+	stale bool
 }
 
 // aggregate sums the Works of a binding, one item per target cluster; Works of clusters the binding no
@@ -308,7 +330,8 @@ type aggregation struct {
 func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGeneration int64, works []workv1alpha1.Work,
 	renderedOf func(*workv1alpha1.Work) rendered) aggregation {
 	sum := aggregation{items: make([]workv1alpha1.AggregatedStatusItem, 0, len(spec.Clusters))}
-	applied, healthy, caughtUp := len(spec.Clusters) > 0, len(spec.Clusters) > 0, len(spec.Clusters) > 0
+	placed := len(spec.Clusters) > 0
+	applied, healthy, caughtUp, stale := placed, placed, placed, placed
 	var notApplied, notHealthy []string
 	byCluster := worksByCluster(works)
 	for _, target := range spec.Clusters {
@@ -338,14 +361,15 @@ func aggregate(spec *workv1alpha1.ResourceBindingSpec, generation, templateGener
 			applied = false
 			notApplied = append(notApplied, target.Name)
 		}
-		if item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, byCluster[target.Name], renderedOf) {
+		if w := byCluster[target.Name]; item.Health != workv1alpha1.ResourceHealthy || !reportsCurrent(spec, target, w, renderedOf) {
 			healthy = false
 			notHealthy = append(notHealthy, target.Name)
+			stale = stale && item.Health == workv1alpha1.ResourceHealthy && changedSinceReport(w)
 		}
 		sum.items = append(sum.items, item)
 		sum.members = append(sum.members, member)
 	}
-	sum.caughtUp = caughtUp
+	sum.caughtUp, sum.stale = caughtUp, !healthy && stale
 	sum.applied = condition(workv1alpha1.ConditionFullyApplied, applied, generation,
 		"Applied", "applied in every target cluster", "NotApplied", "not applied yet in "+clusterv1alpha1.ListInMessage(notApplied))
 	sum.healthy = condition(workv1alpha1.ConditionHealthy, healthy, generation,
@@ -371,6 +395,16 @@ func reportsCurrent(spec *workv1alpha1.ResourceBindingSpec, target workv1alpha1.
 	}
 	m := renderedOf(w)
 	return !m.hasReplicas || m.replicas == target.Replicas
+}
+
+// changedSinceReport says whether w's spec changed since its agent last reported it (it reported an
+// earlier generation).
+func changedSinceReport(w *workv1alpha1.Work) bool {
+	if w == nil {
+		return false
+	}
+	applied := meta.FindStatusCondition(w.Status.Conditions, workv1alpha1.WorkConditionApplied)
+	return applied != nil && applied.ObservedGeneration < w.Generation
 }
 
 // rendered is what a status pass reads of a Work's first manifest: the generation of the template it was
@@ -542,7 +576,7 @@ func (r *StatusController[T]) forget(key types.NamespacedName, template types.UI
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.written, key)
-	delete(r.partialSince, key)
+	delete(r.transientSince, key)
 	r.rendered.keep(key, nil)
 	if template != "" {
 		delete(r.templateStatus, template)

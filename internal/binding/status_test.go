@@ -102,23 +102,31 @@ func TestAggregate(t *testing.T) {
 		caughtUp         bool
 		items, members   int
 		firstHealth      workv1alpha1.ResourceHealth
+		stale            bool // Healthy lost only for Works changed since their healthy report
 	}{
-		{"not placed yet", spec(), nil, metav1.ConditionFalse, metav1.ConditionFalse, false, 0, 0, ""},
-		{"placed, no Work yet", spec("a", "b"), nil, metav1.ConditionFalse, metav1.ConditionFalse, false, 2, 0, workv1alpha1.ResourceUnknown},
+		{"not placed yet", spec(), nil, metav1.ConditionFalse, metav1.ConditionFalse, false, 0, 0, "", false},
+		{"placed, no Work yet", spec("a", "b"), nil, metav1.ConditionFalse, metav1.ConditionFalse, false, 2, 0, workv1alpha1.ResourceUnknown, false},
 		{"applied and healthy everywhere", spec("a", "b"), []workv1alpha1.Work{work("a", true, workv1alpha1.ResourceHealthy), work("b", true, workv1alpha1.ResourceHealthy)},
-			metav1.ConditionTrue, metav1.ConditionTrue, true, 2, 2, workv1alpha1.ResourceHealthy},
+			metav1.ConditionTrue, metav1.ConditionTrue, true, 2, 2, workv1alpha1.ResourceHealthy, false},
 		{"one cluster not healthy", spec("a", "b"), []workv1alpha1.Work{work("a", true, workv1alpha1.ResourceUnhealthy), work("b", true, workv1alpha1.ResourceHealthy)},
-			metav1.ConditionTrue, metav1.ConditionFalse, true, 2, 2, workv1alpha1.ResourceUnhealthy},
+			metav1.ConditionTrue, metav1.ConditionFalse, true, 2, 2, workv1alpha1.ResourceUnhealthy, false},
 		{"one cluster failed to apply", spec("a"), []workv1alpha1.Work{work("a", false, workv1alpha1.ResourceUnknown)},
-			metav1.ConditionFalse, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceUnknown},
+			metav1.ConditionFalse, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceUnknown, false},
 		{"the Work of a cluster being evicted counts for nothing", spec("a"), []workv1alpha1.Work{work("a", true, workv1alpha1.ResourceHealthy), work("old", false, workv1alpha1.ResourceUnhealthy)},
-			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
+			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy, false},
 		{"a Work not yet rendered for the new replicas reports the copy before the move", divided(4), []workv1alpha1.Work{moved(2, 1, 1)},
-			metav1.ConditionTrue, metav1.ConditionFalse, true, 1, 1, workv1alpha1.ResourceHealthy},
+			metav1.ConditionTrue, metav1.ConditionFalse, true, 1, 1, workv1alpha1.ResourceHealthy, false},
 		{"a report of the Work's previous generation is about the copy before the move", divided(4), []workv1alpha1.Work{moved(4, 2, 1)},
-			metav1.ConditionTrue, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceHealthy},
+			metav1.ConditionTrue, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceHealthy, true},
+		{"a changed Work whose objects were reported unhealthy", divided(4), []workv1alpha1.Work{func() workv1alpha1.Work {
+			w := moved(4, 2, 1)
+			w.Status.ManifestStatuses[0].Health = workv1alpha1.ResourceUnhealthy
+			return w
+		}()}, metav1.ConditionTrue, metav1.ConditionFalse, false, 1, 1, workv1alpha1.ResourceUnhealthy, false},
+		{"one changed Work, one cluster not healthy", spec("a", "b"), []workv1alpha1.Work{work("a", true, workv1alpha1.ResourceUnhealthy), moved(2, 2, 1)},
+			metav1.ConditionTrue, metav1.ConditionFalse, false, 2, 2, workv1alpha1.ResourceUnhealthy, false},
 		{"a report of the new copy counts", divided(4), []workv1alpha1.Work{moved(4, 2, 2)},
-			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy},
+			metav1.ConditionTrue, metav1.ConditionTrue, true, 1, 1, workv1alpha1.ResourceHealthy, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,8 +137,9 @@ func TestAggregate(t *testing.T) {
 				})
 				return m
 			})
-			if sum.applied.Status != tt.applied || sum.healthy.Status != tt.healthy || sum.caughtUp != tt.caughtUp {
-				t.Fatalf("FullyApplied %s, Healthy %s, caught up %v; want %s, %s, %v", sum.applied.Status, sum.healthy.Status, sum.caughtUp, tt.applied, tt.healthy, tt.caughtUp)
+			if sum.applied.Status != tt.applied || sum.healthy.Status != tt.healthy || sum.caughtUp != tt.caughtUp || sum.stale != tt.stale {
+				t.Fatalf("FullyApplied %s, Healthy %s, caught up %v, stale %v; want %s, %s, %v, %v", sum.applied.Status, sum.healthy.Status, sum.caughtUp, sum.stale,
+					tt.applied, tt.healthy, tt.caughtUp, tt.stale)
 			}
 			if sum.applied.ObservedGeneration != 7 || sum.healthy.ObservedGeneration != 7 {
 				t.Fatal("the conditions do not carry the binding's generation")
@@ -300,10 +309,11 @@ func TestFirstStatusWaitsForAResult(t *testing.T) {
 	}
 }
 
-// TestPartialSumsAreHeld: a sum applied in some clusters and only about to be applied in the others is held
-// for partialHold from when it was first seen, then written; a complete sum, a failure, a loss and a sum
-// applied nowhere are written at once.
-func TestPartialSumsAreHeld(t *testing.T) {
+// TestTransientSumsAreHeld: a sum applied in some clusters and only about to be applied in the others, and
+// a sum that lost Healthy only for Works changed since their healthy report, are held for transientHold from
+// when they were first seen, then written; a complete sum, a failure, any other loss, a sum applied nowhere,
+// and a catching-up sum of a binding that changed or has an eviction task are written at once.
+func TestTransientSumsAreHeld(t *testing.T) {
 	now := time.Now()
 	work := func(cluster string, applied bool, reason string) workv1alpha1.Work {
 		w := workv1alpha1.Work{ObjectMeta: metav1.ObjectMeta{Namespace: clusterv1alpha1.ClusterNamespace(cluster)}}
@@ -324,6 +334,25 @@ func TestPartialSumsAreHeld(t *testing.T) {
 	}
 	fresh := &workv1alpha1.ResourceBinding{}
 	key := types.NamespacedName{Namespace: "shop", Name: "web-deployment"}
+	// healthyAt is a binding whose status was applied and healthy at its generation 1 (at generation: after a
+	// change).
+	healthyAt := func(generation int64, evicting bool) *workv1alpha1.ResourceBinding {
+		b := &workv1alpha1.ResourceBinding{}
+		b.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.ConditionHealthy, Status: metav1.ConditionTrue, ObservedGeneration: generation},
+			{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, ObservedGeneration: generation}}
+		if evicting {
+			b.Spec.GracefulEvictionTasks = []workv1alpha1.GracefulEvictionTask{{FromCluster: "c"}}
+		}
+		return b
+	}
+	stale := func(change func(*aggregation)) aggregation {
+		s := sum(true, true)
+		s.stale = true
+		if change != nil {
+			change(&s)
+		}
+		return s
+	}
 	for _, tt := range []struct {
 		name  string
 		b     *workv1alpha1.ResourceBinding
@@ -341,20 +370,29 @@ func TestPartialSumsAreHeld(t *testing.T) {
 			b.Status.Conditions = []metav1.Condition{{Type: workv1alpha1.ConditionFullyApplied, Status: metav1.ConditionTrue, ObservedGeneration: 1}}
 			return b
 		}(), []workv1alpha1.Work{work("a", true, "Applied")}, sum(true, false), false},
+		{"healthy before, Works changed since", healthyAt(1, false), nil, stale(nil), true},
+		{"healthy before, lost for another reason", healthyAt(1, false), nil, sum(true, true), false},
+		{"healthy before an earlier change of the binding", healthyAt(0, false), nil, stale(nil), false},
+		{"not healthy before", fresh, nil, stale(nil), false},
+		{"healthy before, an eviction under way", healthyAt(1, true), nil, stale(nil), false},
+		{"healthy before, FullyApplied lost too", healthyAt(1, false), nil, stale(func(s *aggregation) { s.applied.Status = metav1.ConditionFalse }), false},
+		{"healthy before, a customization failed", healthyAt(1, false), nil, stale(func(s *aggregation) {
+			s.interpreted = &metav1.Condition{Type: workv1alpha1.ConditionInterpreted, Status: metav1.ConditionFalse}
+		}), false},
 	} {
 		r := &StatusController[*workv1alpha1.ResourceBinding]{}
-		wait := r.holdPartial(key, tt.b, tt.works, tt.sum, now)
-		if tt.held != (wait == partialHold) || !tt.held && wait != 0 {
+		wait := r.holdTransient(key, tt.b, tt.works, tt.sum, now)
+		if tt.held != (wait == transientHold) || !tt.held && wait != 0 {
 			t.Errorf("%s: waits %s, held %t", tt.name, wait, tt.held)
 			continue
 		}
 		if !tt.held {
 			continue
 		}
-		if wait := r.holdPartial(key, tt.b, tt.works, tt.sum, now.Add(time.Second)); wait != partialHold-time.Second {
-			t.Errorf("%s: a second later waits %s, want %s", tt.name, wait, partialHold-time.Second)
+		if wait := r.holdTransient(key, tt.b, tt.works, tt.sum, now.Add(time.Second)); wait != transientHold-time.Second {
+			t.Errorf("%s: a second later waits %s, want %s", tt.name, wait, transientHold-time.Second)
 		}
-		if wait := r.holdPartial(key, tt.b, tt.works, tt.sum, now.Add(partialHold)); wait != 0 {
+		if wait := r.holdTransient(key, tt.b, tt.works, tt.sum, now.Add(transientHold)); wait != 0 {
 			t.Errorf("%s: after the hold waits %s, want 0", tt.name, wait)
 		}
 	}
