@@ -103,6 +103,10 @@ type SteadyState struct {
 	HubCPUCores   float64 `json:"hubCPUCores"`
 	HubRSSMiB     float64 `json:"hubRSSMiB"`
 	HubPeakRSSMiB float64 `json:"hubPeakRSSMiB"`
+	// HubFileRSSMiB is the part of the RSS backed by files: the binary and the embedded etcd's database.
+	HubFileRSSMiB float64 `json:"hubFileRSSMiB"`
+	// HubGoMemory is where the Go runtime of the hub that serves the API holds its memory (first hub only).
+	HubGoMemory *measure.GoMemory `json:"hubGoMemory,omitempty"`
 }
 
 const stageAcknowledged = "acknowledged"
@@ -166,6 +170,12 @@ func RunScale(ctx context.Context, o ScaleOptions, out io.Writer, progress func(
 		return err
 	}
 	result.Steady = steady[0]
+	metrics, err := measure.ScrapeHubMetrics(ctx, kube)
+	if err != nil {
+		return err
+	}
+	memory := measure.GoMemoryOf(metrics)
+	result.Steady.HubGoMemory = &memory
 	if o.Hubs > 0 {
 		result.HubProcesses = steady
 	} else if result.Storage, err = measure.StorageOf(ctx, fleet.hubDir, fleet.hub.LogPath); err != nil {
@@ -231,6 +241,7 @@ func sampleSteady(ctx context.Context, hubs []*process.Process, d time.Duration)
 		steady[i] = SteadyState{
 			HubCPUCores: (after.CPU - before[i].CPU).Seconds() / time.Since(start).Seconds(),
 			HubRSSMiB:   float64(after.RSS) / (1 << 20), HubPeakRSSMiB: float64(after.PeakRSS) / (1 << 20),
+			HubFileRSSMiB: float64(after.RSSFile) / (1 << 20),
 		}
 	}
 	return steady, nil
@@ -357,6 +368,10 @@ func printScale(out io.Writer, r *ScaleResult) {
 	fmt.Fprintf(out, "all joined and Ready           %8.1f\n", r.RegisterSeconds)
 	fmt.Fprintf(out, "hub at steady state            %8.2f cores, %.0f MiB RSS (peak %.0f MiB)\n",
 		r.Steady.HubCPUCores, r.Steady.HubRSSMiB, r.Steady.HubPeakRSSMiB)
+	if m := r.Steady.HubGoMemory; m != nil {
+		fmt.Fprintf(out, "  of it                        %.0f MiB backed by files; Go: %.0f MiB heap objects (next collection at %.0f), %.0f stacks of %.0f goroutines, %.0f free heap not returned\n",
+			r.Steady.HubFileRSSMiB, m.ClassesMiB["heap_objects"], m.HeapGoalMiB, m.ClassesMiB["heap_stacks"], m.Goroutines, m.ClassesMiB["heap_free"])
+	}
 	for i, s := range r.HubProcesses {
 		fmt.Fprintf(out, "  hub process %d                %8.2f cores, %.0f MiB RSS (peak %.0f MiB)\n", i+1, s.HubCPUCores, s.HubRSSMiB, s.HubPeakRSSMiB)
 	}

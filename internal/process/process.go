@@ -136,6 +136,9 @@ type Usage struct {
 	CPU time.Duration
 	// RSS is the resident set size now; PeakRSS the most it ever was (VmHWM), in bytes.
 	RSS, PeakRSS int64
+	// RSSFile is the part of RSS backed by files (RssFile): the binary's pages and files mapped into memory,
+	// such as an embedded etcd's database.
+	RSSFile int64
 }
 
 // Usage reads the child's resource usage.
@@ -171,6 +174,8 @@ func ReadUsage(pid int) (Usage, error) {
 			target = &u.RSS
 		case "VmHWM":
 			target = &u.PeakRSS
+		case "RssFile":
+			target = &u.RSSFile
 		default:
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -57,4 +58,39 @@ func labelsOf(m *dto.Metric) map[string]string {
 		labels[l.GetName()] = l.GetValue()
 	}
 	return labels
+}
+
+// GoMemory is where a Go process's memory goes, from its runtime's metrics (runtime/metrics, which the
+// hub serves as go_* families), in MiB: each memory class, the heap size at which the next collection
+// starts, and how many goroutines run.
+type GoMemory struct {
+	// ClassesMiB are the runtime's memory classes (go_memory_classes_<class>_bytes) by class:
+	// heap_objects (live, or dead and not yet swept), heap_unused, heap_free (free, not returned to the
+	// system), heap_released, heap_stacks, os_stacks, metadata_*, profiling_buckets, other, total.
+	ClassesMiB  map[string]float64 `json:"classesMiB"`
+	HeapGoalMiB float64            `json:"heapGoalMiB"`
+	Goroutines  float64            `json:"goroutines"`
+}
+
+// GoMemoryOf reads a scrape's Go memory classes, heap goal and goroutines.
+func GoMemoryOf(metrics HubMetrics) GoMemory {
+	const prefix, suffix = "go_memory_classes_", "_bytes"
+	value := func(name string) float64 {
+		f := metrics[name]
+		if f == nil || len(f.GetMetric()) == 0 {
+			return 0
+		}
+		m := f.GetMetric()[0]
+		if m.GetGauge() != nil {
+			return m.GetGauge().GetValue()
+		}
+		return m.GetCounter().GetValue()
+	}
+	g := GoMemory{ClassesMiB: map[string]float64{}, HeapGoalMiB: value("go_gc_heap_goal_bytes") / (1 << 20), Goroutines: value("go_goroutines")}
+	for name := range metrics {
+		if class, ok := strings.CutPrefix(name, prefix); ok && strings.HasSuffix(class, suffix) {
+			g.ClassesMiB[strings.TrimSuffix(class, suffix)] = value(name) / (1 << 20)
+		}
+	}
+	return g
 }
