@@ -2,6 +2,8 @@ package admission
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,10 +19,11 @@ import (
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
-// countingReader counts the reads admission makes.
+// countingReader counts the reads admission makes and records each list's kind and resource version.
 type countingReader struct {
 	client.Reader
-	reads int
+	reads  int
+	listed []string
 }
 
 func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -30,6 +33,11 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 
 func (c *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	c.reads++
+	var version string
+	if o := (&client.ListOptions{}).ApplyOptions(opts); o.Raw != nil {
+		version = o.Raw.ResourceVersion
+	}
+	c.listed = append(c.listed, fmt.Sprintf("%T at %q", list, version))
 	return c.Reader.List(ctx, list, opts...)
 }
 
@@ -82,5 +90,26 @@ func TestQuotaReadsNothingForAnUpdateThatAsksNoMore(t *testing.T) {
 				t.Fatalf("want admitted without a read, got %v after %d reads", err, reader.reads)
 			}
 		})
+	}
+}
+
+// TestQuotasAreReadFromTheWatchCache: a create reads the namespace's FederatedResourceQuotas from the API
+// server's watch cache as it is (resourceVersion 0: a list at the latest version made a user's creates wait
+// for that cache during bursts), and, with a quota there, the bindings it counts at the latest version.
+func TestQuotasAreReadFromTheWatchCache(t *testing.T) {
+	q := &policyv1alpha1.FederatedResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "cap"},
+		Spec: policyv1alpha1.FederatedResourceQuotaSpec{Overall: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
+	web := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"namespace": "team", "name": "web"},
+		"spec": map[string]any{"replicas": int64(1), "template": map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "app", "image": "app", "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}}}
+	reader := &countingReader{Reader: fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(q).Build()}
+	if err := admitQuota(context.Background(), reader, Request{Resource: schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+		Namespace: "team", Name: "web", Object: web}); err != nil {
+		t.Fatalf("a create within the quota: %v", err)
+	}
+	want := []string{`*v1alpha1.FederatedResourceQuotaList at "0"`, `*v1alpha1.ResourceBindingList at ""`}
+	if !slices.Equal(reader.listed, want) {
+		t.Fatalf("listed %q, want %q", reader.listed, want)
 	}
 }

@@ -79,7 +79,11 @@ func (r dynamicReader) List(ctx context.Context, list client.ObjectList, opts ..
 	if o.LabelSelector != nil {
 		selector = o.LabelSelector.String()
 	}
-	ul, err := r.d.Resource(gvr).Namespace(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	raw := metav1.ListOptions{LabelSelector: selector}
+	if o.Raw != nil {
+		raw.ResourceVersion = o.Raw.ResourceVersion
+	}
+	ul, err := r.d.Resource(gvr).Namespace(o.Namespace).List(ctx, raw)
 	if err != nil {
 		return err
 	}
