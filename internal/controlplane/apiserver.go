@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -130,6 +131,14 @@ func runAPIServer(ctx context.Context, s *apiserveroptions.ServerRunOptions, c *
 			); err != nil {
 				return err
 			}
+		}
+	}
+	if c.WrapHandler != nil {
+		// The aggregator is the front of the server chain: its filters run once for every request, around
+		// the handler given to BuildHandlerChainFunc.
+		build := config.Aggregator.GenericConfig.BuildHandlerChainFunc
+		config.Aggregator.GenericConfig.BuildHandlerChainFunc = func(h http.Handler, g *genericapiserver.Config) http.Handler {
+			return build(c.WrapHandler(h), g)
 		}
 	}
 	if len(localServices) != 0 {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -83,6 +84,10 @@ type Config struct {
 	// AdmissionPlugins are the admission plugins kube-apiserver runs besides its default ones: for the hub, the
 	// checks of internal/admission and the limit on events.
 	AdmissionPlugins []AdmissionPlugin
+	// WrapHandler, when set, wraps the handler that serves each request once it has passed the filters
+	// (authentication, impersonation, authorization, priority and fairness): it sees the user the request
+	// acts as and how long serving it takes. The hub times its users' writes with it (internal/headroom).
+	WrapHandler func(http.Handler) http.Handler
 	// Progress, if set, is told about each step as it completes.
 	Progress func(step string)
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/flotilla-io/flotilla/internal/clusterset"
 	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/detector"
+	"github.com/flotilla-io/flotilla/internal/headroom"
 	"github.com/flotilla-io/flotilla/internal/metrics"
 	"github.com/flotilla-io/flotilla/internal/proxy"
 	"github.com/flotilla-io/flotilla/internal/registration"
@@ -77,6 +78,9 @@ type Hub struct {
 	pullBackend proxy.Backend
 	// agents decides, in the embedded hub's API server, what agents may do with their own Cluster.
 	agents registration.AgentAuthorizer
+	// headroom bounds the controllers' writes by how the users' writes fare in the embedded hub's API server
+	// (internal/headroom); nil for a hub over an existing cluster, whose API server is not in this process.
+	headroom *headroom.Limiter
 	// webhook serves the admission checks in Go to an existing cluster's API server; nil for the embedded hub,
 	// whose API server runs them in process.
 	webhook *admission.Webhook
@@ -192,6 +196,7 @@ func Start(ctx context.Context, o *Options, progress func(string)) (_ *Hub, err 
 		if controllersConfig, err = h.installControllersIdentity(ctx); err != nil {
 			return nil, err
 		}
+		controllersConfig.Wrap(h.headroom.Wrap)
 	}
 	progress("controllers elect their leader as " + h.Identity)
 	if h.manager, err = newManager(controllersConfig, Settings{Options: o, Identity: h.Identity, HubID: h.ID, Version: o.Version, Tunnels: h.Tunnels, HubURL: h.Config.Host}, selected); err != nil {
@@ -222,6 +227,7 @@ func (h *Hub) Etcd() ([]string, *controlplane.EtcdTLS) {
 }
 
 func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(string)) error {
+	h.headroom = headroom.New(func(limit int) { metrics.ControllersWriteLimit.Set(float64(limit)) })
 	cfg := controlplane.Config{
 		Name:        "flotilla-hub",
 		DataDir:     o.DataDir,
@@ -248,6 +254,7 @@ func (h *Hub) startControlPlane(ctx context.Context, o *Options, progress func(s
 		Profiling:        o.Profiling,
 		Authorizer:       authorizer.AuthorizerFunc(h.agents.Authorize),
 		AdmissionPlugins: admission.Plugins(),
+		WrapHandler:      h.headroom.Observe(hubComponent),
 		// Without credentials one may ask whether the hub is up and which version it runs, and read the
 		// cluster-info joining agents verify against their CA pin; nothing else, whatever RBAC grants
 		// system:unauthenticated.

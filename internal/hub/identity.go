@@ -3,12 +3,16 @@ package hub
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	flowcontrolbootstrap "k8s.io/apiserver/pkg/apis/flowcontrol/bootstrap"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -16,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
+	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
 )
 
@@ -65,6 +70,20 @@ func controllersRBAC() (*rbacv1.ClusterRole, *rbacv1.ClusterRoleBinding) {
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: ControllersUser}},
 	}
 	return role, binding
+}
+
+// hubComponent tells the hub's own components among the users of its API server: its controllers, its
+// agents, and the control plane's users (system:*, and kube-system's service accounts). The others, people
+// and their tools, are those the controllers leave headroom for (internal/headroom).
+func hubComponent(u user.Info) bool {
+	name := u.GetName()
+	if name == ControllersUser || slices.Contains(u.GetGroups(), registration.AgentGroup) {
+		return true
+	}
+	if strings.HasPrefix(name, serviceaccount.ServiceAccountUsernamePrefix) {
+		return strings.HasPrefix(name, serviceaccount.ServiceAccountUsernamePrefix+metav1.NamespaceSystem+":")
+	}
+	return strings.HasPrefix(name, "system:")
 }
 
 // controllersFlowControl is the controllers' priority level and the FlowSchemas that put their requests in

@@ -78,6 +78,13 @@ var (
 		Help: "When the hub last saw the cluster's heartbeat Lease renewed (by its agent, or by the hub for a Push cluster), in seconds since the epoch.",
 	}, []string{"cluster"})
 
+	// ControllersWriteLimit is how many writes the embedded hub's controllers may have in flight: lower while
+	// the users' writes wait for the hub's CPU (internal/headroom).
+	ControllersWriteLimit = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "flotilla_controllers_write_limit",
+		Help: "How many writes the hub's controllers may have in flight; it falls while users' writes to the hub are slow.",
+	})
+
 	// TemplateWatches has a series, 1, for each kind and namespace whose templates the hub watches (namespace
 	// empty: every namespace), and none for what it does not watch.
 	TemplateWatches = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -114,7 +121,7 @@ var hubOnce, agentOnce sync.Once
 func RegisterHub() {
 	hubOnce.Do(func() {
 		crmetrics.Registry.MustRegister(Evictions, PropagationSeconds, Heartbeats, TemplateWatches, SchedulingAttempts, SchedulingSeconds,
-			WorksWritten)
+			WorksWritten, ControllersWriteLimit)
 	})
 	RegisterAgent()
 }
