@@ -22,6 +22,20 @@ func take(t *testing.T, l *Limiter, n int) {
 	}
 }
 
+// full returns a Limiter whose bound a user's slow write, answered ago, brought to MinLimit, with both its
+// slots taken.
+func full(t *testing.T, ago time.Duration) *Limiter {
+	t.Helper()
+	l := New(nil)
+	take(t, l, MinLimit)
+	l.ObserveUser(time.Now(), time.Millisecond)
+	l.ObserveUser(time.Now().Add(-ago-time.Second), time.Second)
+	if got := l.Limit(); got != MinLimit {
+		t.Fatalf("limit %d after a slow user's write, want %d", got, MinLimit)
+	}
+	return l
+}
+
 func TestSlowUserWritesHalveTheWritesInFlight(t *testing.T) {
 	l := New(nil)
 	take(t, l, 10)
@@ -65,14 +79,8 @@ func TestIdleControllersFallToTheMinimum(t *testing.T) {
 }
 
 func TestHeldBackWritesRaiseTheBound(t *testing.T) {
-	l := New(nil)
-	take(t, l, 2)
 	// The users' slow write was answered more than a round (its own time) ago.
-	l.ObserveUser(time.Now(), time.Millisecond)
-	l.ObserveUser(time.Now().Add(-3*time.Second), time.Second)
-	if got := l.Limit(); got != MinLimit {
-		t.Fatalf("limit %d, want %d", got, MinLimit)
-	}
+	l := full(t, 2*time.Second)
 	third := make(chan bool)
 	go func() {
 		heldBack, err := l.Acquire(context.Background())
@@ -107,11 +115,8 @@ func TestHeldBackWritesRaiseTheBound(t *testing.T) {
 }
 
 func TestNoGrowthWhileUsersWait(t *testing.T) {
-	l := New(nil)
-	take(t, l, 2)
-	l.ObserveUser(time.Now(), time.Millisecond)
 	// A user's write of 1 s answered just now: for the next second the bound stays.
-	l.ObserveUser(time.Now().Add(-time.Second), time.Second)
+	l := full(t, 0)
 	l.Release(true, true, time.Millisecond)
 	if got := l.Limit(); got != MinLimit {
 		t.Fatalf("limit %d after a held-back answer within the users' round, want %d", got, MinLimit)
@@ -119,10 +124,7 @@ func TestNoGrowthWhileUsersWait(t *testing.T) {
 }
 
 func TestAWaitEndsWithItsContext(t *testing.T) {
-	l := New(nil)
-	take(t, l, 2)
-	l.ObserveUser(time.Now(), time.Millisecond)
-	l.ObserveUser(time.Now(), time.Second)
+	l := full(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := l.Acquire(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -134,10 +136,7 @@ func TestAWaitEndsWithItsContext(t *testing.T) {
 }
 
 func TestWrapBoundsOnlyWrites(t *testing.T) {
-	l := New(nil)
-	take(t, l, 2)
-	l.ObserveUser(time.Now(), time.Millisecond)
-	l.ObserveUser(time.Now(), time.Second)
+	l := full(t, 0)
 	sent := make(chan string, 10)
 	rt := l.Wrap(roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		sent <- req.Method + " " + req.URL.Path
