@@ -149,6 +149,7 @@ func Start(ctx context.Context, c Config) (_ *ControlPlane, err error) {
 		}
 	}()
 	c.SecurePort = listener.Addr().(*net.TCPAddr).Port
+	c.Progress(fmt.Sprintf("%s %d", PortHeld, c.SecurePort))
 
 	if err := cp.pki.Ensure(hostsFor(&c)); err != nil {
 		return nil, fmt.Errorf("PKI in %s: %w", cp.pki.Dir, err)
@@ -366,6 +367,11 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		}
 	}
 }
+
+// PortHeld begins the progress line Start prints once it holds kube-apiserver's port. A parent that picked
+// that port with FreePorts for a child waits for the line before it starts anything else that asks for free
+// ports: until the child binds it, the port is free to them too.
+const PortHeld = "holding the API port"
 
 // FreePorts asks the kernel for n distinct free TCP ports on the loopback interface.
 func FreePorts(n int) ([]int, error) {

@@ -20,6 +20,7 @@ import (
 
 	clusterv1alpha1 "github.com/flotilla-io/flotilla/api/cluster/v1alpha1"
 	"github.com/flotilla-io/flotilla/internal/clusterset"
+	"github.com/flotilla-io/flotilla/internal/controlplane"
 	"github.com/flotilla-io/flotilla/internal/process"
 	"github.com/flotilla-io/flotilla/internal/registration"
 	"github.com/flotilla-io/flotilla/internal/scheme"
@@ -145,6 +146,10 @@ func Up(ctx context.Context, o *UpOptions, progress func(string)) (_ *Environmen
 	hubArgs = append(hubArgs, o.HubArgs...)
 	hub, err := start("hub", hubDir, hubArgs...)
 	if err != nil {
+		return nil, err
+	}
+	// The members' etcds take free ports: the hub's must be taken first.
+	if err := process.WaitFor(ctx, hub, controlplane.PortHeld); err != nil {
 		return nil, err
 	}
 	members := make([]*process.Process, o.Members)
