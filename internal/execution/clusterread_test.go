@@ -95,3 +95,38 @@ func TestClusterReadsAreSharedButNeverOlder(t *testing.T) {
 		t.Errorf("a Cluster not found gave %v, want NotFound", err)
 	}
 }
+
+// TestClusterReadsGatherInABurst: Works that ask one after another right after a read share the next one,
+// sent gather later, rather than each sending its own; and each still gets a read sent after it asked.
+func TestClusterReadsGatherInABurst(t *testing.T) {
+	r := &gatedReader{gate: make(chan struct{})}
+	close(r.gate) // every read is answered at once
+	var reads clusterReads
+	if _, err := reads.get(context.Background(), r, "m1"); err != nil {
+		t.Fatal(err)
+	}
+	const works = 5
+	answers := make(chan int, works)
+	var wg sync.WaitGroup
+	for range works {
+		before := r.sent()
+		wg.Go(func() {
+			c, err := reads.get(context.Background(), r, "m1")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			n, _ := strconv.Atoi(c.Annotations[clusterv1alpha1.AnnotationUnjoin])
+			if n <= before {
+				t.Errorf("a Work that asked after read %d got read %d", before, n)
+			}
+			answers <- n
+		})
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Wait()
+	// Without gathering, each of the five sends its own read: the one before it was answered at once.
+	if n := r.sent(); n > 3 {
+		t.Errorf("%d reads sent for 1 + %d Works in a burst, want at most 3", n, works)
+	}
+}
