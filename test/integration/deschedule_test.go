@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -79,19 +80,27 @@ func TestUnschedulableReplicasMove(t *testing.T) {
 	testenv.Eventually(t, hangGuard, "web's Work in deschedule-a", func() error {
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: clusterv1alpha1.ClusterNamespace("deschedule-a"), Name: workv1alpha1.WorkName(b.Namespace, b.Name)}, w)
 	})
+	// The hub's controllers may write the Work between the read and this report: it is retried on a
+	// conflict, as an agent's report is.
 	now := metav1.Now()
-	w.Status = workv1alpha1.WorkStatus{
-		Conditions: []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied",
-			ObservedGeneration: w.Generation, LastTransitionTime: now}},
-		ManifestStatuses: []workv1alpha1.ManifestStatus{{
-			Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "web"},
-			Applied:    true, Health: workv1alpha1.ResourceUnhealthy,
-			Status:        &runtime.RawExtension{Raw: []byte(`{"replicas":3,"readyReplicas":2}`)},
-			Unschedulable: &workv1alpha1.UnschedulableReplicas{Replicas: 1, Since: metav1.NewTime(now.Add(-time.Minute))},
-			Conditions:    []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: now}},
-		}},
-	}
-	if err := env.Client.Status().Update(ctx, w); err != nil {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+			return err
+		}
+		w.Status = workv1alpha1.WorkStatus{
+			Conditions: []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied",
+				ObservedGeneration: w.Generation, LastTransitionTime: now}},
+			ManifestStatuses: []workv1alpha1.ManifestStatus{{
+				Identifier: workv1alpha1.ResourceIdentifier{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: ns, Name: "web"},
+				Applied:    true, Health: workv1alpha1.ResourceUnhealthy,
+				Status:        &runtime.RawExtension{Raw: []byte(`{"replicas":3,"readyReplicas":2}`)},
+				Unschedulable: &workv1alpha1.UnschedulableReplicas{Replicas: 1, Since: metav1.NewTime(now.Add(-time.Minute))},
+				Conditions:    []metav1.Condition{{Type: workv1alpha1.WorkConditionApplied, Status: metav1.ConditionTrue, Reason: "Applied", LastTransitionTime: now}},
+			}},
+		}
+		return env.Client.Status().Update(ctx, w)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	placed("deschedule-a=2,deschedule-b=4")
