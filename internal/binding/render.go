@@ -58,6 +58,9 @@ func Render(template *unstructured.Unstructured, target workv1alpha1.TargetClust
 		policyv1alpha1.LabelClusterPropagationPolicy} {
 		delete(labels, l)
 	}
+	if len(labels) == 0 {
+		labels = nil // a template whose only labels were the claim renders as it did before the claim
+	}
 	m.SetLabels(labels)
 	annotations := m.GetAnnotations()
 	if annotations == nil {

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -94,6 +95,24 @@ func TestInjectPreservedState(t *testing.T) {
 		injectPreservedState(m, records, tt.cluster)
 		if got := m.GetLabels()["checkpoint"]; got != tt.want || m.GetLabels()["app"] != "web" {
 			t.Errorf("%s: labels %v, want checkpoint=%q next to app=web", tt.cluster, m.GetLabels(), tt.want)
+		}
+	}
+}
+
+// TestRenderIgnoresTheClaim: a template renders the same before and after the detector's claim labels land.
+// A template without labels once rendered "labels": {} after its claim, so a Work written before the claim
+// was written again after it, and the status its agent had reported no longer described its generation.
+func TestRenderIgnoresTheClaim(t *testing.T) {
+	for _, labels := range []string{``, `"labels":{"app":"web"},`} {
+		before := parse(t, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{`+labels+`"name":"web","namespace":"shop"},"data":{"v":"1"}}`)
+		claimed := before.DeepCopy()
+		claimedLabels := map[string]string{"propagationpolicy.flotilla.io/name": "p", "propagationpolicy.flotilla.io/namespace": "shop"}
+		maps.Copy(claimedLabels, before.GetLabels())
+		claimed.SetLabels(claimedLabels)
+		a, _ := Render(before, workv1alpha1.TargetCluster{Name: "m1"}, nil).MarshalJSON()
+		b, _ := Render(claimed, workv1alpha1.TargetCluster{Name: "m1"}, nil).MarshalJSON()
+		if string(a) != string(b) {
+			t.Errorf("rendered before the claim:\n%s\nafter it:\n%s", a, b)
 		}
 	}
 }
