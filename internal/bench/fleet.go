@@ -286,7 +286,9 @@ func (f *hollowFleet) stopKeepingLogs(err error) error {
 }
 
 // workDir makes a temporary directory for one benchmark run and sends the process's component logs to
-// DIR/bench.log, so the terminal keeps the table and the progress lines. The returned function removes it.
+// DIR/bench.log, so the terminal keeps the table and the progress lines. The returned function removes it,
+// after ending the log: agents still stopping would otherwise make klog create the file again and end the
+// process (a 1,000-cluster run exited with status 2 after writing its figures).
 func workDir(name string) (string, func(), error) {
 	dir, err := os.MkdirTemp("", "flotilla-bench-"+name+"-")
 	if err != nil {
@@ -296,7 +298,10 @@ func workDir(name string) (string, func(), error) {
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
-	return dir, func() { os.RemoveAll(dir) }, nil
+	return dir, func() {
+		logging.Stop()
+		os.RemoveAll(dir)
+	}, nil
 }
 
 // loadConfig reads a kubeconfig for a benchmark client, without client-side rate limits: the benchmark

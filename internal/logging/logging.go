@@ -90,3 +90,11 @@ func SetupFormat(verbosity int, file string, format Format) error {
 	slog.SetDefault(slog.New(logr.ToSlogHandler(klog.NewKlogr())))
 	return nil
 }
+
+// Stop writes out what was logged and discards every later line. A process that removes its log file's
+// directory while its components still stop calls it first: klog creates its file on the first line written
+// (and again on rotation), and ends the process with status 2 when it cannot.
+func Stop() {
+	klog.Flush()
+	klog.SetOutput(io.Discard)
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -70,4 +71,32 @@ func TestFormatFlag(t *testing.T) {
 			t.Errorf("%v: %q, %v; want %q", tc.args, f, err, tc.want)
 		}
 	}
+}
+
+// TestStopOutlivesTheLogFile: a benchmark removes its work directory, log file and all, while the components
+// it ran may still log as they stop. After Stop the process goes on; without it klog's first line ends the
+// process with "unable to create log". The test runs in a child process, since that failure is an exit.
+func TestStopOutlivesTheLogFile(t *testing.T) {
+	if os.Getenv("FLOTILLA_LOGGING_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStopOutlivesTheLogFile$", "-test.v")
+		cmd.Env = append(os.Environ(), "FLOTILLA_LOGGING_CHILD=1")
+		if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "the process went on") {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return
+	}
+	dir, err := os.MkdirTemp("", "flotilla-logging-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Setup(0, filepath.Join(dir, "bench.log")); err != nil {
+		t.Fatal(err)
+	}
+	Stop()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	klog.Info("a component stopping late")
+	klog.Flush()
+	t.Log("the process went on")
 }
